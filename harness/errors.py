@@ -1,0 +1,15 @@
+"""The one error type the command line turns into a message and a non-zero exit code.
+
+Every failure a user can cause or fix (a wrong build number, a hash mismatch, a missing compiler,
+a corrupt corpus file) is raised as `TokconfError` with a sentence saying what is wrong and one
+saying what to do, so `tokconf` never answers a user mistake with a traceback.
+"""
+
+
+class TokconfError(Exception):
+    """A failure the user can act on; `str()` is the full message shown to them."""
+
+    def __init__(self, problem: str, fix: str = "") -> None:
+        self.problem = problem
+        self.fix = fix
+        super().__init__(f"{problem}\n  what to do: {fix}" if fix else problem)

@@ -1,0 +1,205 @@
+"""The live llama.cpp oracle, crash-isolated: two backends with one interface.
+
+`LibllamaOracle` (default) keeps one worker process per vocabulary that calls llama_tokenize
+in-process through cffi, ~10,000 inputs/s. When llama.cpp aborts (or hangs past the timeout) on an
+input, that input's answer is a `Refusal` carrying the reason from the worker's stderr, and the next
+call starts a fresh worker: one bad input never stops a recording.
+
+`CliOracle` runs the build's `llama-tokenize` once per input (~0.4 s each: it reloads the vocab every
+time). It is the independent path the `--backend cli` cross-check compares the worker against.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+from typing import Any, Protocol
+
+from harness.cmake_build import Build
+from harness.errors import TokconfError
+from harness.outcome import Outcome, Refusal, crash_reason
+
+DEFAULT_TIMEOUT = 60.0
+
+
+class Oracle(Protocol):
+    """What the recorder needs from a backend."""
+
+    def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome: ...
+
+    def close(self) -> None: ...
+
+
+class WorkerGone(Exception):
+    """The worker closed its pipe or did not answer in time."""
+
+
+class LibllamaOracle:
+    """llama_tokenize in a worker subprocess, restarted after every crash."""
+
+    def __init__(self, build: Build, vocab: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.build = build
+        self.vocab = vocab
+        self.timeout = timeout
+        self.restarts = 0
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the oracle; closed in close())
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._start()
+
+    def _start(self) -> None:
+        self._stderr.seek(0)
+        self._stderr.truncate()
+        command = [sys.executable, "-m", "harness.oracle_worker", "--lib", str(self.build.libllama)]
+        command += ["--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
+        for path in self.build.include_dirs:
+            command += ["--include", str(path)]
+        self._proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0
+        )
+        try:
+            ready = self._read()
+        except WorkerGone as gone:
+            raise TokconfError(
+                f"llama.cpp b{self.build.build} could not load {self.vocab}: {self._died(str(gone))}",
+                "check that the file is a GGUF vocabulary (tokconf llama info lists the shipped ones)",
+            ) from None
+        if ready[:1] != b"R":
+            self._kill()
+            raise TokconfError(
+                f"llama.cpp b{self.build.build} could not load {self.vocab}: {ready[1:].decode(errors='replace')}",
+                "check that the file is a complete GGUF vocabulary; re-download or re-fetch it if truncated",
+            )
+
+    def _read_exact(self, size: int) -> bytes:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        chunks: list[bytes] = []
+        while size:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                raise WorkerGone(f"no answer within {self.timeout:g} s")
+            chunk = os.read(fd, size)
+            if not chunk:
+                raise WorkerGone("worker exited")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _read(self) -> bytes:
+        (size,) = struct.unpack("<I", self._read_exact(4))
+        return self._read_exact(size)
+
+    def _request(self, payload: bytes) -> bytes:
+        if self._proc is None:
+            self.restarts += 1
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(struct.pack("<I", len(payload)) + payload)
+        except BrokenPipeError:
+            raise WorkerGone("worker exited") from None
+        return self._read()
+
+    def _died(self, why: str) -> str:
+        returncode = self._kill()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-8192:].decode("utf-8", errors="replace")
+        if why.startswith("no answer"):
+            return f"hang: {why}"
+        return crash_reason(tail, returncode)
+
+    def _kill(self) -> int | None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.kill()
+        return proc.wait()
+
+    def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
+        flags = (1 if add_special else 0) | (2 if parse_special else 0)
+        try:
+            answer = self._request(b"T" + bytes([flags]) + data)
+        except WorkerGone as gone:
+            return Refusal(self._died(str(gone)))
+        if answer[:1] != b"O":
+            return Refusal(answer[1:].decode(errors="replace"))
+        ids = array("i")
+        ids.frombytes(answer[1:])
+        return ids.tolist()
+
+    def facts(self) -> dict[str, Any]:
+        """The vocab's facts as llama.cpp reports them (see `libllama.Vocab.facts`)."""
+        try:
+            answer = self._request(b"F")
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died reading the facts of {self.vocab}: {self._died(str(gone))}") from None
+        facts: dict[str, Any] = json.loads(answer[1:])
+        facts["token_attributes"] = {int(k): v for k, v in facts["token_attributes"].items()}
+        facts["special_texts"] = {int(k): base64.b64decode(v) for k, v in facts["special_texts"].items()}
+        return facts
+
+    def close(self) -> None:
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            assert proc.stdin is not None
+            proc.stdin.close()
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._stderr.close()
+
+    def __enter__(self) -> LibllamaOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class CliOracle:
+    """`llama-tokenize` once per input: exact bytes on stdin, no escapes, BOS and specials set explicitly."""
+
+    def __init__(self, build: Build, vocab: Path, add_bos: bool, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.build = build
+        self.vocab = vocab
+        self.add_bos = add_bos
+        self.timeout = timeout
+
+    def expresses(self, add_special: bool, parse_special: bool) -> bool:
+        """Whether llama-tokenize has flags for this mode.
+
+        llama-tokenize passes `add_special = llama_vocab_get_add_bos(vocab) && !--no-bos`
+        (tools/tokenize/tokenize.cpp), so add_special=true is reachable only for vocabs that add BOS.
+        """
+        return not add_special or self.add_bos
+
+    def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
+        if not self.expresses(add_special, parse_special):
+            raise ValueError("llama-tokenize cannot express add_special=true for a vocab that does not add BOS")
+        command = [str(self.build.llama_tokenize), "-m", str(self.vocab), "--stdin", "--ids", "--no-escape"]
+        command += ["--log-disable"]
+        if not add_special:
+            command.append("--no-bos")
+        if not parse_special:
+            command.append("--no-parse-special")
+        try:
+            result = subprocess.run(command, input=data, capture_output=True, timeout=self.timeout, check=False)
+        except subprocess.TimeoutExpired:
+            return Refusal(f"hang: no answer within {self.timeout:g} s")
+        if result.returncode != 0:
+            return Refusal(crash_reason(result.stderr.decode("utf-8", errors="replace"), result.returncode))
+        line = result.stdout.decode().strip().splitlines()[-1]
+        return [int(x) for x in line.strip("[]").split(",") if x.strip()]
+
+    def close(self) -> None:
+        """Nothing to release: each call is its own process."""

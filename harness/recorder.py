@@ -1,0 +1,192 @@
+"""`tokconf record`: drive the pinned llama.cpp over the corpus, llama.cpp's tests, the vocab's special
+tokens and seeded fuzz, in every mode, and write one recording per vocabulary.
+
+Progress goes to a journal beside the output (`.NAME.journal`, one JSON line per answered case and
+flushed as it is written). An interrupted run leaves the journal; the next run with the same inputs
+replays it and asks llama.cpp only for what is missing, then writes the recording and drops the
+journal. A journal made for other inputs (another build, vocab, corpus or seed) is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.cmake_build import Build
+from harness.corpus import Case, CorpusFile
+from harness.errors import TokconfError
+from harness.fuzz import GENERATOR_VERSION, fuzz_strings
+from harness.oracle import LibllamaOracle
+from harness.outcome import Outcome, Refusal
+from harness.provision import sha256_file
+from harness.recording import MODES, RecordedCase, Recording, write
+from harness.upstream_tests import upstream_cases
+from harness.vocab_cases import vocab_cases
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything that decides a recording's content, shared by all vocabs of one run."""
+
+    build: Build
+    corpus: tuple[CorpusFile, ...]
+    seed: int
+    fuzz_count: int
+    out_dir: Path
+
+
+def vocab_name(vocab: Path) -> str:
+    """`ggml-vocab-qwen2.gguf` -> `qwen2`; the recording is `<name>.yaml`."""
+    name = vocab.name.removesuffix(".gguf")
+    return name.removeprefix("ggml-vocab-")
+
+
+def shipped_vocabs(build: Build) -> list[Path]:
+    """The test vocabularies a build ships in `models/`."""
+    return sorted(build.models_dir.glob("ggml-vocab-*.gguf"))
+
+
+def _provenance(plan: Plan, vocab: Path, vocab_sha: str, facts: dict[str, Any]) -> dict[str, Any]:
+    source = plan.build.source
+    inp = vocab.with_name(vocab.name + ".inp")
+    return {
+        "llama_cpp": {
+            "build": plan.build.build,
+            "source": source.kind,
+            "origin": source.origin,
+            "sha256": source.sha256,
+            "commit": source.commit,
+        },
+        "backend": "libllama (vocab_only, in a crash-isolated worker)",
+        "vocab": {
+            "name": vocab_name(vocab),
+            "file": vocab.name,
+            "sha256": vocab_sha,
+            "model": facts["model"],
+            "pre": facts["pre"],
+        },
+        "corpus": {f.path.name: f.sha256 for f in plan.corpus},
+        "upstream_tests": {inp.name: sha256_file(inp)} if inp.is_file() else {},
+        "fuzz": {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count},
+        "harness": __version__,
+        "modes": {m: {"add_special": a, "parse_special": p} for m, (a, p) in MODES.items()},
+    }
+
+
+def all_cases(plan: Plan, vocab: Path, facts: dict[str, Any]) -> list[Case]:
+    """Corpus, llama.cpp's tests, the vocab's own special-token cases, then fuzz: in that order."""
+    cases = [case for corpus_file in plan.corpus for case in corpus_file.cases]
+    cases += upstream_cases(vocab)
+    cases += vocab_cases(facts)
+    fuzz = fuzz_strings(plan.seed, plan.fuzz_count)
+    cases += [Case(f"fuzz/{i:04d}", data) for i, data in enumerate(fuzz)]
+    return cases
+
+
+class Journal:
+    """Append-only progress of one recording, keyed by a hash of everything that decides its content."""
+
+    def __init__(self, path: Path, key: str) -> None:
+        self.path = path
+        self.done: dict[tuple[int, str], Outcome] = {}
+        if path.is_file():
+            self._replay(key)
+        if not self.done:
+            path.write_text(json.dumps({"key": key}) + "\n", encoding="utf-8")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    def _replay(self, key: str) -> None:
+        lines = self.path.read_text(encoding="utf-8").splitlines()
+        if not lines or json.loads(lines[0]).get("key") != key:
+            return
+        for line in lines[1:]:
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError:
+                break  # the line being written when the run was interrupted
+            outcome = Refusal(entry["error"]) if "error" in entry else entry["ids"]
+            self.done[(entry["i"], entry["mode"])] = outcome
+
+    def add(self, index: int, mode: str, outcome: Outcome) -> None:
+        entry: dict[str, Any] = {"i": index, "mode": mode}
+        if isinstance(outcome, Refusal):
+            entry["error"] = outcome.reason
+        else:
+            entry["ids"] = outcome
+        os.write(self._fd, (json.dumps(entry) + "\n").encode())
+        self.done[(index, mode)] = outcome
+
+    def finish(self) -> None:
+        os.close(self._fd)
+        self.path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def record_vocab(plan: Plan, vocab: Path) -> Path:
+    """Record one vocabulary into `<out_dir>/<name>.yaml`; resumes from its journal if one is there."""
+    if not vocab.is_file():
+        raise TokconfError(f"vocab file {vocab} does not exist", "`tokconf llama info` lists the shipped vocabs")
+    name = vocab_name(vocab)
+    out = plan.out_dir / f"{name}.yaml"
+    started = time.monotonic()
+    vocab_sha = sha256_file(vocab)
+    with LibllamaOracle(plan.build, vocab) as oracle:
+        facts = oracle.facts()
+        provenance = _provenance(plan, vocab, vocab_sha, facts)
+        cases = all_cases(plan, vocab, facts)
+        key_source = json.dumps([provenance, [c.id for c in cases]], sort_keys=True)
+        key = hashlib.sha256(key_source.encode() + b"".join(c.data for c in cases)).hexdigest()
+        journal = Journal(plan.out_dir / f".{name}.journal", key)
+        resumed = len(journal.done)
+        recorded: list[RecordedCase] = []
+        try:
+            for index, case in enumerate(cases):
+                outcomes: dict[str, Outcome] = {}
+                for mode, (add_special, parse_special) in MODES.items():
+                    outcome = journal.done.get((index, mode))
+                    if outcome is None:
+                        outcome = oracle.tokenize(case.data, add_special, parse_special)
+                        journal.add(index, mode, outcome)
+                    outcomes[mode] = outcome
+                recorded.append(RecordedCase(case.id, case.data, outcomes, case.why))
+        except BaseException:
+            journal.close()
+            raise
+        restarts = oracle.restarts
+    write(out, Recording(provenance, facts, recorded))
+    journal.finish()
+    refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
+    seconds = time.monotonic() - started
+    note = f", {resumed} answers resumed from the journal" if resumed else ""
+    print(
+        f"{name}: {len(recorded)} cases x {len(MODES)} modes in {seconds:.1f} s "
+        f"({refused} refusals, {restarts} worker restarts{note}) -> {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out
+
+
+def record(plan: Plan, vocabs: list[Path], jobs: int) -> list[Path]:
+    """Record several vocabularies, `jobs` at a time (one recorder process and one worker each)."""
+    try:
+        plan.out_dir.mkdir(parents=True, exist_ok=True)
+        probe = plan.out_dir / ".tokconf-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise TokconfError(f"output folder {plan.out_dir} is not writable: {error.strerror}", "pass --out") from None
+    if jobs <= 1 or len(vocabs) <= 1:
+        return [record_vocab(plan, v) for v in vocabs]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(record_vocab, [plan] * len(vocabs), vocabs))

@@ -1,0 +1,208 @@
+"""Recordings: YAML files of what llama.cpp answered, one per vocabulary (docs/recording-format.md).
+
+Written with libyaml in a fixed key order, one flow-style id list per case and mode, so re-recording
+unchanged inputs gives a byte-identical file and `git diff` of two recordings shows changed cases
+line by line. Every write is atomic (temporary file, fsync, rename) and is read back and compared
+before it replaces anything, so a recording is never half written or silently lossy.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import TokconfError
+from harness.outcome import Outcome, Refusal
+
+SCHEMA = "tokconf-recording/1"
+
+# mode name -> (add_special, parse_special), as llama_tokenize takes them.
+MODES: dict[str, tuple[bool, bool]] = {
+    "plain": (False, False),  # llama.cpp's own tests/test-tokenizer-0 setting
+    "special": (False, True),
+    "bos": (True, True),  # llama-tokenize's default for vocabs that add BOS
+}
+
+
+@dataclass
+class RecordedCase:
+    """One input and its outcome in every recorded mode."""
+
+    id: str
+    data: bytes
+    outcomes: dict[str, Outcome]
+    why: str | None = None
+
+
+@dataclass
+class Recording:
+    """A whole recording file in memory."""
+
+    provenance: dict[str, Any]
+    facts: dict[str, Any]
+    cases: list[RecordedCase] = field(default_factory=list)
+
+    @property
+    def vocab_name(self) -> str:
+        return str(self.provenance["vocab"]["name"])
+
+    @property
+    def vocab_sha256(self) -> str:
+        return str(self.provenance["vocab"]["sha256"])
+
+
+def _text_fields(data: bytes) -> dict[str, str]:
+    try:
+        return {"text": data.decode("utf-8")}
+    except UnicodeDecodeError:
+        return {"bytes_hex": data.hex()}
+
+
+def _outcome_node(outcome: Outcome) -> Any:
+    return {"error": outcome.reason} if isinstance(outcome, Refusal) else outcome
+
+
+def _facts_node(facts: dict[str, Any]) -> dict[str, Any]:
+    node = {k: v for k, v in facts.items() if k not in ("token_attributes", "special_texts")}
+    node["token_attributes"] = dict(sorted(facts["token_attributes"].items()))
+    node["special_texts"] = {i: _text_fields(t) for i, t in sorted(facts["special_texts"].items())}
+    return node
+
+
+def to_document(recording: Recording) -> dict[str, Any]:
+    """The plain-data form written to YAML."""
+    cases = []
+    for case in recording.cases:
+        node: dict[str, Any] = {"id": case.id, **_text_fields(case.data)}
+        if case.why:
+            node["why"] = case.why
+        node.update({mode: _outcome_node(o) for mode, o in case.outcomes.items()})
+        cases.append(node)
+    return {
+        "schema": SCHEMA,
+        "provenance": recording.provenance,
+        "facts": _facts_node(recording.facts),
+        "cases": cases,
+    }
+
+
+def dumps(recording: Recording) -> str:
+    """The YAML text of a recording: stable order, leaf lists in flow style, no line folding."""
+    return yaml.dump(
+        to_document(recording),
+        Dumper=yaml.CSafeDumper,
+        sort_keys=False,
+        default_flow_style=None,
+        allow_unicode=True,
+        width=1 << 30,
+    )
+
+
+class CorruptRecording(TokconfError):
+    """A recording file that cannot be read back as the schema says."""
+
+
+def _corrupt(path: Path, problem: str) -> CorruptRecording:
+    return CorruptRecording(
+        f"{path}: {problem}",
+        "restore it from git or re-record it with `tokconf record` (see docs/recording-format.md)",
+    )
+
+
+def _case_data(path: Path, node: dict[str, Any]) -> bytes:
+    if "text" in node and isinstance(node["text"], str):
+        return node["text"].encode("utf-8")
+    if "bytes_hex" in node:
+        return bytes.fromhex(node["bytes_hex"])
+    raise _corrupt(path, f"case {node.get('id')!r} has neither `text` nor `bytes_hex`")
+
+
+def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
+    if isinstance(node, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in node):
+        return node
+    if isinstance(node, dict) and isinstance(node.get("error"), str):
+        return Refusal(node["error"])
+    raise _corrupt(path, f"case {case_id!r}: an outcome must be a list of ids or {{error: reason}}")
+
+
+def _facts(node: dict[str, Any]) -> dict[str, Any]:
+    facts = dict(node)
+    facts["special_texts"] = {
+        int(i): (t["text"].encode("utf-8") if "text" in t else bytes.fromhex(t["bytes_hex"]))
+        for i, t in node.get("special_texts", {}).items()
+    }
+    facts["token_attributes"] = {int(i): a for i, a in node.get("token_attributes", {}).items()}
+    return facts
+
+
+def from_document(path: Path, doc: Any) -> Recording:
+    """Validate a loaded YAML document and build the in-memory recording."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise _corrupt(path, f"not a {SCHEMA} recording (schema: {found!r})")
+    for key in ("provenance", "facts", "cases"):
+        if key not in doc:
+            raise _corrupt(path, f"missing `{key}`")
+    cases = []
+    seen: set[str] = set()
+    try:
+        for node in doc["cases"]:
+            case_id = str(node["id"])
+            if case_id in seen:
+                raise _corrupt(path, f"duplicate case id {case_id!r}")
+            seen.add(case_id)
+            outcomes = {mode: _outcome(path, case_id, node[mode]) for mode in MODES if mode in node}
+            cases.append(RecordedCase(case_id, _case_data(path, node), outcomes, node.get("why")))
+        return Recording(doc["provenance"], _facts(doc["facts"]), cases)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise _corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+
+
+def load(path: Path) -> Recording:
+    """Read one recording file (C loader: the whole bundled set loads in seconds)."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise TokconfError(f"cannot read recording {path}: {error.strerror}") from None
+    try:
+        doc = yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as error:
+        raise _corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+    return from_document(path, doc)
+
+
+def recording_files(paths: list[Path]) -> list[Path]:
+    """Recording files under the given files or folders, sorted."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(path.rglob("*.yaml")))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise TokconfError(f"recording path {path} does not exist", "give a recording file or folder")
+    if not found:
+        raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")
+    return found
+
+
+def write(path: Path, recording: Recording) -> None:
+    """Write atomically, after proving the YAML reads back to exactly the same recording."""
+    text = dumps(recording)
+    again = from_document(path, yaml.load(text, Loader=yaml.CSafeLoader))
+    if dumps(again) != text or [c.data for c in again.cases] != [c.data for c in recording.cases]:
+        raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as error:
+        tmp.unlink(missing_ok=True)
+        raise TokconfError(f"cannot write {path}: {error.strerror}", "choose a writable --out folder") from None
