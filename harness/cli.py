@@ -162,6 +162,9 @@ def main(argv: list[str] | None = None) -> int:
     except TokconfError as error:
         print(f"tokconf: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # `tokconf ... | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print("tokconf: interrupted; `tokconf record` resumes from its journal when run again", file=sys.stderr)
         return 130

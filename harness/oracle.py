@@ -52,7 +52,11 @@ class LibllamaOracle:
         self.restarts = 0
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the oracle; closed in close())
         self._proc: subprocess.Popen[bytes] | None = None
-        self._start()
+        try:
+            self._start()
+        except BaseException:
+            self._stderr.close()
+            raise
 
     def _start(self) -> None:
         self._stderr.seek(0)
@@ -122,6 +126,9 @@ class LibllamaOracle:
             return None
         if proc.poll() is None:
             proc.kill()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
         return proc.wait()
 
     def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
@@ -148,15 +155,15 @@ class LibllamaOracle:
         return facts
 
     def close(self) -> None:
-        proc, self._proc = self._proc, None
+        proc = self._proc
         if proc is not None:
             assert proc.stdin is not None
-            proc.stdin.close()
+            proc.stdin.close()  # the worker's read loop ends at end of input
             try:
                 proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                pass
+            self._kill()
         self._stderr.close()
 
     def __enter__(self) -> LibllamaOracle:

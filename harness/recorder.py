@@ -134,6 +134,7 @@ class Journal:
 
 def record_vocab(plan: Plan, vocab: Path) -> Path:
     """Record one vocabulary into `<out_dir>/<name>.yaml`; resumes from its journal if one is there."""
+    _require_writable(plan.out_dir)
     if not vocab.is_file():
         raise TokconfError(f"vocab file {vocab} does not exist", "`tokconf llama info` lists the shipped vocabs")
     name = vocab_name(vocab)
@@ -177,15 +178,19 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     return out
 
 
-def record(plan: Plan, vocabs: list[Path], jobs: int) -> list[Path]:
-    """Record several vocabularies, `jobs` at a time (one recorder process and one worker each)."""
+def _require_writable(folder: Path) -> None:
     try:
-        plan.out_dir.mkdir(parents=True, exist_ok=True)
-        probe = plan.out_dir / ".tokconf-write-test"
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".tokconf-write-test"
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as error:
-        raise TokconfError(f"output folder {plan.out_dir} is not writable: {error.strerror}", "pass --out") from None
+        raise TokconfError(f"output folder {folder} is not writable: {error.strerror}", "pass --out") from None
+
+
+def record(plan: Plan, vocabs: list[Path], jobs: int) -> list[Path]:
+    """Record several vocabularies, `jobs` at a time (one recorder process and one worker each)."""
+    _require_writable(plan.out_dir)
     if jobs <= 1 or len(vocabs) <= 1:
         return [record_vocab(plan, v) for v in vocabs]
     with ProcessPoolExecutor(max_workers=jobs) as pool:

@@ -1,0 +1,71 @@
+"""The live oracle: crash isolation, timeouts, load errors, and agreement of the two backends."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cmake_build import Build
+from harness.corpus import load_corpus
+from harness.crosscheck import crosscheck_vocab
+from harness.errors import TokconfError
+from harness.oracle import CliOracle, LibllamaOracle
+from harness.outcome import Refusal
+from harness.recorder import Plan, shipped_vocabs, vocab_name
+
+CRASH = bytes.fromhex("f4908080")  # U+110000: b11192 throws std::invalid_argument and aborts
+
+
+def _vocab(build: Build, name: str) -> Path:
+    return build.models_dir / f"ggml-vocab-{name}.gguf"
+
+
+def test_an_aborting_input_is_a_refusal_and_the_next_input_still_works(llama_build: Build) -> None:
+    with LibllamaOracle(llama_build, _vocab(llama_build, "qwen2")) as oracle:
+        assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
+        assert oracle.tokenize(CRASH, False, False) == Refusal("abort: uncaught std::invalid_argument: invalid codepoint")
+        assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
+        assert oracle.restarts == 1
+
+
+def test_a_hanging_worker_is_killed_and_reported(llama_build: Build) -> None:
+    with LibllamaOracle(llama_build, _vocab(llama_build, "bert-bge"), timeout=60) as oracle:
+        oracle.timeout = 1e-4  # far below the time to tokenize 2 MB
+        outcome = oracle.tokenize(b"word " * 400_000, False, False)
+        assert isinstance(outcome, Refusal) and outcome.reason.startswith("hang: no answer within")
+        oracle.timeout = 60
+        assert oracle.tokenize(b"hello", False, False) == [7592]
+
+
+def test_a_truncated_vocab_is_a_clear_error(llama_build: Build, tmp_path: Path) -> None:
+    broken = tmp_path / "truncated.gguf"
+    broken.write_bytes(_vocab(llama_build, "qwen2").read_bytes()[:5000])
+    with pytest.raises(TokconfError, match=r"could not load .*truncated.gguf"):
+        LibllamaOracle(llama_build, broken)
+
+
+def test_the_cli_refuses_the_aborting_input_too(llama_build: Build) -> None:
+    cli = CliOracle(llama_build, _vocab(llama_build, "qwen2"), add_bos=False)
+    assert cli.tokenize(CRASH, False, False) == Refusal("abort: uncaught std::invalid_argument: invalid codepoint")
+    assert cli.tokenize(b"<|im_start|>x", False, True) == [151644, 87]
+
+
+def test_cli_cannot_express_add_special_without_bos() -> None:
+    cli = CliOracle.__new__(CliOracle)
+    cli.add_bos = False
+    assert not cli.expresses(True, True)
+    assert cli.expresses(False, True)
+
+
+def test_both_backends_agree_on_a_sample_of_every_shipped_vocab(llama_build: Build, tmp_path: Path) -> None:
+    corpus = load_corpus([Path(__file__).resolve().parent.parent / "corpora"])
+    plan = Plan(llama_build, tuple(corpus), 11192, 2000, tmp_path)
+    vocabs = shipped_vocabs(llama_build)
+    assert len(vocabs) == 19
+    report = {}
+    for vocab in vocabs:
+        compared, disagreements = crosscheck_vocab(plan, llama_build, vocab, 4)
+        report[vocab_name(vocab)] = (compared, disagreements)
+    assert all(compared >= 8 for compared, _ in report.values()), report
+    assert {name: d for name, (_, d) in report.items() if d} == {}

@@ -1,0 +1,116 @@
+"""The recording format: lossless, byte-stable, atomic, and loud about corruption."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from harness.errors import TokconfError
+from harness.fuzz import fuzz_strings
+from harness.outcome import Refusal
+from harness.recording import CorruptRecording, RecordedCase, Recording, dumps, load, write
+
+TRICKY = [
+    b"",
+    b" ",
+    b"\x00",
+    "\ufeffBOM".encode(),
+    "\x85\u2028\u2029".encode(),
+    "\ufffe\uffff\U0010ffff".encode(),
+    b"\r\n\r",
+    b"  trailing  \n",
+    b"- looks: [like, yaml]",
+    b"'quoted' \"both\"",
+    b"\x1b[0m\x7f",
+    bytes.fromhex("f4908080"),
+    b"\xff\xfe",
+    "\t\u3000x".encode(),
+    b"#comment",
+    b"null",
+    b"123",
+    b"yes",
+]
+
+
+def _recording(datas: list[bytes]) -> Recording:
+    facts = {
+        "model": "gpt2",
+        "n_tokens": 3,
+        "special_ids": {"bos": 1},
+        "eog_ids": [2],
+        "token_attributes": {2: "control", 0: "byte"},
+        "special_texts": {2: b"<|end|>"},
+    }
+    cases = [
+        RecordedCase(f"t/{i}", data, {"plain": [i, 1], "special": Refusal("abort: x"), "bos": []})
+        for i, data in enumerate(datas)
+    ]
+    provenance = {"vocab": {"name": "t", "sha256": "0" * 64}}
+    return Recording(provenance, facts, cases)
+
+
+def test_tricky_inputs_and_the_whole_fuzz_set_survive_a_round_trip(tmp_path: Path) -> None:
+    datas = TRICKY + list(fuzz_strings(11192, 2000))
+    path = tmp_path / "t.yaml"
+    write(path, _recording(datas))
+    again = load(path)
+    assert [c.data for c in again.cases] == datas
+    assert again.cases[0].outcomes == {"plain": [0, 1], "special": Refusal("abort: x"), "bos": []}
+    assert again.facts["special_texts"] == {2: b"<|end|>"}
+    assert again.facts["token_attributes"] == {0: "byte", 2: "control"}
+
+
+def test_writing_twice_is_byte_identical_and_ids_are_one_line_per_mode(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    write(path, _recording(TRICKY))
+    first = path.read_bytes()
+    write(path, load(path))
+    assert path.read_bytes() == first
+    assert "  plain: [3, 1]\n" in dumps(load(path))
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("schema: other/1\n", "not a tokconf-recording/1 recording"),
+        ("schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\n", "missing `cases`"),
+        ("cases: [\n", "invalid YAML"),
+        (
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x, plain: [1, x]}\n",
+            "an outcome must be a list of ids",
+        ),
+        (
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, plain: [1]}\n",
+            "neither `text` nor `bytes_hex`",
+        ),
+        (
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x}\n- {id: a, text: y}\n",
+            "duplicate case id 'a'",
+        ),
+    ],
+)
+def test_corrupt_recordings_are_refused_with_file_and_remedy(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(CorruptRecording) as caught:
+        load(path)
+    assert str(path) in str(caught.value) and message in str(caught.value)
+    assert "re-record" in str(caught.value)
+
+
+def test_a_failed_write_leaves_the_old_file_untouched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "t.yaml"
+    write(path, _recording(TRICKY))
+    before = path.read_bytes()
+
+    def disk_full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    with pytest.raises(TokconfError, match="cannot write .*No space left on device"):
+        write(path, _recording([b"other"]))
+    assert path.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]
