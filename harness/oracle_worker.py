@@ -1,12 +1,18 @@
 """The process that hosts libllama for one vocabulary: `python -m harness.oracle_worker`.
 
 It exists so that llama.cpp's aborts (b11192 throws `std::invalid_argument` on a code point above
-U+10FFFF and the uncaught exception kills the process) end this process, not the recorder. The
-parent (`harness.oracle`) notices the broken pipe, records the case as a refusal and starts a new one.
+U+10FFFF and the uncaught exception kills the process) never reach the recorder.
+
+It is a small fork server: this process loads the vocabulary once (~0.5 s: gcc -E, cffi, GGUF) and
+then forks a child that answers requests. When llama.cpp kills the child, the loaded parent answers
+the request the child died on with the reason from stderr and forks a fresh child, so a crash costs
+a fork, not a reload. (If this process itself dies or hangs, `harness.oracle` starts a new one.)
 
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
-llama_tokenize byte for byte. Requests: `T` + flag byte (bit 0 add_special, bit 1 parse_special) +
-text bytes; `F` for the vocab facts. Answers: `O` + int32 ids (or JSON facts), `E` + message.
+llama_tokenize byte for byte. Requests: `M` + u32 count + that many (flag byte, u32 length, text
+bytes), where flag bit 0 is add_special and bit 1 parse_special; `F` for the vocab facts. Answers:
+`O` + per input (i32 count + int32 ids), or JSON facts; `E` + message; `X` + crash reason (the child
+died on this request; the oracle then retries its inputs one by one to find the culprit).
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import struct
 import sys
 from array import array
@@ -21,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from harness.libllama import Vocab
+from harness.outcome import crash_reason
 
 
 def read_frame(stream: BinaryIO) -> bytes | None:
@@ -48,14 +56,25 @@ def _facts_json(vocab: Vocab) -> bytes:
     return json.dumps(facts).encode()
 
 
+def _tokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
+    (count,) = struct.unpack_from("<I", frame, 1)
+    pos = 5
+    out = []
+    for _ in range(count):
+        flags, size = struct.unpack_from("<BI", frame, pos)
+        pos += 5
+        ids = vocab.tokenize(frame[pos : pos + size], bool(flags & 1), bool(flags & 2))
+        pos += size
+        out.append(struct.pack("<i", len(ids)) + array("i", ids).tobytes())
+    return out
+
+
 def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
     """Answer frames until the parent closes the pipe."""
     while (frame := read_frame(requests)) is not None:
         op = frame[:1]
-        if op == b"T":
-            flags = frame[1]
-            ids = vocab.tokenize(frame[2:], bool(flags & 1), bool(flags & 2))
-            write_frame(answers, b"O" + array("i", ids).tobytes())
+        if op == b"M":
+            write_frame(answers, b"O" + b"".join(_tokenize_many(vocab, frame)))
         elif op == b"F":
             write_frame(answers, b"O" + _facts_json(vocab))
         else:
@@ -69,15 +88,35 @@ def main() -> int:
     parser.add_argument("--include", type=Path, action="append", default=[])
     parser.add_argument("--vocab", type=Path, required=True)
     args = parser.parse_args()
-    answers = sys.stdout.buffer
+    # Answers go to a private copy of stdout; fd 1 itself now points at stderr, because llama.cpp and
+    # ggml print to stdout (ggml_print_backtrace does, on abort) and must not corrupt the frames.
+    answers = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
     try:
         vocab = Vocab(args.lib, args.header, tuple(args.include), args.vocab)
     except Exception as error:  # the parent shows it; this process has nothing else to do
         write_frame(answers, b"E" + str(error).encode())
         return 1
     write_frame(answers, b"R")
-    serve(vocab, sys.stdin.buffer, answers)
-    return 0
+    while True:
+        child = os.fork()
+        if child == 0:
+            serve(vocab, sys.stdin.buffer, answers)
+            os._exit(0)
+        _, status = os.waitpid(child, 0)
+        if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
+            return 0  # the parent closed the pipe: done
+        code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+        write_frame(answers, b"X" + crash_reason(_stderr_tail(), code).encode())
+
+
+def _stderr_tail(size: int = 8192) -> str:
+    """The end of our stderr, which the oracle opened as a readable file: the child's last words."""
+    try:
+        end = os.fstat(2).st_size
+        return os.pread(2, size, max(0, end - size)).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 if __name__ == "__main__":

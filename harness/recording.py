@@ -1,8 +1,9 @@
 """Recordings: YAML files of what llama.cpp answered, one per vocabulary (docs/recording-format.md).
 
-Written with libyaml in a fixed key order, one flow-style id list per case and mode, so re-recording
-unchanged inputs gives a byte-identical file and `git diff` of two recordings shows changed cases
-line by line. Every write is atomic (temporary file, fsync, rename) and is read back and compared
+Written with libyaml in a fixed key order, one line per case and mode, so re-recording unchanged
+inputs gives a byte-identical file and `git diff` of two recordings shows changed cases line by line.
+Ids are one string of space-separated decimals, as in llama.cpp's own `.out` files: a YAML list makes
+every id a scalar the loader must resolve, and the bundled set then takes a minute to load, not seconds. Every write is atomic (temporary file, fsync, rename) and is read back and compared
 before it replaces anything, so a recording is never half written or silently lossy.
 """
 
@@ -63,7 +64,7 @@ def _text_fields(data: bytes) -> dict[str, str]:
 
 
 def _outcome_node(outcome: Outcome) -> Any:
-    return {"error": outcome.reason} if isinstance(outcome, Refusal) else outcome
+    return {"error": outcome.reason} if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
 
 
 def _facts_node(facts: dict[str, Any]) -> dict[str, Any]:
@@ -122,11 +123,16 @@ def _case_data(path: Path, node: dict[str, Any]) -> bytes:
 
 
 def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
-    if isinstance(node, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in node):
-        return node
-    if isinstance(node, dict) and isinstance(node.get("error"), str):
+    if isinstance(node, str):
+        try:
+            return [int(i) for i in node.split()]
+        except ValueError:
+            pass
+    elif isinstance(node, int) and not isinstance(node, bool):  # a lone id someone wrote unquoted
+        return [node]
+    elif isinstance(node, dict) and isinstance(node.get("error"), str):
         return Refusal(node["error"])
-    raise _corrupt(path, f"case {case_id!r}: an outcome must be a list of ids or {{error: reason}}")
+    raise _corrupt(path, f"case {case_id!r}: an outcome must be a string of ids ('1 2 3') or {{error: reason}}")
 
 
 def _facts(node: dict[str, Any]) -> dict[str, Any]:
@@ -194,7 +200,7 @@ def write(path: Path, recording: Recording) -> None:
     """Write atomically, after proving the YAML reads back to exactly the same recording."""
     text = dumps(recording)
     again = from_document(path, yaml.load(text, Loader=yaml.CSafeLoader))
-    if dumps(again) != text or [c.data for c in again.cases] != [c.data for c in recording.cases]:
+    if again.cases != recording.cases or again.facts != recording.facts:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
     tmp = path.with_name(f".{path.name}.tmp")
     try:

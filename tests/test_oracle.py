@@ -26,7 +26,7 @@ def test_an_aborting_input_is_a_refusal_and_the_next_input_still_works(llama_bui
         assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
         assert oracle.tokenize(CRASH, False, False) == Refusal("abort: uncaught std::invalid_argument: invalid codepoint")
         assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
-        assert oracle.restarts == 1
+        assert (oracle.crashes, oracle.restarts) == (1, 0)  # the fork server absorbed it
 
 
 def test_a_hanging_worker_is_killed_and_reported(llama_build: Build) -> None:
@@ -69,3 +69,12 @@ def test_both_backends_agree_on_a_sample_of_every_shipped_vocab(llama_build: Bui
         report[vocab_name(vocab)] = (compared, disagreements)
     assert all(compared >= 8 for compared, _ in report.values()), report
     assert {name: d for name, (_, d) in report.items() if d} == {}
+
+
+def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Build) -> None:
+    with LibllamaOracle(llama_build, _vocab(llama_build, "gpt-2")) as oracle:
+        single = [oracle.tokenize(data, False, False) for data in (b"a", b"b c", b"")]
+        batch = oracle.tokenize_many([(b"a", False, False), (CRASH, False, False), (b"b c", True, True), (b"", 0, 0)])
+        assert batch[0] == single[0] and batch[2] == single[1] and batch[3] == single[2] == []
+        assert isinstance(batch[1], Refusal) and "invalid codepoint" in batch[1].reason
+        assert oracle.crashes == 1

@@ -12,9 +12,9 @@ from harness.cli import main
 from harness.cmake_build import Build
 from harness.corpus import load_corpus_file
 from harness.errors import TokconfError
-from harness.oracle import LibllamaOracle
+from harness.oracle import LibllamaOracle, Request
 from harness.outcome import Outcome, Refusal
-from harness.recorder import Plan, record, record_vocab
+from harness.recorder import JOURNAL_CHUNK, Plan, record, record_vocab
 from harness.recording import load
 
 CORPUS = """theme: t
@@ -68,25 +68,25 @@ def test_an_interrupted_recording_resumes_and_loses_nothing(
 ) -> None:
     reference = record_vocab(plan, _qwen2(llama_build)).read_bytes()
     (plan.out_dir / "qwen2.yaml").unlink()
-    real = LibllamaOracle.tokenize
+    real = LibllamaOracle.tokenize_many
     calls = {"n": 0}
 
-    def interrupted(self: LibllamaOracle, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
-        calls["n"] += 1
-        if calls["n"] > 100:
+    def interrupted(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        calls["n"] += len(requests) > 1  # the recorder's chunks, not the one-by-one retry after a crash
+        if calls["n"] > 2:
             raise KeyboardInterrupt
-        return real(self, data, add_special, parse_special)
+        return real(self, requests)
 
-    monkeypatch.setattr(LibllamaOracle, "tokenize", interrupted)
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", interrupted)
     with pytest.raises(KeyboardInterrupt):
         record_vocab(plan, _qwen2(llama_build))
     journal = plan.out_dir / ".qwen2.journal"
     assert not (plan.out_dir / "qwen2.yaml").exists()
-    assert len(journal.read_text().splitlines()) == 101  # the key line and 100 answers
-    monkeypatch.setattr(LibllamaOracle, "tokenize", real)
+    assert len(journal.read_text().splitlines()) == 1 + 2 * JOURNAL_CHUNK  # the key line, two chunks
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", real)
     capsys.readouterr()
     assert record_vocab(plan, _qwen2(llama_build)).read_bytes() == reference
-    assert "100 answers resumed from the journal" in capsys.readouterr().err
+    assert f"{2 * JOURNAL_CHUNK} answers resumed from the journal" in capsys.readouterr().err
     assert not journal.exists()
 
 

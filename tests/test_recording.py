@@ -69,7 +69,8 @@ def test_writing_twice_is_byte_identical_and_ids_are_one_line_per_mode(tmp_path:
     first = path.read_bytes()
     write(path, load(path))
     assert path.read_bytes() == first
-    assert "  plain: [3, 1]\n" in dumps(load(path))
+    assert "  plain: 3 1\n" in dumps(load(path))
+    assert "  bos: ''\n" in dumps(load(path))
 
 
 @pytest.mark.parametrize(
@@ -79,11 +80,11 @@ def test_writing_twice_is_byte_identical_and_ids_are_one_line_per_mode(tmp_path:
         ("schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\n", "missing `cases`"),
         ("cases: [\n", "invalid YAML"),
         (
-            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x, plain: [1, x]}\n",
-            "an outcome must be a list of ids",
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x, plain: 1 x}\n",
+            "an outcome must be a string of ids",
         ),
         (
-            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, plain: [1]}\n",
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, plain: '1'}\n",
             "neither `text` nor `bytes_hex`",
         ),
         (
