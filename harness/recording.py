@@ -56,21 +56,54 @@ class Recording:
         return str(self.provenance["vocab"]["sha256"])
 
 
+class _Flow(dict[str, Any]):
+    """A small mapping written on one line (`{error: …}`, `{text: …}`, a provenance entry)."""
+
+
+class _Dumper(yaml.CSafeDumper):
+    """libyaml's dumper; cases and lists of cases in block style, `_Flow` mappings on one line."""
+
+
+class _FlowList(list[Any]):
+    """A list of scalars written on one line (`eog_ids`)."""
+
+
+class _Text(str):
+    """An input text: double-quoted (escapes visible) when it holds control characters or edge spaces.
+
+    The rule looks only at ASCII and C1 controls, never at the running Python's Unicode tables, so
+    the output is the same on every Python version; libyaml escapes the rest as YAML requires.
+    """
+
+
+def _represent_text(dumper: yaml.CSafeDumper, text: _Text) -> yaml.ScalarNode:
+    visible = not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text) and text == text.strip(" ")
+    style = None if visible and text else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(text), style=style)
+
+
+_Dumper.add_representer(_Text, _represent_text)
+_Dumper.add_representer(_Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+_Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
 def _text_fields(data: bytes) -> dict[str, str]:
     try:
-        return {"text": data.decode("utf-8")}
+        return {"text": _Text(data.decode("utf-8"))}
     except UnicodeDecodeError:
         return {"bytes_hex": data.hex()}
 
 
 def _outcome_node(outcome: Outcome) -> Any:
-    return {"error": outcome.reason} if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
+    return _Flow(error=outcome.reason) if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
 
 
 def _facts_node(facts: dict[str, Any]) -> dict[str, Any]:
-    node = {k: v for k, v in facts.items() if k not in ("token_attributes", "special_texts")}
+    node: dict[Any, Any] = {k: v for k, v in facts.items() if k not in ("token_attributes", "special_texts")}
+    node["special_ids"] = _Flow(facts["special_ids"])
+    node["eog_ids"] = _FlowList(facts["eog_ids"])
     node["token_attributes"] = dict(sorted(facts["token_attributes"].items()))
-    node["special_texts"] = {i: _text_fields(t) for i, t in sorted(facts["special_texts"].items())}
+    node["special_texts"] = {i: _Flow(_text_fields(t)) for i, t in sorted(facts["special_texts"].items())}
     return node
 
 
@@ -83,21 +116,19 @@ def to_document(recording: Recording) -> dict[str, Any]:
             node["why"] = case.why
         node.update({mode: _outcome_node(o) for mode, o in case.outcomes.items()})
         cases.append(node)
-    return {
-        "schema": SCHEMA,
-        "provenance": recording.provenance,
-        "facts": _facts_node(recording.facts),
-        "cases": cases,
-    }
+    provenance = {k: _Flow(v) if isinstance(v, dict) and k != "corpus" else v for k, v in recording.provenance.items()}
+    if "modes" in provenance:
+        provenance["modes"] = {m: _Flow(flags) for m, flags in recording.provenance["modes"].items()}
+    return {"schema": SCHEMA, "provenance": provenance, "facts": _facts_node(recording.facts), "cases": cases}
 
 
 def dumps(recording: Recording) -> str:
     """The YAML text of a recording: stable order, leaf lists in flow style, no line folding."""
     return yaml.dump(
         to_document(recording),
-        Dumper=yaml.CSafeDumper,
+        Dumper=_Dumper,
         sort_keys=False,
-        default_flow_style=None,
+        default_flow_style=False,
         allow_unicode=True,
         width=1 << 30,
     )

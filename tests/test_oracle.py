@@ -24,7 +24,9 @@ def _vocab(build: Build, name: str) -> Path:
 def test_an_aborting_input_is_a_refusal_and_the_next_input_still_works(llama_build: Build) -> None:
     with LibllamaOracle(llama_build, _vocab(llama_build, "qwen2")) as oracle:
         assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
-        assert oracle.tokenize(CRASH, False, False) == Refusal("abort: uncaught std::invalid_argument: invalid codepoint")
+        assert oracle.tokenize(CRASH, False, False) == Refusal(
+            "abort: uncaught std::invalid_argument: invalid codepoint"
+        )
         assert oracle.tokenize(b"Hello world", False, False) == [9707, 1879]
         assert (oracle.crashes, oracle.restarts) == (1, 0)  # the fork server absorbed it
 

