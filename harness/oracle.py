@@ -13,6 +13,7 @@ time). It is the independent path the `--backend cli` cross-check compares the w
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import select
@@ -201,10 +202,8 @@ class LibllamaOracle:
         if proc is not None:
             assert proc.stdin is not None
             proc.stdin.close()  # the worker's read loop ends at end of input
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
             self._kill()
         self._stderr.close()
 

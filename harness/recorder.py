@@ -31,7 +31,6 @@ from harness.recording import MODES, RecordedCase, Recording, write
 from harness.upstream_tests import upstream_cases
 from harness.vocab_cases import vocab_cases
 
-
 JOURNAL_CHUNK = 512  # answers asked for, and journaled, at a time
 
 

@@ -3,7 +3,8 @@
 Written with libyaml in a fixed key order, one line per case and mode, so re-recording unchanged
 inputs gives a byte-identical file and `git diff` of two recordings shows changed cases line by line.
 Ids are one string of space-separated decimals, as in llama.cpp's own `.out` files: a YAML list makes
-every id a scalar the loader must resolve, and the bundled set then takes a minute to load, not seconds. Every write is atomic (temporary file, fsync, rename) and is read back and compared
+every id a scalar the loader must resolve, and the bundled set then takes a minute to load, not
+seconds. Every write is atomic (temporary file, fsync, rename) and is read back and compared
 before it replaces anything, so a recording is never half written or silently lossy.
 """
 

