@@ -13,6 +13,8 @@ from harness.cmake_build import Build, require_build
 from harness.errors import TokconfError
 from harness.pins import DEFAULT_BUILD
 
+pytest_plugins = ["pytester"]
+
 
 @pytest.fixture(scope="session")
 def llama_build() -> Build:

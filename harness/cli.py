@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from harness import __version__
+from harness.check_command import run_check
 from harness.cmake_build import build, build_dir, completed_build, require_build
 from harness.corpus import load_corpus
 from harness.crosscheck import crosscheck_vocab
@@ -23,6 +24,7 @@ from harness.paths import build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source
 from harness.recorder import Plan, record, shipped_vocabs, vocab_name
+from harness.recording import MODES
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -64,6 +66,19 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
+
+    chk = commands.add_parser("check", help="check an implementation against recordings; prints the table")
+    chk.add_argument("--impl", default="reference", help="reference, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N")
+    chk.add_argument("--recordings", action="append", type=Path, default=[], help="recording files or folders")
+    chk.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
+    chk.add_argument("--mode", action="append", default=[], choices=list(MODES), help="only these modes")
+    chk.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
+    chk.add_argument("--xfail", type=Path, help="expected-failure file (docs/checking.md)")
+    chk.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the fetched build's)")
+    chk.add_argument("--timeout", type=float, default=10.0, help="per-case timeout for cmd: programs (s)")
+    chk.add_argument("--junit", type=Path, help="write JUnit XML here")
+    chk.add_argument("--report", type=Path, help="write a .md or .html report here")
+    chk.add_argument("--details", type=int, default=20, help="failures shown in full (default 20)")
 
     exp = commands.add_parser("export", help="write recordings as JSON lines (one per case and mode)")
     exp.add_argument("recordings", nargs="+", type=Path, help="recording files or folders")
@@ -156,7 +171,7 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"llama": _cmd_llama, "record": _cmd_record, "export": _cmd_export}
+    handlers = {"llama": _cmd_llama, "record": _cmd_record, "check": run_check, "export": _cmd_export}
     try:
         return handlers[args.command](args)
     except TokconfError as error:

@@ -1,0 +1,102 @@
+"""Implementations for the harness's own tests: llama.cpp itself, and deliberately broken variants.
+
+Each wraps the live pinned llama.cpp (so everything not deliberately broken is right) and breaks
+exactly one thing, so tests can assert the exact failures the check reports.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.cmake_build import require_build
+from harness.oracle import LibllamaOracle
+from harness.outcome import Refusal
+from harness.pins import DEFAULT_BUILD
+
+HELLO = b"Hello world"
+
+
+class LlamaCpp:
+    """The pinned llama.cpp behind the `module:factory` interface, exposing its facts."""
+
+    def __init__(self, path: Path) -> None:
+        self.oracle = LibllamaOracle(require_build(DEFAULT_BUILD), path)
+        facts = self.oracle.facts()
+        self.add_bos = facts["add_bos"]
+        self.add_eos = facts["add_eos"]
+        self.bos_id = facts["special_ids"]["bos"]
+        self.eos_id = facts["special_ids"]["eos"]
+        self.eog_ids = facts["eog_ids"]
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        outcome = self.oracle.tokenize(data, add_special, parse_special)
+        if isinstance(outcome, Refusal):
+            raise ValueError(outcome.reason)
+        return outcome
+
+    def close(self) -> None:
+        self.oracle.close()
+
+
+class OneIdChanged(LlamaCpp):
+    """Answers "Hello world" with its second id plus one, in every mode."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ids = super().encode(data, add_special, parse_special)
+        if data == HELLO:
+            ids[-1] += 1
+        return ids
+
+
+class OneCaseDropped(LlamaCpp):
+    """Returns nothing for "Hello world" (as a port that skips an input would)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return [] if data == HELLO else super().encode(data, add_special, parse_special)
+
+
+class NeverRefuses(LlamaCpp):
+    """Returns ids where llama.cpp aborts (a port that does not reject code points above U+10FFFF)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        try:
+            return super().encode(data, add_special, parse_special)
+        except ValueError:
+            return [0]
+
+
+class WrongBos(LlamaCpp):
+    """Claims a different BOS id."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.bos_id += 1
+
+
+def llama_cpp(path: Path) -> LlamaCpp:
+    return LlamaCpp(path)
+
+
+def one_id_changed(path: Path) -> LlamaCpp:
+    return OneIdChanged(path)
+
+
+def one_case_dropped(path: Path) -> LlamaCpp:
+    return OneCaseDropped(path)
+
+
+def never_refuses(path: Path) -> LlamaCpp:
+    return NeverRefuses(path)
+
+
+def wrong_bos(path: Path) -> LlamaCpp:
+    return WrongBos(path)
+
+
+def bpe_only(path: Path) -> LlamaCpp:
+    """Supports only byte-level BPE vocabularies: the others raise NotImplementedError (unsupported)."""
+    tokenizer = LlamaCpp(path)
+    if tokenizer.oracle.facts()["vocab_type"] != "bpe":
+        tokenizer.close()
+        raise NotImplementedError("only BPE vocabularies")
+    return tokenizer

@@ -1,0 +1,180 @@
+"""`tokconf check`: it passes llama.cpp against its own recordings, and reports every kind of breakage."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.recording import load
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
+ADAPTER = ROOT / "examples" / "line_protocol_adapter.py"
+FEW = ["--case", "edge/hello-world", "--case", "edge/empty", "--case", "invalid-utf8/above-max-f4-90"]
+FEW += ["--case", "edge/sentence", "--case", "vocab/chat-chatml"]
+
+
+def _hello_cases() -> int:
+    return sum(1 for c in load(QWEN2).cases if c.data == b"Hello world")
+
+
+def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    status = main(["check", "--recordings", str(QWEN2), *args])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def _row(output: str, mode: str) -> list[str]:
+    line = next(line for line in output.splitlines() if f"qwen2 │ {mode} " in line.replace("  ", " "))
+    return [cell.strip() for cell in line.split("│") if cell.strip()]
+
+
+def test_llama_cpp_passes_its_own_recording(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = check(capsys, "--impl", "llama.cpp@11192")
+    assert status == 0, output
+    assert "│ all" in output and "100.00%" in output
+    cases = len(load(QWEN2).cases)
+    assert _row(output, "plain")[2:4] == [str(cases), "0"]
+
+
+def test_one_changed_id_is_reported_with_divergence_pieces_and_repro(
+    llama_build: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed")
+    assert status == 1
+    hello = _hello_cases()
+    for mode in ("plain", "special", "bos"):
+        assert _row(output, mode)[3] == str(hello)  # failed column
+    assert "qwen2 [plain] edge/hello-world: failed — different ids" in output
+    assert "input:       Hello·world" in output
+    assert "first divergence at index 1 (expected 2 ids, got 2)" in output
+    assert ">1879 'Ġworld'" in output and ">1880 " in output
+    assert "reproduce:   tokconf check --impl fake_impls:one_id_changed --recordings" in output
+    assert "--vocab qwen2 --mode plain --case edge/hello-world" in output
+
+
+def test_a_dropped_case_and_a_missing_refusal_are_failures(
+    llama_build: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, output = check(capsys, "--impl", "fake_impls:one_case_dropped", *FEW)
+    assert status == 1 and "first divergence at index 0 (expected 2 ids, got 0)" in output
+    status, output = check(capsys, "--impl", "fake_impls:never_refuses", *FEW)
+    assert status == 1
+    assert "invalid-utf8/above-max-f4-90: failed — llama.cpp refused (abort: uncaught std::invalid_argument" in output
+    assert "code points: \\xF4 \\x90 \\x80 \\x80" in output
+
+
+def test_wrong_facts_fail(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--mode", "plain")
+    assert status == 1
+    assert "bos: the implementation says 151644, llama.cpp says 151643" in output
+    assert _row(output, "facts")[2:4] == ["4", "1"]
+
+
+def test_unsupported_vocabs_are_counted_never_passed(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+    spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
+    status = main(["check", "--recordings", str(spm), "--impl", "fake_impls:bpe_only", "--mode", "plain"])
+    output = capsys.readouterr().out
+    cases = len(load(spm).cases)
+    assert status == 1  # nothing passed
+    row = next(line for line in output.splitlines() if "llama-spm" in line and "plain" in line)
+    assert [c.strip() for c in row.split("│") if c.strip()][2:6] == ["0", "0", "0", str(cases)]
+    assert "n/a" in row
+
+
+def test_expected_failures_and_an_xpass(
+    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xfail = tmp_path / "xfail.yaml"
+    hello = [c.id for c in load(QWEN2).cases if c.data == b"Hello world"]
+    entries = "".join(f"  - {{case: 'qwen2/*/{case}', reason: known, link: 'https://x/1'}}\n" for case in hello)
+    xfail.write_text("expected_failures:\n" + entries)
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW)
+    assert status == 0, output
+    assert _row(output, "plain")[6] == "1"  # xfailed column (edge/hello-world is in FEW)
+    status, output = check(capsys, "--impl", "llama.cpp@11192", "--xfail", str(xfail), *FEW)
+    assert status == 1
+    assert "listed as an expected failure (known) but it passes now" in output
+
+
+def test_a_vocab_file_with_another_hash_is_refused(
+    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    gguf = tmp_path / "ggml-vocab-qwen2.gguf"
+    shutil.copy(llama_build.models_dir / gguf.name, gguf)  # type: ignore[attr-defined]
+    with gguf.open("ab") as handle:
+        handle.write(b"\0")
+    status, output = check(capsys, "--impl", "llama.cpp@11192", "--vocab-dir", str(tmp_path))
+    assert status == 2 and "but the recording was made from" in output
+
+
+def test_junit_markdown_and_html_reports(
+    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    junit, md, page = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.html"
+    check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--junit", str(junit), "--report", str(md))
+    check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--report", str(page))
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("name") == "qwen2" and suite.get("failures") == "3"
+    assert "| qwen2 | plain | 4 | 1 |" in md.read_text() and "first divergence" in md.read_text()
+    assert "<table" in page.read_text() and "first divergence" in page.read_text()
+
+
+@pytest.fixture
+def adapter_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The adapter runs in its own process; it finds `fake_impls` through PYTHONPATH."""
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+
+
+def _cmd(*extra: str) -> str:
+    return f"cmd:{sys.executable} {ADAPTER} fake_impls:llama_cpp " + " ".join(extra)
+
+
+@pytest.mark.usefixtures("adapter_path")
+def test_the_adapter_example_passes_through_cmd(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = check(capsys, "--impl", _cmd(), "--mode", "special")
+    assert status == 0, output
+    assert _row(output, "special")[3] == "0"
+
+
+@pytest.mark.usefixtures("adapter_path")
+@pytest.mark.parametrize(
+    ("breakage", "message"),
+    [
+        ("crash", "program failure: the program exited with status 3; stderr: adapter: simulated crash"),
+        ("hang", "program failure: no answer within 2 s"),
+        ("garbage", "program failure: answered a line that is not JSON: b'this is not json'"),
+        ("wrong-id", "program failure: answered for another request (wanted id"),
+    ],
+)
+def test_a_misbehaving_program_is_an_error_and_the_run_goes_on(
+    llama_build: object, capsys: pytest.CaptureFixture[str], breakage: str, message: str
+) -> None:
+    status, output = check(capsys, "--impl", _cmd("--break", breakage), "--timeout", "2", *FEW)
+    assert status == 1
+    assert f"qwen2 [plain] edge/hello-world: error — {message}" in output
+    row = _row(output, "plain")
+    assert row[2:5] == ["4", "0", "1"]  # the other cases passed after the restart
+
+
+@pytest.mark.usefixtures("adapter_path")
+def test_cmd_program_declaring_other_types_makes_the_vocab_unsupported(
+    llama_build: object, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, output = check(capsys, "--impl", _cmd("--vocab-types", "spm"), *FEW)
+    assert status == 1 and "unsupported" in output
+    assert _row(output, "plain")[2:6] == ["0", "0", "0", "5"]
+
+
+def test_unknown_implementations_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = check(capsys, "--impl", "no_such_module:factory")
+    assert status == 2 and "cannot import no_such_module" in output
+    status, output = check(capsys, "--impl", "nonsense")
+    assert status == 2 and "unknown implementation 'nonsense'" in output
+    status, output = check(capsys, "--impl", "cmd:/no/such/program")
+    assert status == 2 and "cannot start /no/such/program" in output

@@ -1,0 +1,90 @@
+"""The pytest plugin, run in a pytester sandbox as a port's own test suite would run it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.paths import cache_root
+from harness.recording import load
+
+ROOT = Path(__file__).resolve().parent.parent
+QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
+TESTS = ROOT / "tests"
+CACHE = cache_root()
+
+
+@pytest.fixture
+def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
+    monkeypatch.syspath_prepend(str(TESTS))  # fake_impls
+    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # for subprocess runs (xdist workers)
+    return pytester
+
+
+def test_every_case_and_mode_is_an_addressable_item(sandbox: pytest.Pytester) -> None:
+    result = sandbox.runpytest("--tokconf-recordings", str(QWEN2), "--collect-only", "-q")
+    lines = result.outlines
+    cases = len(load(QWEN2).cases)
+    assert f"{3 * cases + 1} tests collected" in "\n".join(lines)
+    assert "tokconf/b11192/qwen2::qwen2-special-fuzz-0042" in lines
+    assert "tokconf/b11192/qwen2::qwen2-plain-edge-hello-world" in lines
+    assert "tokconf/b11192/qwen2::qwen2-facts" in lines
+
+
+def test_llama_cpp_passes_and_the_table_is_printed(sandbox: pytest.Pytester, llama_build: object) -> None:
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "llama.cpp@11192", "-k", "hello or facts"
+    )
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["*tokconf conformance*", "*qwen2*plain*3*0*100.00%*", "*all*14*"])
+
+
+def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.Pytester, llama_build: object) -> None:
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:one_id_changed", "-k", "hello"
+    )
+    selected = [c for c in load(QWEN2).cases if "hello" in c.id]
+    broken = sum(1 for c in selected if c.data == b"Hello world")
+    assert broken == 1
+    result.assert_outcomes(passed=3 * (len(selected) - broken), failed=3 * broken)
+    result.stdout.fnmatch_lines(
+        [
+            "*qwen2 ?plain? edge/hello-world: failed — different ids",  # fnmatch: [..] is a class
+            "*first divergence at index 1*",
+            "*reproduce:*tokconf check --impl fake_impls:one_id_changed*--case edge/hello-world",
+        ]
+    )
+
+
+def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: object) -> None:
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:wrong_bos", "-k", "facts"
+    )
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*bos: the implementation says 151644, llama.cpp says 151643*"])
+    spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(spm), "--tokconf-impl", "fake_impls:bpe_only", "--tokconf-mode", "plain"
+    )
+    result.assert_outcomes(skipped=len(load(spm).cases))
+    result.stdout.fnmatch_lines(["*llama-spm*plain*0*0*0*2712*n/a*"])
+
+
+def test_xdist_spreads_vocabs_over_workers(sandbox: pytest.Pytester, llama_build: object) -> None:
+    spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
+    result = sandbox.runpytest_subprocess(
+        "-n", "2", "--dist", "loadgroup", "--tokconf-recordings", str(QWEN2), "--tokconf-recordings", str(spm),
+        "--tokconf-impl", "llama.cpp@11192", "--tokconf-mode", "special", "-k", "edge",
+    )  # fmt: skip
+    edge = sum(1 for c in load(QWEN2).cases if c.id.startswith("edge/"))
+    result.assert_outcomes(passed=2 * edge)
+    result.stdout.fnmatch_lines(["*tokconf conformance*", f"*qwen2*special*{edge}*0*100.00%*"])
+
+
+def test_without_recordings_the_plugin_adds_nothing(sandbox: pytest.Pytester) -> None:
+    sandbox.makepyfile("def test_x():\n    pass\n")
+    result = sandbox.runpytest()
+    result.assert_outcomes(passed=1)
+    assert "tokconf conformance" not in result.stdout.str()
