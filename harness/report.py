@@ -55,7 +55,8 @@ def _token_texts(vocab: Path) -> list[str]:
     return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
 
 
-def _piece(vocab: Path | None, token: int) -> str:
+def piece(vocab: Path | None, token: int) -> str:
+    """The text of a token in a GGUF vocab, for reports ("" when the file is not at hand)."""
     if vocab is None:
         return ""
     texts = _token_texts(vocab)
@@ -88,7 +89,7 @@ def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str)
         lines.append(f"  first divergence at index {at} (expected {len(expected)} ids, got {len(actual)})")
         for label, ids in (("expected", expected), ("actual", actual)):
             window = range(max(0, at - WINDOW), min(len(ids), at + WINDOW + 1))
-            shown = [f"{'>' if i == at else ' '}{ids[i]} {_piece(vocab, ids[i])}" for i in window]
+            shown = [f"{'>' if i == at else ' '}{ids[i]} {piece(vocab, ids[i])}" for i in window]
             lines.append(f"  {label:9}[{window.start}:]: " + "  ".join(shown))
     else:
         for label, outcome in (("expected", expected), ("actual", actual)):

@@ -1,0 +1,95 @@
+"""Harness overhead of a check: total time minus the implementation's own time, in one run.
+
+    python benchmarks/check_overhead.py [--impl llama.cpp@11192] [--recordings DIR] [--pytest]
+
+The implementation's time is what its sessions spend answering (`encode_many`); everything else —
+loading recordings, hashing vocab files, judging, counting — is the harness. `--pytest` also times
+the pytest plugin: collecting every case of the set, and running it with `-q`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.checking import check_recording, vocab_file
+from harness.impls import Implementation, Session, VocabInfo, resolve
+from harness.oracle import Request
+from harness.outcome import Outcome
+from harness.recording import load, recording_files
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class Timed:
+    """Wraps an implementation and adds up the time its sessions take (opening them included)."""
+
+    def __init__(self, inner: Implementation) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.seconds = 0.0
+
+    def open(self, vocab: VocabInfo) -> Session:
+        start = time.perf_counter()
+        session = self.inner.open(vocab)
+        self.seconds += time.perf_counter() - start
+        return TimedSession(self, session)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class TimedSession:
+    def __init__(self, owner: Timed, inner: Session) -> None:
+        self.owner = owner
+        self.inner = inner
+
+    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+        start = time.perf_counter()
+        try:
+            return self.inner.encode_many(requests)
+        finally:
+            self.owner.seconds += time.perf_counter() - start
+
+    def facts(self) -> dict[str, Any]:
+        return self.inner.facts()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--impl", default="llama.cpp@11192")
+    parser.add_argument("--recordings", type=Path, default=ROOT / "recordings" / "b11192")
+    parser.add_argument("--pytest", action="store_true", help="also time the pytest plugin")
+    args = parser.parse_args()
+    timed = Timed(resolve(args.impl, 10.0))
+    checked = 0
+    start = time.perf_counter()
+    for path in recording_files([args.recordings]):
+        recording = load(path)
+        checked += sum(1 for _ in check_recording(recording, timed, vocab_file(recording, None)))
+    total = time.perf_counter() - start
+    timed.close()
+    overhead = total - timed.seconds
+    print(f"{checked:,} verdicts, {timed.name}, {os.cpu_count()} cores", flush=True)
+    print(f"total {total:.1f} s = implementation {timed.seconds:.1f} s + harness {overhead:.1f} s")
+    print(f"harness overhead: {100 * overhead / timed.seconds:.0f}% of the implementation's time", flush=True)
+    if args.pytest:
+        base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tokconf-recordings", str(args.recordings)]
+        with tempfile.TemporaryDirectory() as empty:  # nothing else to collect there
+            for label, extra in (("collect", ["--collect-only", "-q"]), ("run", ["-q", "--tokconf-impl", args.impl])):
+                start = time.perf_counter()
+                subprocess.run([*base, *extra], cwd=empty, capture_output=True, check=False)
+                print(f"pytest plugin, {label}: {time.perf_counter() - start:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

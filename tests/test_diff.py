@@ -1,0 +1,55 @@
+"""`tokconf diff`: changed outcomes, facts and vocab files between two recordings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.diff import diff
+from harness.errors import TokconfError
+from harness.outcome import Refusal
+from harness.recording import RecordedCase, Recording, write
+
+
+def _recording(folder: Path, sha: str, bos: int, cases: list[RecordedCase]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    facts = {"model": "gpt2", "special_ids": {"bos": bos}, "eog_ids": [2], "token_attributes": {}, "special_texts": {}}
+    provenance = {"llama_cpp": {"build": 1}, "vocab": {"name": "v", "sha256": sha}}
+    write(folder / "v.yaml", Recording(provenance, facts, cases))
+
+
+def _case(case_id: str, data: bytes, plain: list[int] | Refusal) -> RecordedCase:
+    return RecordedCase(case_id, data, {"plain": plain, "special": [1], "bos": [0, 1]})
+
+
+def test_diff_reports_changed_ids_refusals_facts_files_and_one_sided_cases(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _recording(
+        tmp_path / "a", "a" * 64, 0,
+        [_case("t/same", b"x", [1]), _case("t/ids", b"a b", [5, 6, 7]), _case("t/crash", b"\xf4\x90\x80\x80",
+         Refusal("abort: x")), _case("t/gone", b"g", [1])],
+    )  # fmt: skip
+    _recording(
+        tmp_path / "b", "b" * 64, 9,
+        [_case("t/same", b"x", [1]), _case("t/ids", b"a b", [5, 8, 7]), _case("t/crash", b"\xf4\x90\x80\x80", [3]),
+         _case("t/new", b"n", [1])],
+    )  # fmt: skip
+    out = tmp_path / "report.md"
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out)]) == 0
+    report = out.read_text()
+    assert "| v | **changed** | special_ids | 9 | 2 | 2 | 0 | 0 |" in report
+    assert "- fact `special_ids`: `{'bos': 0}` → `{'bos': 9}`" in report
+    assert "- `t/ids` [plain] input `a·b`" in report and "first divergence at 1; before: 5  >6  7" in report
+    assert "- `t/crash` [plain]" in report and "before: refused: abort: x; after: 3" in report
+    assert "cases only before: 1, only after: 1" in report
+    assert "2 changed outcomes in 1 vocabs" in capsys.readouterr().err
+
+
+def test_diff_refuses_recordings_of_different_inputs(tmp_path: Path) -> None:
+    _recording(tmp_path / "a", "a" * 64, 0, [_case("t/x", b"one", [1])])
+    _recording(tmp_path / "b", "a" * 64, 0, [_case("t/x", b"two", [1])])
+    with pytest.raises(TokconfError, match="different input on each side"):
+        list(diff([tmp_path / "a"], [tmp_path / "b"]))
