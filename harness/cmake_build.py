@@ -19,7 +19,7 @@ import subprocess_tee
 
 from harness.errors import TokconfError
 from harness.paths import build_root
-from harness.provision import Source, require_source, source_dir
+from harness.provision import Source, fetched_source, require_source, source_dir
 
 MARKER = "tokconf-build.json"
 
@@ -78,20 +78,13 @@ def _as_build(build: int, source: Source) -> Build:
 def completed_build(build: int) -> Build | None:
     """Build N if its cache folder holds a complete build, else None (absent or half built)."""
     marker = build_dir(build) / MARKER
-    source = _source_if_fetched(build)
+    source = fetched_source(build)
     if source is None or not marker.is_file():
         return None
     done = _as_build(build, source)
     if not (done.libllama.is_file() and done.llama_tokenize.is_file()):
         return None
     return done
-
-
-def _source_if_fetched(build: int) -> Source | None:
-    try:
-        return require_source(build)
-    except TokconfError:
-        return None
 
 
 def require_build(build: int) -> Build:

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from harness.errors import TokconfError
+from harness.paths import yaml_files
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
@@ -110,15 +111,7 @@ def load_corpus_file(path: Path) -> CorpusFile:
 
 def load_corpus(paths: Iterable[Path]) -> list[CorpusFile]:
     """Load every `*.yaml` under the given files or folders, sorted by path for a stable order."""
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            files.extend(sorted(path.rglob("*.yaml")))
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise TokconfError(f"corpus path {path} does not exist", "pass a corpus file or folder")
-    loaded = [load_corpus_file(p) for p in files]
+    loaded = [load_corpus_file(p) for p in yaml_files(paths, "corpus")]
     stems: dict[str, Path] = {}
     for corpus_file in loaded:
         other = stems.setdefault(corpus_file.path.stem, corpus_file.path)

@@ -5,7 +5,10 @@ builds llama.cpp once and every later run (and every checkout) reuses it.
 """
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
+
+from harness.errors import TokconfError
 
 
 def cache_root() -> Path:
@@ -21,3 +24,16 @@ def cache_root() -> Path:
 def build_root(build: int) -> Path:
     """The folder holding one llama.cpp build's source, cmake tree, log and marker."""
     return cache_root() / "llama.cpp" / f"b{build}"
+
+
+def yaml_files(paths: Iterable[Path], what: str) -> list[Path]:
+    """Every `*.yaml` under the given files or folders: folders sorted by path, files as given."""
+    found: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            found.extend(sorted(path.rglob("*.yaml")))
+        elif path.is_file():
+            found.append(path)
+        else:
+            raise TokconfError(f"{what} path {path} does not exist", f"give a {what} file or folder")
+    return found

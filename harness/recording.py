@@ -19,6 +19,7 @@ import yaml
 
 from harness.errors import TokconfError
 from harness.outcome import Outcome, Refusal
+from harness.paths import yaml_files
 
 SCHEMA = "tokconf-recording/1"
 
@@ -215,14 +216,7 @@ def load(path: Path) -> Recording:
 
 def recording_files(paths: list[Path]) -> list[Path]:
     """Recording files under the given files or folders, sorted."""
-    found: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found.extend(sorted(path.rglob("*.yaml")))
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise TokconfError(f"recording path {path} does not exist", "give a recording file or folder")
+    found = yaml_files(paths, "recording")
     if not found:
         raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")
     return found
