@@ -53,3 +53,16 @@ def test_diff_refuses_recordings_of_different_inputs(tmp_path: Path) -> None:
     _recording(tmp_path / "b", "a" * 64, 0, [_case("t/x", b"two", [1])])
     with pytest.raises(TokconfError, match="different input on each side"):
         list(diff([tmp_path / "a"], [tmp_path / "b"]))
+
+
+def test_bundled_b11192_and_b11434_recordings_agree_on_a_sample() -> None:
+    """The committed upgrade report says nothing changed; hold a sample of the recordings to it."""
+    root = Path(__file__).resolve().parent.parent / "recordings"
+    names = ("qwen2", "llama-spm", "bert-bge", "nomic-bert-moe", "gemma-4")
+    before = [root / "b11192" / f"{name}.yaml" for name in names]
+    after = [root / "b11434" / f"{name}.yaml" for name in names]
+    diffs = [d for d in diff(before, after) if not isinstance(d, str)]
+    assert len(diffs) == len(names)
+    for item in diffs:
+        assert item.changes == [] and item.facts == {} and item.sha_before == item.sha_after
+        assert item.compared > 8000 and not item.only_before and not item.only_after
