@@ -21,11 +21,14 @@ from harness.diff import VocabDiff, diff, render
 from harness.errors import TokconfError
 from harness.export import export
 from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
+from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_outcome, fuzz_vocab, write_findings
+from harness.impls import resolve
 from harness.paths import build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source, source_dir
 from harness.recorder import Plan, record, shipped_vocabs, vocab_name
 from harness.recording import MODES, load, recording_files
+from harness.report import code_points, visible
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +83,19 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--junit", type=Path, help="write JUnit XML here")
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
     chk.add_argument("--details", type=int, default=20, help="failures shown in full (default 20)")
+
+    fuz = commands.add_parser("fuzz", help="differential fuzzing of an implementation against the live llama.cpp")
+    _add_build(fuz)
+    fuz.add_argument("--impl", required=True, help="module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N, or a name")
+    fuz.add_argument("--vocab", action="append", default=[], help="vocab names or GGUF paths (default: all shipped)")
+    fuz.add_argument("--mode", action="append", default=[], choices=list(MODES), help="modes (default: all)")
+    fuz.add_argument("--profile", choices=list(PROFILES), default="dev", help="examples per vocab and mode")
+    fuz.add_argument("--max-examples", type=int, help="override the profile's budget")
+    fuz.add_argument("--seed", type=int, help="a reproducible run (default: random, replaying the database first)")
+    fuz.add_argument("--db", type=Path, default=Path(".tokconf-fuzz-db"), help="example database folder")
+    fuz.add_argument("--no-db", action="store_true", help="keep no example database")
+    fuz.add_argument("--found-dir", type=Path, help="where found cases go (default: corpora/found)")
+    fuz.add_argument("--timeout", type=float, default=10.0, help="per-case timeout for cmd: programs (s)")
 
     dif = commands.add_parser("diff", help="what changed between two recordings (e.g. two llama.cpp builds)")
     dif.add_argument("before", type=Path, help="recording file or folder (e.g. recordings/b11192)")
@@ -164,6 +180,39 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _cmd_fuzz(args: argparse.Namespace) -> int:
+    made = require_build(args.build)
+    vocabs = _resolve_vocabs(args.vocab, made.models_dir, shipped_vocabs(made))
+    modes = args.mode or list(MODES)
+    budget = args.max_examples or PROFILES[args.profile]
+    impl = resolve(args.impl, args.timeout)
+    database = database_at(None if args.no_db else args.db)
+    stats = CampaignStats()
+    try:
+        for vocab in vocabs:
+            print(f"{vocab_name(vocab)}: {budget} examples x {len(modes)} modes", file=sys.stderr, flush=True)
+            fuzz_vocab(made, impl, vocab, modes, budget, args.seed, database, stats)
+    finally:
+        impl.close()
+    for finding in stats.findings:
+        print(f"{finding.vocab} [{finding.mode}] {finding.reason}")
+        print(f"  input:    {visible(finding.data)}   ({code_points(finding.data)})")
+        print(f"  llama.cpp: {describe_outcome(finding.expected)}")
+        print(f"  {impl.name}: {describe_outcome(finding.actual)}")
+    for line in stats.unsupported:
+        print(f"unsupported: {line}")
+    written = write_findings(args.found_dir or REPO_ROOT / "corpora" / "found", stats.findings, args.seed, impl.name)
+    rate = stats.examples / max(stats.seconds, 1e-9)
+    share = 100 * stats.oracle_seconds / max(stats.oracle_seconds + stats.impl_seconds, 1e-9)
+    print(
+        f"{stats.examples} examples in {stats.seconds:.1f} s ({rate:.0f}/s; {share:.0f}% of the tokenizing time in "
+        f"llama.cpp), {len(stats.findings)} distinct failures, {len(stats.unsupported)} unsupported vocabs"
+    )
+    for path in written:
+        print(f"found cases written to {path}")
+    return 1 if stats.findings else 0
+
+
 def _cmd_diff(args: argparse.Namespace) -> int:
     diffs = list(diff([args.before], [args.after]))
     vocabs: dict[str, Path] = {}
@@ -202,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         "llama": _cmd_llama,
         "record": _cmd_record,
         "check": run_check,
+        "fuzz": _cmd_fuzz,
         "diff": _cmd_diff,
         "export": _cmd_export,
     }

@@ -85,6 +85,18 @@ class Vocab:
             )
         return list(self.ffi.unpack(self._ids, n))
 
+    def pieces(self, special: bool) -> list[bytes]:
+        """llama_token_to_piece of every id: the bytes each token decodes to."""
+        buf = self.ffi.new("char[]", 256)
+        out = []
+        for token in range(self.lib.llama_vocab_n_tokens(self.vocab)):
+            n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+            if n < 0:
+                buf = self.ffi.new("char[]", -n)
+                n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+            out.append(bytes(self.ffi.buffer(buf, n)))
+        return out
+
     def meta(self, key: str) -> str | None:
         """A scalar GGUF metadata value as llama.cpp reads it, or None when the key is absent."""
         buf = self.ffi.new("char[]", 4096)

@@ -197,6 +197,19 @@ class LibllamaOracle:
         facts["special_texts"] = {int(k): base64.b64decode(v) for k, v in facts["special_texts"].items()}
         return facts
 
+    def pieces(self, special: bool = True) -> list[bytes]:
+        """llama_token_to_piece of every id (special=True renders control tokens' text)."""
+        try:
+            answer = self._request(b"P" + bytes([int(special)]))
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died listing the pieces of {self.vocab}: {self._died(str(gone))}") from None
+        pieces, pos = [], 1
+        while pos < len(answer):
+            (size,) = struct.unpack_from("<I", answer, pos)
+            pieces.append(answer[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+        return pieces
+
     def close(self) -> None:
         proc = self._proc
         if proc is not None:

@@ -10,9 +10,10 @@ a fork, not a reload. (If this process itself dies or hangs, `harness.oracle` st
 
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
 llama_tokenize byte for byte. Requests: `M` + u32 count + that many (flag byte, u32 length, text
-bytes), where flag bit 0 is add_special and bit 1 parse_special; `F` for the vocab facts. Answers:
-`O` + per input (i32 count + int32 ids), or JSON facts; `E` + message; `X` + crash reason (the child
-died on this request; the oracle then retries its inputs one by one to find the culprit).
+bytes), where flag bit 0 is add_special and bit 1 parse_special; `F` for the vocab facts; `P` +
+special byte for every token's piece. Answers: `O` + per input (i32 count + int32 ids), the JSON
+facts, or per token (u32 length + piece); `E` + message; `X` + crash reason (the child died on this
+request; the oracle then retries its inputs one by one to find the culprit).
 """
 
 from __future__ import annotations
@@ -77,6 +78,9 @@ def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
             write_frame(answers, b"O" + b"".join(_tokenize_many(vocab, frame)))
         elif op == b"F":
             write_frame(answers, b"O" + _facts_json(vocab))
+        elif op == b"P":
+            pieces = vocab.pieces(special=bool(frame[1]))
+            write_frame(answers, b"O" + b"".join(struct.pack("<I", len(p)) + p for p in pieces))
         else:
             write_frame(answers, b"E" + f"unknown request {op!r}".encode())
 

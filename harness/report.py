@@ -19,11 +19,14 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.checking import VERDICTS, CaseResult
+from harness.fuzz import WHITESPACE
 from harness.outcome import Refusal
 
 WINDOW = 4
 
 VISIBLE = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\x0b": "⇣", "\x0c": "⇟"}
+# Shown as <U+XXXX>: every other Unicode whitespace, and the zero-width and format characters.
+INVISIBLE = set("".join(WHITESPACE)) - set(VISIBLE) | set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
 
 
 def visible(data: bytes, limit: int = 200) -> str:
@@ -33,7 +36,7 @@ def visible(data: bytes, limit: int = 200) -> str:
     for ch in text[:limit]:
         if ch in VISIBLE:
             shown.append(VISIBLE[ch])
-        elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in "\u2028\u2029\u200b\u200c\u200d\ufeff":
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in INVISIBLE:
             shown.append(f"<U+{ord(ch):04X}>")
         else:
             shown.append(ch)

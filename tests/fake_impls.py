@@ -73,6 +73,17 @@ class WrongBos(LlamaCpp):
         self.bos_id += 1
 
 
+class IdeographicSpaceIsSpace(LlamaCpp):
+    """One whitespace class wrong: treats U+3000 as an ASCII space (as a port with its own \\s table might)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return super().encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
+
+
+def ideographic_space_is_space(path: Path) -> LlamaCpp:
+    return IdeographicSpaceIsSpace(path)
+
+
 def llama_cpp(path: Path) -> LlamaCpp:
     return LlamaCpp(path)
 
