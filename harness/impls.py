@@ -188,11 +188,6 @@ def resolve(spec: str, timeout: float) -> Implementation:
     points = _entry_points()
     if spec in points:
         return PythonImplementation(spec, points[spec].load())
-    if spec == "reference":
-        raise TokconfError(
-            "the bundled reference tokenizer (reference_impl) is not part of this version yet",
-            "name the implementation to check: --impl module:factory, 'cmd:PROGRAM ARGS' or llama.cpp@11192",
-        )
     known = ", ".join(sorted(points)) or "none installed"
     raise TokconfError(
         f"unknown implementation {spec!r}",

@@ -1,7 +1,13 @@
-"""The bundled pure-Python reference tokenizer (work in progress; see README).
+"""The bundled pure-Python reference tokenizer: `from reference_impl import Tokenizer`.
 
-So far: `gguf_reader` (a bounds-checked GGUF header reader for the tokenizer keys) and `unicode`
-(llama.cpp's own Unicode tables and UTF-8 decoding, from `unicode_data_b11192`, which
-`tools/convert_unicode_data.py` generates from a build's src/unicode-data.cpp). The `Tokenizer` API
-of the reference issue is not here yet, and `tokconf check --impl reference` says so.
+Token-identical to llama.cpp b11192 on every bundled recording of the vocabulary types it
+supports — so far byte-level BPE (`gpt2`) with the pre-tokenizers of llama.cpp's 13 BPE test
+vocabularies. SPM, WPM, UGM and gemma4 vocabularies raise `UnsupportedVocab` (and `tokconf check`
+reports them as unsupported). Modules: `gguf_reader` (bounds-checked header reader), `unicode`
+(llama.cpp's tables and UTF-8 decoding), `pretokenize` (unicode_regex_split), `bpe` (merges),
+`tokenizer` (special tokens, BOS/EOS, the public class).
 """
+
+from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
+
+__all__ = ["Tokenizer", "UnsupportedVocab"]

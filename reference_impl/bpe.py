@@ -1,0 +1,156 @@
+"""Byte-level BPE as llama.cpp's `llm_tokenizer_bpe_session::tokenize` does it (src/llama-vocab.cpp).
+
+Each pre-tokenized word is byte-encoded (GPT-2's byte-to-unicode map, `unicode_byte_to_utf8`), cut
+into UTF-8 characters, and merged pair by pair: the pair with the lowest merge rank first, the
+leftmost on ties (`llm_bigram_bpe::comparator`), through a priority queue so a long word costs
+n log n, not n². With `ignore_merges` (the llama3 family) a word that is a whole token is taken as
+it is. A final symbol that is not a token falls back to the tokens of its single bytes, and bytes
+without a token are dropped, as llama.cpp drops them. Words are cached: prose repeats them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from functools import lru_cache
+
+from reference_impl.pretokenize import split
+from reference_impl.unicode import cpt_to_utf8
+
+GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
+LLAMA3 = (
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}"
+    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+)
+QWEN2 = (
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+    "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+)
+QWEN35 = (
+    "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\\r\\n\\p{L}\\p{N}]?[\\p{L}\\p{M}]+|\\p{N}"
+    "| ?[^\\s\\p{L}\\p{M}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+)
+DEEPSEEK_LLM_LETTERS = (  # copied from llama-vocab.cpp b11192, as escapes
+    "A-Za-z\xb5\xc0-\xd6\xd8-\xf6\xf8-\u01ba\u01bc-\u01bf\u01c4-\u0293\u0295-\u02af\u0370-\u0373\u0376"
+    "\u0377\u037b-\u037d\u037f\u0386\u0388-\u038a\u038c\u038e-\u03a1\u03a3-\u03f5\u03f7-\u0481\u048a-"
+    "\u052f\u0531-\u0556\u10a0-\u10c5\u13a0-\u13f5\u13f8-\u13fd\u1c90-\u1cba\u1cbd-\u1cbf\u1d00-\u1d2b"
+    "\u1d6b-\u1d77\u1d79-\u1d9a\u1e00-\u1f15\u1f18-\u1f1d\u1f20-\u1f45\u1f48-\u1f4d\u1f50-\u1f57\u1f59"
+    "\u1f5b\u1f5d\u1f5f-\u1f7d\u1f80-\u1fb4\u1fb6-\u1fbc\u1fbe\u1fc2-\u1fc4\u1fc6-\u1fcc\u1fd0-\u1fd3"
+    "\u1fd6-\u1fdb\u1fe0-\u1fec\u1ff2-\u1ff4\u1ff6-\u1ffc\u2102\u2107\u210a-\u2113\u2115\u2119-\u211d"
+    "\u2124\u2126\u2128\u212a-\u212d\u212f-\u2134\u2139\u213c-\u213f\u2145-\u2149\u214e\u2183\u2184\u2c00"
+    "-\u2c7b\u2c7e-\u2ce4\u2ceb-\u2cee\u2cf2\u2cf3\ua640-\ua66d\ua680-\ua69b\ua722-\ua76f\ua771-\ua787"
+    "\ua78b-\ua78e\uab70-\uabbf\ufb00-\ufb06\ufb13-\ufb17\uff21-\uff3a\uff41-\uff5a\U00010400-\U0001044f"
+    "\U000104b0-\U000104d3\U000104d8-\U000104fb\U00010c80-\U00010cb2\U00010cc0-\U00010cf2\U000118a0-"
+    "\U000118df\U0001e900-\U0001e943"
+)
+
+# llm_tokenizer_bpe's regex lists, by llama_vocab_pre_type (for the pre-tokenizers supported so far).
+PRE_REGEXES: dict[str, list[str]] = {
+    "default": ["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"],
+    "llama3": [LLAMA3],
+    "gpt2": [GPT2],
+    "starcoder": ["\\p{N}", GPT2],
+    "qwen2": [QWEN2],
+    "qwen35": [QWEN35],
+    "falcon": ["[\\p{P}\\$\\+<=>\\^~\\|`]+", GPT2, "[0-9][0-9][0-9]"],
+    "deepseek-llm": [
+        "[\r\n]",
+        f"\\s?[{DEEPSEEK_LLM_LETTERS}]+",
+        "\\s?[!-/:-~！-／：-～‘-‟\u3000-。]+",
+        "\\s+$",
+        "[一-龥ࠀ-一가-\ud7ff]+",
+        "\\p{N}+",
+    ],
+    "deepseek-coder": ["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-\ud7ff]+", "\\p{N}"],
+}
+
+
+def _byte_to_unicode() -> list[str]:
+    """unicode_byte_to_utf8_map: printable bytes map to themselves, the rest to U+0100 upwards."""
+    keep = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
+    table = [""] * 256
+    for byte in keep:
+        table[byte] = chr(byte)
+    extra = 0
+    for byte in range(256):
+        if not table[byte]:
+            table[byte] = chr(256 + extra)
+            extra += 1
+    return table
+
+
+BYTE_TO_UNICODE = _byte_to_unicode()
+
+
+class BytePairEncoder:
+    """The merge step of one byte-level BPE vocabulary."""
+
+    def __init__(self, tokens: list[str], merges: list[str], regexes: list[str], ignore_merges: bool) -> None:
+        self.token_to_id = {text: i for i, text in enumerate(tokens)}
+        self.ranks: dict[tuple[str, str], int] = {}
+        for rank, merge in enumerate(merges):
+            cut = merge.find(" ", 1)  # llama_vocab::impl::load splits at the first space from position 1
+            if cut > 0:
+                self.ranks[(merge[:cut], merge[cut + 1 :])] = rank
+        self.regexes = regexes
+        self.ignore_merges = ignore_merges
+        self.encode_word = lru_cache(maxsize=1 << 16)(self._encode_word)
+
+    def encode(self, text: bytes, cpts: list[int]) -> list[int]:
+        """Token ids of one raw-text fragment (already decoded to code points as llama.cpp does)."""
+        del text
+        out: list[int] = []
+        for word in split(cpts, self.regexes):
+            encoded = "".join(BYTE_TO_UNICODE[b] for c in word for b in cpt_to_utf8(c))
+            out.extend(self.encode_word(encoded))
+        return out
+
+    def _encode_word(self, word: str) -> tuple[int, ...]:
+        if self.ignore_merges and word in self.token_to_id:
+            return (self.token_to_id[word],)
+        symbols = list(word)  # byte-encoded text: one character per UTF-8 character of it
+        if len(symbols) > 1:
+            symbols = self._merge(symbols)
+        out: list[int] = []
+        for symbol in symbols:
+            token = self.token_to_id.get(symbol)
+            if token is not None:
+                out.append(token)
+                continue
+            for byte in symbol.encode("utf-8"):  # llama.cpp looks up each byte of the symbol's UTF-8
+                fallback = self.token_to_id.get(bytes([byte]).decode("utf-8", errors="surrogateescape"))
+                if fallback is not None:
+                    out.append(fallback)
+        return tuple(out)
+
+    def _merge(self, symbols: list[str]) -> list[str]:
+        """Lowest rank first, leftmost on ties; stale queue entries are skipped, as llama.cpp does."""
+        n = len(symbols)
+        text = symbols[:]
+        nxt = [*range(1, n), -1]
+        prv = list(range(-1, n - 1))
+        heap: list[tuple[int, int, str, int]] = []
+        ranks = self.ranks
+
+        def push(left: int) -> None:
+            right = nxt[left]
+            if left < 0 or right < 0:
+                return
+            rank = ranks.get((text[left], text[right]))
+            if rank is not None:
+                heapq.heappush(heap, (rank, left, text[left] + text[right], right))
+
+        for i in range(n - 1):
+            push(i)
+        while heap:
+            _, left, merged, right = heapq.heappop(heap)
+            if not text[left] or not text[right] or nxt[left] != right or text[left] + text[right] != merged:
+                continue
+            text[left] = merged
+            text[right] = ""
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prv[nxt[right]] = left
+            if prv[left] >= 0:
+                push(prv[left])
+            push(left)
+        return [t for t in text if t]

@@ -1,0 +1,129 @@
+"""Pre-tokenization as llama.cpp's `unicode_regex_split` does it (src/unicode.cpp).
+
+llama.cpp runs each regex of the vocabulary's pre-tokenizer over the pieces the previous one made.
+Where a regex uses `\\p{..}` classes it is applied to a *collapsed* text: every code point below 128
+stays itself, every other one becomes one byte for its class in llama.cpp's own tables (0xD1 number,
+0xD2 letter, 0xD3 punctuation, 0xD4 mark, 0xD5 symbol, 0xD0 anything else, 0x0B whitespace), and
+`\\p{X}` in the regex becomes that byte plus its ASCII members. Other regexes run on the code points
+with non-ASCII whitespace replaced by 0x0B. Text between matches is kept as a piece of its own
+(`unicode_regex_split_stl`). Running Python's `re` on the same collapsed text gives the same pieces:
+the classes, not the regex engine's Unicode tables, decide what is a letter.
+
+The four patterns llama.cpp implements by hand (gpt2, llama3, qwen2, qwen35) are the same regexes
+written out as code, so they go through the same path.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from reference_impl.unicode import ACCENT_MARK, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE, flags
+
+# unicode_regex_split: k_ucat_cpt and k_ucat_map.
+_CLASS_BYTE = {NUMBER: "\xd1", LETTER: "\xd2", PUNCTUATION: "\xd3", ACCENT_MARK: "\xd4", SYMBOL: "\xd5"}
+_CLASS_OF = {
+    "\\p{N}": (NUMBER, "0-9"),
+    "\\p{L}": (LETTER, "A-Za-z"),
+    "\\p{P}": (PUNCTUATION, "!-#%-*,-/:-;?-@\\[-\\]_\\{\\}"),
+    "\\p{M}": (ACCENT_MARK, ""),
+    "\\p{S}": (SYMBOL, "\\$\\+<->\\^`\\|~"),
+    "\\p{Lu}": (LETTER, "A-Za-z"),
+    "\\p{Ll}": (LETTER, "A-Za-z"),
+    "\\p{Lt}": (LETTER, "A-Za-z"),
+    "\\p{Lm}": (LETTER, "A-Za-z"),
+    "\\p{Lo}": (LETTER, "A-Za-z"),
+}
+_PROPERTY = re.compile(r"\\p\{[A-Za-z]{1,2}\}")
+
+
+def _collapsed_char(cpt: int) -> str:
+    if cpt < 128:
+        return chr(cpt)
+    if cpt in WHITESPACE:
+        return "\x0b"
+    return _CLASS_BYTE.get(flags(cpt) & 0xFF, "\xd0")
+
+
+@lru_cache(maxsize=0x10000)
+def _collapsed_bmp(cpt: int) -> str:
+    return _collapsed_char(cpt)
+
+
+def collapse(cpts: list[int]) -> str:
+    """The collapsed text of unicode_regex_split (one character per code point)."""
+    return "".join(_collapsed_bmp(c) if c < 0x10000 else _collapsed_char(c) for c in cpts)
+
+
+def _collapse_regex(expr: str) -> str:
+    """Replace `\\p{X}` by its class byte and ASCII members, inside `[...]` or as a new class."""
+    out: list[str] = []
+    inside = False
+    i = 0
+    while i < len(expr):
+        ch = expr[i]
+        if ch == "[" and (i == 0 or expr[i - 1] != "\\"):
+            inside = True
+        elif inside and ch == "]" and expr[i - 1] != "\\":
+            inside = False
+        match = _PROPERTY.match(expr, i)
+        if match and match.group() in _CLASS_OF:
+            flag, members = _CLASS_OF[match.group()]
+            body = _CLASS_BYTE[flag] + members
+            out.append(body if inside else f"[{body}]")
+            i = match.end()
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+@lru_cache(maxsize=64)
+def compile_expr(expr: str) -> tuple[re.Pattern[str], bool]:
+    """A Python regex equivalent to llama.cpp's std::regex use of `expr`, and whether it wants collapsed text."""
+    collapsed = any(name in expr for name in _CLASS_OF)  # the k_ucat_enum names, as llama.cpp checks
+    source = _collapse_regex(expr) if collapsed else expr
+    # std::regex ECMAScript: \s, \d, \w are ASCII-only here; Python's re.ASCII gives the same.
+    return re.compile(source, re.ASCII), collapsed
+
+
+def split(cpts: list[int], exprs: list[str]) -> list[list[int]]:
+    """The words (as code point lists) that llama.cpp's pre-tokenizer makes of `cpts`."""
+    offsets = [len(cpts)]
+    collapsed_text: str | None = None
+    plain_text: str | None = None
+    for expr in exprs:
+        pattern, wants_collapsed = compile_expr(expr)
+        if wants_collapsed:
+            if collapsed_text is None:
+                collapsed_text = collapse(cpts)
+            text = collapsed_text
+        else:
+            if plain_text is None:
+                plain_text = "".join("\x0b" if c > 0x7F and c in WHITESPACE else chr(min(c, 0x10FFFF)) for c in cpts)
+            text = plain_text
+        offsets = _split_stl(text, pattern, offsets)
+    words = []
+    start = 0
+    for length in offsets:
+        words.append(cpts[start : start + length])
+        start += length
+    return words
+
+
+def _split_stl(text: str, pattern: re.Pattern[str], offsets: list[int]) -> list[int]:
+    """unicode_regex_split_stl: matches and the gaps between them, within each previous piece."""
+    out: list[int] = []
+    start = 0
+    for offset in offsets:
+        segment = text[start : start + offset]
+        position = 0
+        for match in pattern.finditer(segment):
+            if match.start() > position:
+                out.append(match.start() - position)
+            out.append(match.end() - match.start())
+            position = match.end()
+        if position < offset:
+            out.append(offset - position)
+        start += offset
+    return out

@@ -1,0 +1,79 @@
+"""Rules of the reference BPE in isolation, on small synthetic GGUF vocabularies written with `gguf`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from gguf import GGUFWriter
+
+from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
+from reference_impl.unicode import InvalidCodepoint
+
+# GPT-2 byte map: " " is "Ġ", "\n" is "Ċ".
+TOKENS = ["a", "b", "c", "ab", "abc", "Ġ", "Ġa", "<|im_end|>", "[USR]", "<s>", "1", "2", "3", "12", "Ċ"]
+TYPES = [1, 1, 1, 1, 1, 1, 1, 1, 4, 3, 1, 1, 1, 1, 1]
+MERGES = ["a b", "ab c", "Ġ a", "1 2"]
+
+
+def _vocab(tmp_path: Path, pre: str | None = "gpt-2", model: str = "gpt2", **extra: object) -> Path:
+    path = tmp_path / "v.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_string("tokenizer.ggml.model", model)
+    if pre is not None:
+        writer.add_string("tokenizer.ggml.pre", pre)
+    writer.add_array("tokenizer.ggml.tokens", TOKENS)
+    writer.add_array("tokenizer.ggml.token_type", TYPES)
+    writer.add_array("tokenizer.ggml.merges", MERGES)
+    writer.add_uint32("tokenizer.ggml.bos_token_id", 9)
+    writer.add_uint32("tokenizer.ggml.eos_token_id", 7)
+    for key, value in extra.items():
+        writer.add_bool(f"tokenizer.ggml.{key}", bool(value))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    return path
+
+
+def test_merges_by_rank_and_leading_space(tmp_path: Path) -> None:
+    tok = Tokenizer.from_gguf(_vocab(tmp_path))
+    assert tok.encode(b"abc") == [4]  # a+b (rank 0), then ab+c (rank 1)
+    assert tok.encode(b" a") == [6]  # "Ġa": the space belongs to the word
+    assert tok.encode(b"cab") == [2, 3]
+
+
+def test_digits_by_pre_tokenizer(tmp_path: Path) -> None:
+    assert Tokenizer.from_gguf(_vocab(tmp_path, "gpt-2")).encode(b"123") == [13, 12]  # one piece "123"
+    assert Tokenizer.from_gguf(_vocab(tmp_path, "qwen2")).encode(b"123") == [10, 11, 12]  # \p{N}: one by one
+
+
+def test_special_tokens_user_defined_always_control_only_when_parsed(tmp_path: Path) -> None:
+    tok = Tokenizer.from_gguf(_vocab(tmp_path))
+    assert tok.encode(b"a[USR]b") == [0, 8, 1]  # user-defined: cut out even without parse_special
+    assert tok.encode(b"<s>", parse_special=True) == [9]
+    assert 9 not in tok.encode(b"<s>")
+
+
+def test_end_of_generation_texts_become_control(tmp_path: Path) -> None:
+    tok = Tokenizer.from_gguf(_vocab(tmp_path))
+    assert tok.eog_ids == [7]
+    assert tok.encode(b"<|im_end|>", parse_special=True) == [7]  # NORMAL in the file, CONTROL by its text
+
+
+def test_bos_and_eos_follow_the_flags(tmp_path: Path) -> None:
+    tok = Tokenizer.from_gguf(_vocab(tmp_path, add_bos_token=True, add_eos_token=True))
+    assert tok.encode(b"a", add_special=True) == [9, 0, 7]
+    assert Tokenizer.from_gguf(_vocab(tmp_path, "llama-bpe")).add_bos  # the llama3 family adds BOS by default
+    assert not Tokenizer.from_gguf(_vocab(tmp_path, "gpt-2")).add_bos
+
+
+def test_code_points_above_unicode_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(InvalidCodepoint):
+        Tokenizer.from_gguf(_vocab(tmp_path)).encode(bytes.fromhex("f4908080"))
+
+
+def test_unsupported_models_and_pre_tokenizers_are_named(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedVocab, match="tokenizer model 'llama'"):
+        Tokenizer.from_gguf(_vocab(tmp_path, model="llama"))
+    with pytest.raises(UnsupportedVocab, match="pre-tokenizer 'tekken'"):
+        Tokenizer.from_gguf(_vocab(tmp_path, "tekken"))
