@@ -11,10 +11,8 @@ without a token are dropped, as llama.cpp drops them. Words are cached: prose re
 from __future__ import annotations
 
 import heapq
-from functools import lru_cache
 
 from reference_impl.pretokenize import split
-from reference_impl.unicode import cpt_to_utf8
 
 GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
 LLAMA3 = (
@@ -79,6 +77,8 @@ def _byte_to_unicode() -> list[str]:
 
 
 BYTE_TO_UNICODE = _byte_to_unicode()
+SCAN_LIMIT = 12  # words up to this many characters are merged by scanning, longer ones with a queue
+CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts over
 
 
 class BytePairEncoder:
@@ -93,23 +93,35 @@ class BytePairEncoder:
                 self.ranks[(merge[:cut], merge[cut + 1 :])] = rank
         self.regexes = regexes
         self.ignore_merges = ignore_merges
-        self.encode_word = lru_cache(maxsize=1 << 16)(self._encode_word)
+        self.cache: dict[str, tuple[int, ...]] = {}
 
-    def encode(self, text: bytes, cpts: list[int]) -> list[int]:
-        """Token ids of one raw-text fragment (already decoded to code points as llama.cpp does)."""
-        del text
+    def encode(self, text: str) -> list[int]:
+        """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
         out: list[int] = []
-        for word in split(cpts, self.regexes):
-            encoded = "".join(BYTE_TO_UNICODE[b] for c in word for b in cpt_to_utf8(c))
-            out.extend(self.encode_word(encoded))
+        cache = self.cache
+        for word in split(text, self.regexes):
+            ids = cache.get(word)
+            if ids is None:
+                if len(cache) >= CACHE_LIMIT:
+                    cache.clear()
+                ids = cache[word] = self.encode_word(word)
+            out.extend(ids)
         return out
 
-    def _encode_word(self, word: str) -> tuple[int, ...]:
+    def encode_word(self, raw_word: str) -> tuple[int, ...]:
+        """The ids of one pre-tokenized word."""
+        # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them),
+        # each byte mapped to its printable stand-in.
+        word = raw_word.encode("utf-8", "surrogatepass").decode("latin-1").translate(BYTE_TO_UNICODE)
         if self.ignore_merges and word in self.token_to_id:
             return (self.token_to_id[word],)
+        if len(word) == 1 and word in self.token_to_id:  # nothing to merge
+            return (self.token_to_id[word],)
         symbols = list(word)  # byte-encoded text: one character per UTF-8 character of it
-        if len(symbols) > 1:
+        if len(symbols) > SCAN_LIMIT:
             symbols = self._merge(symbols)
+        elif len(symbols) > 1:
+            symbols = self._merge_short(symbols)
         out: list[int] = []
         for symbol in symbols:
             token = self.token_to_id.get(symbol)
@@ -121,6 +133,19 @@ class BytePairEncoder:
                 if fallback is not None:
                     out.append(fallback)
         return tuple(out)
+
+    def _merge_short(self, symbols: list[str]) -> list[str]:
+        """The same greedy order by scanning: for a short word cheaper than keeping a queue."""
+        ranks = self.ranks
+        while True:
+            best, at = None, -1
+            for i in range(len(symbols) - 1):
+                rank = ranks.get((symbols[i], symbols[i + 1]))
+                if rank is not None and (best is None or rank < best):
+                    best, at = rank, i
+            if best is None:
+                return symbols
+            symbols[at : at + 2] = [symbols[at] + symbols[at + 1]]
 
     def _merge(self, symbols: list[str]) -> list[str]:
         """Lowest rank first, leftmost on ties; stale queue entries are skipped, as llama.cpp does."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from reference_impl.unicode import ACCENT_MARK, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE, flags
+from reference_impl.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
 
 # unicode_regex_split: k_ucat_cpt and k_ucat_map.
 _CLASS_BYTE = {NUMBER: "\xd1", LETTER: "\xd2", PUNCTUATION: "\xd3", ACCENT_MARK: "\xd4", SYMBOL: "\xd5"}
@@ -35,24 +35,29 @@ _CLASS_OF = {
     "\\p{Lo}": (LETTER, "A-Za-z"),
 }
 _PROPERTY = re.compile(r"\\p\{[A-Za-z]{1,2}\}")
+# For regexes without classes: std::wregex sees non-ASCII whitespace as 0x0B, the rest as it is.
+_PLAIN = {cpt: "\x0b" for cpt in WHITESPACE if cpt > 0x7F}
 
 
-def _collapsed_char(cpt: int) -> str:
-    if cpt < 128:
-        return chr(cpt)
-    if cpt in WHITESPACE:
-        return "\x0b"
-    return _CLASS_BYTE.get(flags(cpt) & 0xFF, "\xd0")
+def _collapse_table() -> list[str]:
+    """One character per code point: itself below 128, 0x0B for whitespace, else its class byte."""
+    classes = bytearray(0xD0 for _ in range(256))
+    for flag, byte in _CLASS_BYTE.items():
+        classes[flag] = ord(byte)
+    table = bytearray(CATEGORY.translate(bytes(classes)))
+    table[:128] = bytes(range(128))
+    for cpt in WHITESPACE:
+        if cpt > 0x7F:
+            table[cpt] = 0x0B
+    return list(table.decode("latin-1"))
 
 
-@lru_cache(maxsize=0x10000)
-def _collapsed_bmp(cpt: int) -> str:
-    return _collapsed_char(cpt)
+COLLAPSE = _collapse_table()  # a list, so str.translate looks each code point up in C
 
 
-def collapse(cpts: list[int]) -> str:
+def collapse(text: str) -> str:
     """The collapsed text of unicode_regex_split (one character per code point)."""
-    return "".join(_collapsed_bmp(c) if c < 0x10000 else _collapsed_char(c) for c in cpts)
+    return text.translate(COLLAPSE)
 
 
 def _collapse_regex(expr: str) -> str:
@@ -87,26 +92,26 @@ def compile_expr(expr: str) -> tuple[re.Pattern[str], bool]:
     return re.compile(source, re.ASCII), collapsed
 
 
-def split(cpts: list[int], exprs: list[str]) -> list[list[int]]:
-    """The words (as code point lists) that llama.cpp's pre-tokenizer makes of `cpts`."""
-    offsets = [len(cpts)]
+def split(text: str, exprs: list[str]) -> list[str]:
+    """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed)."""
+    offsets = [len(text)]
     collapsed_text: str | None = None
     plain_text: str | None = None
     for expr in exprs:
         pattern, wants_collapsed = compile_expr(expr)
         if wants_collapsed:
             if collapsed_text is None:
-                collapsed_text = collapse(cpts)
-            text = collapsed_text
+                collapsed_text = collapse(text)
+            subject = collapsed_text
         else:
             if plain_text is None:
-                plain_text = "".join("\x0b" if c > 0x7F and c in WHITESPACE else chr(min(c, 0x10FFFF)) for c in cpts)
-            text = plain_text
-        offsets = _split_stl(text, pattern, offsets)
+                plain_text = text.translate(_PLAIN)
+            subject = plain_text
+        offsets = _split_stl(subject, pattern, offsets)
     words = []
     start = 0
     for length in offsets:
-        words.append(cpts[start : start + length])
+        words.append(text[start : start + length])
         start += length
     return words
 

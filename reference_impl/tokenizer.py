@@ -17,7 +17,7 @@ from typing import Any
 
 from reference_impl.bpe import PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
-from reference_impl.unicode import cpts_from_utf8
+from reference_impl.unicode import decode
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
 ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = (
@@ -140,7 +140,7 @@ class Tokenizer:
             if isinstance(fragment, int):
                 out.append(fragment)
             else:
-                out.extend(self.encoder.encode(fragment, cpts_from_utf8(fragment)))
+                out.extend(self.encoder.encode(decode(fragment)))
         if add_special and self.add_eos:
             out.append(self.eos_id)
         return out

@@ -52,6 +52,17 @@ def cpts_from_utf8(text: bytes) -> list[int]:
         return _decode_lenient(text)
 
 
+def decode(text: bytes) -> str:
+    """`cpts_from_utf8` as a str; a code point above U+10FFFF (which Python cannot hold) is the abort."""
+    try:
+        return text.decode("utf-8")
+    except UnicodeDecodeError:
+        cpts = _decode_lenient(text)
+    if any(c >= MAX_CODEPOINTS for c in cpts):
+        raise InvalidCodepoint(f"invalid codepoint 0x{max(cpts):X} (llama.cpp b11192 aborts on it)")
+    return "".join(map(chr, cpts))
+
+
 def _decode_lenient(text: bytes) -> list[int]:
     out: list[int] = []
     pos, size = 0, len(text)
