@@ -17,7 +17,7 @@ import tracemalloc
 from pathlib import Path
 
 from harness.cmake_build import require_build
-from harness.corpus import Case, load_corpus
+from harness.corpus import load_corpus
 from harness.fuzz import fuzz_strings
 from harness.oracle import LibllamaOracle
 from harness.pins import DEFAULT_BUILD
