@@ -59,17 +59,15 @@ def bench(vocab: Path, sets: dict[str, list[bytes]]) -> None:
             for d in data:
                 fresh.encode(d, *MODE)
             ref = time.perf_counter() - start
-            print(
-                f"{name:10} {label:12} reference {_rate(ref, data)}  llama.cpp {_rate(cpp, data)}  ratio {cpp / ref:5.2f}x"
-            )
+            rates = f"reference {_rate(ref, data)}  llama.cpp {_rate(cpp, data)}"
+            print(f"{name:10} {label:12} {rates}  ratio {cpp / ref:5.2f}x")
     from gguf import GGUFReader
 
     start = time.perf_counter()
     GGUFReader(vocab)
     reader = time.perf_counter() - start
-    print(
-        f"{name:10} load: reference {ref_load:.2f} s, gguf.GGUFReader {reader:.2f} s, llama.cpp worker start {cpp_load:.2f} s"
-    )
+    loads = f"reference {ref_load:.2f} s, gguf.GGUFReader {reader:.2f} s, llama.cpp worker start {cpp_load:.2f} s"
+    print(f"{name:10} load: {loads}")
     prose = b"\n\n".join(sets["prose"])
     line = []
     for size in (1_000, 10_000, 100_000, 1_000_000):
