@@ -97,6 +97,17 @@ class Vocab:
             out.append(bytes(self.ffi.buffer(buf, n)))
         return out
 
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        """llama_detokenize, growing the buffer when it reports the size it needs."""
+        tokens = self.ffi.new("llama_token[]", ids or [0])
+        size = max(64, 8 * len(ids))
+        while True:
+            buf = self.ffi.new("char[]", size)
+            n = self.lib.llama_detokenize(self.vocab, tokens, len(ids), buf, size, remove_special, unparse_special)
+            if n >= 0:
+                return bytes(self.ffi.buffer(buf, n))
+            size = -n
+
     def meta(self, key: str) -> str | None:
         """A scalar GGUF metadata value as llama.cpp reads it, or None when the key is absent."""
         buf = self.ffi.new("char[]", 4096)

@@ -210,6 +210,15 @@ class LibllamaOracle:
             pos += 4 + size
         return pieces
 
+    def detokenize(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        """llama_detokenize of `ids`."""
+        flags = (1 if remove_special else 0) | (2 if unparse_special else 0)
+        try:
+            answer = self._request(b"D" + bytes([flags]) + array("i", ids).tobytes())
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
+        return answer[1:]
+
     def close(self) -> None:
         proc = self._proc
         if proc is not None:

@@ -9,11 +9,14 @@ the request the child died on with the reason from stderr and forks a fresh chil
 a fork, not a reload. (If this process itself dies or hangs, `harness.oracle` starts a new one.)
 
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
-llama_tokenize byte for byte. Requests: `M` + u32 count + that many (flag byte, u32 length, text
-bytes), where flag bit 0 is add_special and bit 1 parse_special; `F` for the vocab facts; `P` +
-special byte for every token's piece. Answers: `O` + per input (i32 count + int32 ids), the JSON
-facts, or per token (u32 length + piece); `E` + message; `X` + crash reason (the child died on this
-request; the oracle then retries its inputs one by one to find the culprit).
+llama_tokenize byte for byte. Requests:
+- `M` + u32 count + that many (flag byte, u32 length, text bytes): llama_tokenize, flag bit 0
+  add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids);
+- `F`: the vocab facts, as `O` + JSON;
+- `P` + special byte: every token's piece, as `O` + per token (u32 length + piece);
+- `D` + flag byte (bit 0 remove_special, bit 1 unparse_special) + int32 ids: llama_detokenize.
+Errors: `E` + message; `X` + crash reason (the child died on this request; the oracle then retries
+its inputs one by one to find the culprit).
 """
 
 from __future__ import annotations
@@ -78,6 +81,10 @@ def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
             write_frame(answers, b"O" + b"".join(_tokenize_many(vocab, frame)))
         elif op == b"F":
             write_frame(answers, b"O" + _facts_json(vocab))
+        elif op == b"D":
+            ids = array("i")
+            ids.frombytes(frame[2:])
+            write_frame(answers, b"O" + vocab.detokenize(ids.tolist(), bool(frame[1] & 1), bool(frame[1] & 2)))
         elif op == b"P":
             pieces = vocab.pieces(special=bool(frame[1]))
             write_frame(answers, b"O" + b"".join(struct.pack("<I", len(p)) + p for p in pieces))

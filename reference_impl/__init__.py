@@ -8,6 +8,6 @@ reports them as unsupported). Modules: `gguf_reader` (bounds-checked header read
 `tokenizer` (special tokens, BOS/EOS, the public class).
 """
 
-from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
+from reference_impl.tokenizer import StreamDecoder, Tokenizer, UnsupportedVocab
 
-__all__ = ["Tokenizer", "UnsupportedVocab"]
+__all__ = ["StreamDecoder", "Tokenizer", "UnsupportedVocab"]

@@ -12,10 +12,11 @@ pre-tokenized and merged, and with add_special BOS and EOS are added as the voca
 
 from __future__ import annotations
 
+import codecs
 from pathlib import Path
 from typing import Any
 
-from reference_impl.bpe import PRE_REGEXES, BytePairEncoder
+from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.unicode import decode
 
@@ -28,17 +29,30 @@ TYPE_TO_ATTR = {0: ATTR_UNDEFINED, 1: ATTR_NORMAL, 2: ATTR_UNKNOWN, 3: ATTR_CONT
 TYPE_TO_ATTR |= {5: ATTR_UNUSED, 6: ATTR_BYTE}
 
 # tokenizer.ggml.pre -> the pre-tokenizer type it selects in llama_vocab::impl::load (shipped ones).
+# Only names whose whole branch there (flags included) is reproduced here.
 PRE_TYPES: dict[str | None, str] = {
     None: "default", "default": "default",
-    "llama3": "llama3", "llama-v3": "llama3", "llama-bpe": "llama3", "falcon3": "llama3",
-    "gpt-2": "gpt2", "mpt": "gpt2", "phi-2": "gpt2",
-    "starcoder": "starcoder", "refact": "starcoder", "command-r": "starcoder", "smollm": "starcoder",
-    "qwen2": "qwen2", "deepseek-r1-qwen": "qwen2", "stablelm2": "qwen2",
+    "llama3": "llama3", "llama-v3": "llama3", "llama-bpe": "llama3", "falcon3": "llama3", "falcon-h1": "llama3",
+    "pixtral": "llama3", "midm-2.0": "llama3", "lfm2": "llama3", "jina-v5-nano": "llama3",
+    "gpt-2": "gpt2", "phi-2": "gpt2", "gigachat": "gpt2", "a.x-4.0": "gpt2", "mellum": "gpt2", "mpt": "gpt2",
+    "starcoder": "starcoder", "refact": "starcoder", "command-r": "starcoder",
+    "qwen2": "qwen2", "deepseek-r1-qwen": "qwen2", "kormo": "qwen2", "f2llmv2": "qwen2",
     "qwen35": "qwen35",
     "falcon": "falcon",
     "deepseek-llm": "deepseek-llm",
     "deepseek-coder": "deepseek-coder",
 }  # fmt: skip
+# Pre-tokenizer names for which llama.cpp turns clean_spaces off (detokenize keeps " ," etc.).
+NO_CLEAN_SPACES = {
+    "deepseek-llm",
+    "deepseek-coder",
+    "command-r",
+    "qwen2",
+    "deepseek-r1-qwen",
+    "kormo",
+    "f2llmv2",
+    "qwen35",
+}
 ADD_BOS_BY_DEFAULT = {"llama3"}
 IGNORE_MERGES = {"llama3"}
 
@@ -62,6 +76,7 @@ FIM_TEXTS = {
     "sep": ("<|file_sep|>",),
 }  # fmt: skip
 ASCII_SPACE = b" \t\n\x0b\x0c\r"  # C isspace() in the "C" locale
+UNICODE_TO_BYTE = {ch: byte for byte, ch in enumerate(BYTE_TO_UNICODE)}
 
 
 class UnsupportedVocab(NotImplementedError):
@@ -79,6 +94,7 @@ class Tokenizer:
         if pre not in PRE_TYPES:
             raise UnsupportedVocab(f"pre-tokenizer {pre!r} is not supported by the reference yet")
         self.pre_type = PRE_TYPES[pre]
+        self.clean_spaces = pre not in NO_CLEAN_SPACES
         self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
@@ -178,6 +194,94 @@ class Tokenizer:
                         rest = rest.lstrip(ASCII_SPACE)
             fragments = result
         return fragments
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        """llama_token_to_piece (lstrip 0): the bytes a token stands for.
+
+        Control and unknown tokens give their text only with `special`; user-defined ones always;
+        normal tokens are byte-decoded (`llama_decode_text`), byte tokens give their byte.
+        """
+        attr = self.attrs[token]
+        if not special and attr & (ATTR_UNKNOWN | ATTR_CONTROL):
+            return b""
+        text = self.tokens[token]
+        if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
+            return text.encode("utf-8", "surrogateescape")
+        if attr & ATTR_NORMAL:
+            return _decode_text(text)
+        if attr & ATTR_BYTE:
+            return bytes([int(text[3:5], 16)])
+        return b""
+
+    def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        """llama_detokenize: the pieces joined, BOS/EOS dropped on request, spaces cleaned as the vocab says."""
+        if remove_special and self.add_bos and ids and ids[0] == self.bos_id:
+            ids = ids[1:]
+        if remove_special and self.add_eos and ids and ids[-1] == self.eos_id:
+            ids = ids[:-1]
+        text = b"".join(self.token_to_piece(i, unparse_special) for i in ids)
+        return _clean_spaces(text) if self.clean_spaces else text
+
+
+class StreamDecoder:
+    """Text for streaming output: token pieces in, complete UTF-8 characters out.
+
+    A character split across tokens is held back until its last byte arrives; invalid bytes become
+    U+FFFD (the standard library's incremental UTF-8 decoder does the work).
+    """
+
+    def __init__(self, tokenizer: Tokenizer, special: bool = True) -> None:
+        self.tokenizer = tokenizer
+        self.special = special
+        self.decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def feed(self, token: int) -> str:
+        return self.decoder.decode(self.tokenizer.token_to_piece(token, self.special))
+
+    def flush(self) -> str:
+        return self.decoder.decode(b"", final=True)
+
+
+def _decode_text(text: str) -> bytes:
+    """llama_decode_text: each character back to its byte; others as llama.cpp marks them."""
+    out = bytearray()
+    for ch in text:
+        byte = UNICODE_TO_BYTE.get(ch)
+        if byte is not None:
+            out.append(byte)
+        else:
+            utf8 = ch.encode("utf-8", "surrogatepass")
+            out += b"[UNK_BYTE_0x" + utf8.hex().encode() + text.encode("utf-8", "surrogateescape") + b"]"
+    return bytes(out)
+
+
+def _clean_spaces(text: bytes) -> bytes:
+    """The three clean-up passes of llama_vocab::impl::detokenize, byte for byte."""
+    out = bytearray(text[:1])
+    for i in range(1, len(text)):  # " ?", " !", " .", " ,"
+        if text[i - 1] == 0x20 and text[i] in b"?!.,":
+            out.pop()
+        out.append(text[i])
+    text, out = bytes(out), bytearray(out[:1])
+    i = 1
+    while i < len(text):  # " ' " -> "'"
+        x = text[i]
+        if x == 0x27 and i + 1 < len(text) and text[i - 1] == 0x20 and text[i + 1] == 0x20:
+            out.pop()
+            out.append(x)
+            i += 2
+            continue
+        out.append(x)
+        i += 1
+    text, out = bytes(out), bytearray(out[:1])
+    for i in range(1, len(text)):  # " 's", " 'm", " 're", " 've" (not " 't", " 'd", " 'll")
+        x = text[i]
+        if text[i - 1] == 0x20 and x == 0x27 and i + 1 < len(text):
+            x1 = text[i + 1]
+            if x1 in b"sm" or (i + 2 < len(text) and (text[i + 1 : i + 3] in (b"re", b"ve"))):
+                out.pop()
+        out.append(x)
+    return bytes(out)
 
 
 def from_gguf(path: Path) -> Tokenizer:
