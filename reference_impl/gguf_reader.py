@@ -3,7 +3,7 @@
 `gguf.GGUFReader` maps the whole file and builds numpy views of every field and tensor (about 7 s for
 the qwen2 vocab here); a tokenizer needs a few keys of the header. This reader walks the key/value
 section once (llama.cpp's gguf.cpp layout: magic, version, tensor count, key/value count, then typed
-values), keeps `tokenizer.*` and `general.architecture`, skips everything else, and never reads
+values), keeps `tokenizer.*`, `general.architecture` and `general.name`, skips everything else, and never reads
 the tensor section.
 
 Every length is checked against what is left of the file before anything is read or allocated, so
@@ -20,7 +20,7 @@ from typing import Any
 from gguf import GGUFValueType
 
 MAGIC = b"GGUF"
-KEPT_PREFIXES = ("tokenizer.", "general.architecture")
+KEPT_PREFIXES = ("tokenizer.", "general.architecture", "general.name")  # llama.cpp reads the name for phi-3
 
 # Fixed-size value types: struct format by GGUFValueType.
 _SCALARS: dict[int, str] = {

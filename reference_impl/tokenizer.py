@@ -1,8 +1,9 @@
 """The reference `Tokenizer`: a GGUF vocabulary, encoded as llama.cpp b11192 encodes it.
 
 Supported so far: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
-BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`). Other models and pre-tokenizers raise
-`UnsupportedVocab` — never a silent wrong answer. `tokconf check` counts those as unsupported.
+BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), and SentencePiece (`llama`, `spm.py`).
+Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
+check` counts those as unsupported.
 
 The steps follow `llama_vocab::impl::tokenize`: special-token texts are cut out first
 (`tokenizer_st_partition`: longest text first; CONTROL and UNKNOWN ones only with parse_special;
@@ -18,6 +19,7 @@ from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
+from reference_impl.spm import SentencePieceEncoder
 from reference_impl.unicode import decode
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
@@ -77,6 +79,7 @@ FIM_TEXTS = {
 }  # fmt: skip
 ASCII_SPACE = b" \t\n\x0b\x0c\r"  # C isspace() in the "C" locale
 UNICODE_TO_BYTE = {ch: byte for byte, ch in enumerate(BYTE_TO_UNICODE)}
+ESCAPED_SPACE = "\u2581".encode()  # llama_escape_whitespace: " " -> "▁"
 
 
 class UnsupportedVocab(NotImplementedError):
@@ -88,29 +91,67 @@ class Tokenizer:
 
     def __init__(self, fields: dict[str, Any]) -> None:
         model = fields.get("tokenizer.ggml.model")
-        pre = fields.get("tokenizer.ggml.pre")
-        if model != "gpt2":
-            raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
-        if pre not in PRE_TYPES:
-            raise UnsupportedVocab(f"pre-tokenizer {pre!r} is not supported by the reference yet")
-        self.pre_type = PRE_TYPES[pre]
-        self.clean_spaces = pre not in NO_CLEAN_SPACES
         self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
-        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 11))
-        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 11))
-        self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.pre_type in ADD_BOS_BY_DEFAULT))
-        self.add_eos = bool(fields.get("tokenizer.ggml.add_eos_token", False))
+        self.encoder: BytePairEncoder | SentencePieceEncoder
+        self.kind, self.pre_type, self.clean_spaces, self.add_space_prefix = "", "", False, False
+        self.bos_id, self.eos_id, self.add_bos, self.add_eos = -1, -1, False, False
+        if model == "gpt2":
+            self._init_bpe(fields)
+        elif model == "llama":
+            self._init_spm(fields)
+        else:
+            raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
+        self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos))
+        self.add_eos = bool(fields.get("tokenizer.ggml.add_eos_token", self.add_eos))
         self.eog_ids = self._end_of_generation(fields)
-        self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[self.pre_type],
-            self.pre_type in IGNORE_MERGES,
-        )  # fmt: skip
         special = [i for i, a in enumerate(self.attrs) if a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)]
         # cache_special_tokens: longest text first (std::sort; ties here by id).
         self.specials = sorted(special, key=lambda i: -len(self.tokens[i].encode("utf-8", "surrogateescape")))
         self.special_bytes = {i: self.tokens[i].encode("utf-8", "surrogateescape") for i in self.specials}
+        self._attributes_by_model_name(str(fields.get("general.name", "")).lower())
+
+    def _init_bpe(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `gpt2`: ids 11/11 unless given; the pre-tokenizer's flags."""
+        pre = fields.get("tokenizer.ggml.pre")
+        if pre not in PRE_TYPES:
+            raise UnsupportedVocab(f"pre-tokenizer {pre!r} is not supported by the reference yet")
+        self.kind = "bpe"
+        self.pre_type = PRE_TYPES[pre]
+        self.clean_spaces = pre not in NO_CLEAN_SPACES
+        self.add_space_prefix = False
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 11))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 11))
+        self.add_bos, self.add_eos = self.pre_type in ADD_BOS_BY_DEFAULT, False
+        self.encoder = BytePairEncoder(
+            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[self.pre_type],
+            self.pre_type in IGNORE_MERGES,
+        )  # fmt: skip
+
+    def _init_spm(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `llama` (SPM): ids 1/2, BOS added, a space prefix, no clean-up."""
+        self.kind = "spm"
+        self.pre_type = "default"
+        self.clean_spaces = False
+        self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", True))
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 1))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 2))
+        self.add_bos, self.add_eos = True, False
+        scores = fields.get("tokenizer.ggml.scores") or [0.0] * len(self.tokens)
+        raw = [t.encode("utf-8", "surrogateescape") for t in self.tokens]
+        self.encoder = SentencePieceEncoder(raw, scores)
+
+    def _attributes_by_model_name(self, name: str) -> None:
+        """The end of llama_vocab::impl::load: phi-3 strips whitespace right of its special tokens."""
+        if "phi-3" in name or "phi3" in name:
+            for token in self.specials:
+                self.attrs[token] |= ATTR_RSTRIP
+            by_text = {text: token for token, text in enumerate(self.tokens)}
+            for text, value in (("</s>", True), ("<unk>", False), ("<s>", False), ("<|endoftext|>", False)):
+                if text in by_text:
+                    token = by_text[text]
+                    self.attrs[token] = self.attrs[token] | ATTR_RSTRIP if value else self.attrs[token] & ~ATTR_RSTRIP
 
     @classmethod
     def from_gguf(cls, path: Path | str) -> Tokenizer:
@@ -152,9 +193,15 @@ class Tokenizer:
         out: list[int] = []
         if add_special and self.add_bos:
             out.append(self.bos_id)
+        prev_special = True  # SPM: a space prefix for the first fragment and after each special token
         for fragment in self._partition(raw, parse_special):
             if isinstance(fragment, int):
                 out.append(fragment)
+                prev_special = True
+            elif isinstance(self.encoder, SentencePieceEncoder):
+                text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
+                out.extend(self.encoder.encode(text.replace(b" ", ESCAPED_SPACE)))
+                prev_special = False
             else:
                 out.extend(self.encoder.encode(decode(fragment)))
         if add_special and self.add_eos:
@@ -208,6 +255,8 @@ class Tokenizer:
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:
+            if self.kind == "spm":  # llama_unescape_whitespace
+                return text.encode("utf-8", "surrogateescape").replace(ESCAPED_SPACE, b" ")
             return _decode_text(text)
         if attr & ATTR_BYTE:
             return bytes([int(text[3:5], 16)])
@@ -215,11 +264,16 @@ class Tokenizer:
 
     def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
         """llama_detokenize: the pieces joined, BOS/EOS dropped on request, spaces cleaned as the vocab says."""
+        remove_space = self.add_space_prefix
         if remove_special and self.add_bos and ids and ids[0] == self.bos_id:
             ids = ids[1:]
+            remove_space = False
         if remove_special and self.add_eos and ids and ids[-1] == self.eos_id:
             ids = ids[:-1]
-        text = b"".join(self.token_to_piece(i, unparse_special) for i in ids)
+        pieces = [self.token_to_piece(i, unparse_special) for i in ids]
+        if remove_space and pieces and pieces[0].startswith(b" "):  # token_to_piece's lstrip = 1
+            pieces[0] = pieces[0][1:]
+        text = b"".join(pieces)
         return _clean_spaces(text) if self.clean_spaces else text
 
 

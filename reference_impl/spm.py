@@ -1,0 +1,99 @@
+"""SentencePiece BPE as llama.cpp's `llm_tokenizer_spm_session` does it (src/llama-vocab.cpp).
+
+The text (spaces already escaped to U+2581) is cut into UTF-8 characters by their lead byte alone
+(`unicode_len_utf8`: nothing is validated, so invalid UTF-8 never aborts here), and adjacent
+symbols are merged while their concatenation is a token: the highest score first, the leftmost on
+ties (`llm_bigram_spm::comparator`). Every merge is remembered by its text (`rev_merge`, the last
+pair with that text wins); a final symbol that is not a token is re-segmented through that map and,
+at the bottom, becomes byte tokens `<0xXX>` (or the byte's own token).
+"""
+
+from __future__ import annotations
+
+import heapq
+
+# unicode_len_utf8: by the high nibble of the lead byte.
+_LEN = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)
+
+
+class UnknownByte(KeyError):
+    """A byte with neither a <0xXX> token nor a token of its own: llama.cpp throws out_of_range here."""
+
+
+class SentencePieceEncoder:
+    def __init__(self, tokens: list[bytes], scores: list[float]) -> None:
+        self.token_to_id = {text: i for i, text in enumerate(tokens)}
+        self.scores = scores
+        self.byte_tokens: list[int | None] = []
+        for byte in range(256):
+            token = self.token_to_id.get(f"<0x{byte:02X}>".encode())
+            self.byte_tokens.append(token if token is not None else self.token_to_id.get(bytes([byte])))
+
+    def encode(self, text: bytes) -> list[int]:
+        starts: list[int] = []
+        offs = 0
+        while offs < len(text):
+            starts.append(offs)
+            offs += min(_LEN[text[offs] >> 4], len(text) - offs)
+        n = len(starts)
+        if n == 0:
+            return []
+        size = [(starts[i + 1] if i + 1 < n else len(text)) - starts[i] for i in range(n)]
+        nxt = [*range(1, n), -1]
+        prv = list(range(-1, n - 1))
+        heap: list[tuple[float, int, int, int]] = []
+        rev_merge: dict[bytes, tuple[int, int]] = {}
+        token_to_id, scores = self.token_to_id, self.scores
+
+        def try_add(left: int, right: int) -> None:
+            if left < 0 or right < 0:
+                return
+            piece = text[starts[left] : starts[left] + size[left] + size[right]]
+            token = token_to_id.get(piece)
+            if token is None:
+                return
+            heapq.heappush(heap, (-scores[token], left, right, len(piece)))
+            rev_merge[piece] = (left, right)
+
+        for i in range(1, n):
+            try_add(i - 1, i)
+        while heap:
+            _, left, right, merged = heapq.heappop(heap)
+            if size[left] == 0 or size[right] == 0 or size[left] + size[right] != merged:
+                continue
+            size[left] += size[right]
+            size[right] = 0
+            nxt[left] = nxt[right]
+            if nxt[right] >= 0:
+                prv[nxt[right]] = left
+            try_add(prv[left], left)
+            try_add(left, nxt[left])
+        out: list[int] = []
+        i = 0
+        while i != -1:
+            self._resegment(text, starts, size, i, rev_merge, out)
+            i = nxt[i]
+        return out
+
+    def _resegment(
+        self, text: bytes, starts: list[int], size: list[int], index: int, rev_merge: dict[bytes, tuple[int, int]],
+        out: list[int],
+    ) -> None:  # fmt: skip
+        """resegment, reading the symbols as they are now (as llama.cpp does), with a stack for recursion."""
+        stack = [index]
+        while stack:
+            symbol = stack.pop()
+            piece = text[starts[symbol] : starts[symbol] + size[symbol]]
+            token = self.token_to_id.get(piece)
+            if token is not None:
+                out.append(token)
+                continue
+            pair = rev_merge.get(piece)
+            if pair is None:
+                for byte in piece:
+                    byte_token = self.byte_tokens[byte]
+                    if byte_token is None:
+                        raise UnknownByte(f"no token for byte 0x{byte:02X} (llama.cpp aborts: out_of_range)")
+                    out.append(byte_token)
+                continue
+            stack.extend((pair[1], pair[0]))
