@@ -1,7 +1,8 @@
 """The reference `Tokenizer`: a GGUF vocabulary, encoded as llama.cpp b11192 encodes it.
 
 Supported so far: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
-BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), and SentencePiece (`llama`, `spm.py`).
+BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), SentencePiece (`llama`, `spm.py`) and
+WordPiece (`bert`, `wpm.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -20,7 +21,8 @@ from typing import Any
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
-from reference_impl.unicode import decode
+from reference_impl.unicode import cpts_from_utf8, decode
+from reference_impl.wpm import WordPieceEncoder
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
 ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = (
@@ -94,13 +96,15 @@ class Tokenizer:
         self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
-        self.encoder: BytePairEncoder | SentencePieceEncoder
+        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder
         self.kind, self.pre_type, self.clean_spaces, self.add_space_prefix = "", "", False, False
-        self.bos_id, self.eos_id, self.add_bos, self.add_eos = -1, -1, False, False
+        self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         if model == "gpt2":
             self._init_bpe(fields)
         elif model == "llama":
             self._init_spm(fields)
+        elif model == "bert":
+            self._init_wpm(fields)
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos))
@@ -141,6 +145,20 @@ class Tokenizer:
         scores = fields.get("tokenizer.ggml.scores") or [0.0] * len(self.tokens)
         raw = [t.encode("utf-8", "surrogateescape") for t in self.tokens]
         self.encoder = SentencePieceEncoder(raw, scores)
+
+    def _init_wpm(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `bert` (WPM): [CLS] 101 as BOS, [SEP] 102 at the end, [UNK] 100."""
+        self.kind = "wpm"
+        self.pre_type = "default"
+        self.clean_spaces = True
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 101))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
+        self.sep_id = int(fields.get("tokenizer.ggml.seperator_token_id", 102))
+        self.add_bos, self.add_eos = True, False
+        unk = int(fields.get("tokenizer.ggml.unknown_token_id", 100))
+        lowercase = bool(fields.get("tokenizer.ggml.normalizer.lowercase", True))
+        raw = [t.encode("utf-8", "surrogateescape") for t in self.tokens]
+        self.encoder = WordPieceEncoder(raw, unk, lowercase)
 
     def _attributes_by_model_name(self, name: str) -> None:
         """The end of llama_vocab::impl::load: phi-3 strips whitespace right of its special tokens."""
@@ -191,20 +209,24 @@ class Tokenizer:
         """Token ids; raises `reference_impl.unicode.InvalidCodepoint` where llama.cpp aborts."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         out: list[int] = []
-        if add_special and self.add_bos:
+        if add_special and (self.add_bos or self.kind == "wpm"):  # WPM always starts with [CLS]
             out.append(self.bos_id)
         prev_special = True  # SPM: a space prefix for the first fragment and after each special token
         for fragment in self._partition(raw, parse_special):
             if isinstance(fragment, int):
                 out.append(fragment)
                 prev_special = True
+            elif isinstance(self.encoder, WordPieceEncoder):
+                out.extend(self.encoder.encode(cpts_from_utf8(fragment)))
             elif isinstance(self.encoder, SentencePieceEncoder):
                 text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
                 out.extend(self.encoder.encode(text.replace(b" ", ESCAPED_SPACE)))
                 prev_special = False
             else:
                 out.extend(self.encoder.encode(decode(fragment)))
-        if add_special and self.add_eos:
+        if add_special and self.kind == "wpm":  # and ends with [SEP]
+            out.append(self.sep_id)
+        elif add_special and self.add_eos:
             out.append(self.eos_id)
         return out
 
@@ -255,7 +277,7 @@ class Tokenizer:
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:
-            if self.kind == "spm":  # llama_unescape_whitespace
+            if self.kind in ("spm", "wpm"):  # llama_unescape_whitespace
                 return text.encode("utf-8", "surrogateescape").replace(ESCAPED_SPACE, b" ")
             return _decode_text(text)
         if attr & ATTR_BYTE:

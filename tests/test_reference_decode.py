@@ -1,5 +1,5 @@
 """The reference's decoding against the live llama.cpp: every token's piece, and detokenized cases."""
-# (BPE and SPM vocabularies: the types the reference supports so far.)
+# (BPE, SPM and WPM vocabularies: the types the reference supports so far.)
 
 from __future__ import annotations
 
@@ -18,9 +18,10 @@ BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 BPE = ["aquila", "command-r", "deepseek-coder", "deepseek-llm", "falcon", "gpt-2", "gpt-neox", "llama-bpe", "mpt"]
 BPE += ["qwen2", "qwen35", "refact", "starcoder"]
 SPM = ["baichuan", "llama-spm", "phi-3"]
+WPM = ["bert-bge"]
 
 
-@pytest.mark.parametrize("name", BPE + SPM)
+@pytest.mark.parametrize("name", BPE + SPM + WPM)
 def test_pieces_and_detokenize_match_llama_cpp(name: str, llama_build: Build) -> None:
     vocab = llama_build.models_dir / f"ggml-vocab-{name}.gguf"
     tok = Tokenizer.from_gguf(vocab)
