@@ -331,33 +331,53 @@ def _decode_text(text: str) -> bytes:
     return bytes(out)
 
 
-def _clean_spaces(text: bytes) -> bytes:
-    """The three clean-up passes of llama_vocab::impl::detokenize, byte for byte."""
-    out = bytearray(text[:1])
-    for i in range(1, len(text)):  # " ?", " !", " .", " ,"
-        if text[i - 1] == 0x20 and text[i] in b"?!.,":
-            out.pop()
-        out.append(text[i])
-    text, out = bytes(out), bytearray(out[:1])
+def _clean_spaces(data: bytes) -> bytes:
+    """The three clean-up passes of llama_vocab::impl::detokenize, ported literally: they rewrite the
+    buffer they read (the second even writes a NUL ahead of itself, which a later step then sees)."""
+    text = bytearray(data)
+    total = len(text)
+    for step in (_drop_space_before_punct, _drop_spaces_around_quote, _drop_space_before_contraction):
+        total = step(text, total)
+    return bytes(text[:total])
+
+
+def _drop_space_before_punct(text: bytearray, size: int) -> int:
+    total = 1 if size else 0
+    for i in range(1, size):
+        x = text[i]
+        if text[i - 1] == 0x20 and x in b"?!.,":  # " ?", " !", " .", " ,"
+            total -= 1
+        text[total] = x
+        total += 1
+    return total
+
+
+def _drop_spaces_around_quote(text: bytearray, size: int) -> int:
+    total = 1 if size else 0
     i = 1
-    while i < len(text):  # " ' " -> "'"
+    while i < size:
         x = text[i]
-        if x == 0x27 and i + 1 < len(text) and text[i - 1] == 0x20 and text[i + 1] == 0x20:
-            out.pop()
-            out.append(x)
-            i += 2
-            continue
-        out.append(x)
+        if x == 0x27 and i + 1 < size and text[i - 1] == 0x20 and text[i + 1] == 0x20:  # " ' "
+            total -= 1
+            i += 1
+            text[i] = 0  # "remove next space"
+        text[total] = x
+        total += 1
         i += 1
-    text, out = bytes(out), bytearray(out[:1])
-    for i in range(1, len(text)):  # " 's", " 'm", " 're", " 've" (not " 't", " 'd", " 'll")
+    return total
+
+
+def _drop_space_before_contraction(text: bytearray, size: int) -> int:
+    total = 1 if size else 0
+    for i in range(1, size):
         x = text[i]
-        if text[i - 1] == 0x20 and x == 0x27 and i + 1 < len(text):
+        if text[i - 1] == 0x20 and x == 0x27 and i + 1 < size:
             x1 = text[i + 1]
-            if x1 in b"sm" or (i + 2 < len(text) and (text[i + 1 : i + 3] in (b"re", b"ve"))):
-                out.pop()
-        out.append(x)
-    return bytes(out)
+            if x1 in b"sm" or (i + 2 < size and (x1, text[i + 2]) in ((0x72, 0x65), (0x76, 0x65))):  # 's 'm 're 've
+                total -= 1
+        text[total] = x
+        total += 1
+    return total
 
 
 def from_gguf(path: Path) -> Tokenizer:
