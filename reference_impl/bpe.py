@@ -58,6 +58,7 @@ PRE_REGEXES: dict[str, list[str]] = {
         "[一-龥ࠀ-一가-\ud7ff]+",
         "\\p{N}+",
     ],
+    "gemma4": ["[^\n]+|[\n]+"],  # split on newlines only; spaces are already U+2581
     "deepseek-coder": ["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-\ud7ff]+", "\\p{N}"],
 }
 
@@ -84,7 +85,9 @@ CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts ove
 class BytePairEncoder:
     """The merge step of one byte-level BPE vocabulary."""
 
-    def __init__(self, tokens: list[str], merges: list[str], regexes: list[str], ignore_merges: bool) -> None:
+    def __init__(
+        self, tokens: list[str], merges: list[str], regexes: list[str], ignore_merges: bool, byte_encode: bool = True
+    ) -> None:
         self.token_to_id = {text: i for i, text in enumerate(tokens)}
         self.ranks: dict[tuple[str, str], int] = {}
         for rank, merge in enumerate(merges):
@@ -93,6 +96,7 @@ class BytePairEncoder:
                 self.ranks[(merge[:cut], merge[cut + 1 :])] = rank
         self.regexes = regexes
         self.ignore_merges = ignore_merges
+        self.byte_encode = byte_encode  # false for gemma4: raw UTF-8 symbols, <0xXX> byte fallback
         self.cache: dict[str, tuple[int, ...]] = {}
 
     def encode(self, text: str) -> list[int]:
@@ -110,9 +114,14 @@ class BytePairEncoder:
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
         """The ids of one pre-tokenized word."""
-        # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them),
-        # each byte mapped to its printable stand-in.
-        word = raw_word.encode("utf-8", "surrogatepass").decode("latin-1").translate(BYTE_TO_UNICODE)
+        if self.byte_encode:
+            # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them),
+            # each byte mapped to its printable stand-in.
+            word = raw_word.encode("utf-8", "surrogatepass").decode("latin-1").translate(BYTE_TO_UNICODE)
+        else:
+            word = raw_word
+            if not word.strip("\n") and word in self.token_to_id:  # gemma4: a newline run as one token
+                return (self.token_to_id[word],)
         if self.ignore_merges and word in self.token_to_id:
             return (self.token_to_id[word],)
         if len(word) == 1 and word in self.token_to_id:  # nothing to merge
@@ -128,8 +137,9 @@ class BytePairEncoder:
             if token is not None:
                 out.append(token)
                 continue
-            for byte in symbol.encode("utf-8"):  # llama.cpp looks up each byte of the symbol's UTF-8
-                fallback = self.token_to_id.get(bytes([byte]).decode("utf-8", errors="surrogateescape"))
+            for byte in symbol.encode("utf-8", "surrogatepass"):  # each byte of the symbol's UTF-8
+                key = bytes([byte]).decode("utf-8", errors="surrogateescape") if self.byte_encode else f"<0x{byte:02X}>"
+                fallback = self.token_to_id.get(key)
                 if fallback is not None:
                     out.append(fallback)
         return tuple(out)

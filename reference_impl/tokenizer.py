@@ -1,8 +1,8 @@
 """The reference `Tokenizer`: a GGUF vocabulary, encoded as llama.cpp b11192 encodes it.
 
 Supported so far: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
-BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), SentencePiece (`llama`, `spm.py`) and
-WordPiece (`bert`, `wpm.py`).
+BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with
+escaped spaces), SentencePiece (`llama`, `spm.py`) and WordPiece (`bert`, `wpm.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -99,15 +99,18 @@ class Tokenizer:
         self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder
         self.kind, self.pre_type, self.clean_spaces, self.add_space_prefix = "", "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
+        self.escape_whitespaces = self.force_bos = False
         if model == "gpt2":
             self._init_bpe(fields)
+        elif model == "gemma4":
+            self._init_gemma4(fields)
         elif model == "llama":
             self._init_spm(fields)
         elif model == "bert":
             self._init_wpm(fields)
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
-        self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos))
+        self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
         self.add_eos = bool(fields.get("tokenizer.ggml.add_eos_token", self.add_eos))
         self.eog_ids = self._end_of_generation(fields)
         special = [i for i, a in enumerate(self.attrs) if a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)]
@@ -132,6 +135,21 @@ class Tokenizer:
             self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[self.pre_type],
             self.pre_type in IGNORE_MERGES,
         )  # fmt: skip
+
+    def _init_gemma4(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `gemma4`: BPE on raw UTF-8 with spaces escaped, BOS always added."""
+        self.kind = "bpe"
+        self.pre_type = "gemma4"
+        self.clean_spaces = True
+        self.escape_whitespaces = True
+        self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))  # decode only
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
+        self.add_bos, self.add_eos = True, False
+        self.force_bos = True  # "override add_bos_token to true for Gemma4"
+        self.encoder = BytePairEncoder(
+            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False, byte_encode=False
+        )
 
     def _init_spm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `llama` (SPM): ids 1/2, BOS added, a space prefix, no clean-up."""
@@ -203,6 +221,12 @@ class Tokenizer:
             if text in EOG_TEXTS:
                 eog.add(token)
                 self.attrs[token] |= ATTR_CONTROL  # "control-looking token ... will be overridden"
+        # "workaround for gemma4 and paddleocr": with <|tool_response> among them, </s> ends nothing
+        # and is a NORMAL token again.
+        eog_texts = {self.tokens[t]: t for t in eog}
+        if "<|tool_response>" in eog_texts and "</s>" in eog_texts:
+            eog.discard(eog_texts["</s>"])
+            self.attrs[eog_texts["</s>"]] = ATTR_NORMAL
         return sorted(eog)
 
     def encode(self, data: str | bytes, add_special: bool = False, parse_special: bool = False) -> list[int]:
@@ -223,6 +247,8 @@ class Tokenizer:
                 out.extend(self.encoder.encode(text.replace(b" ", ESCAPED_SPACE)))
                 prev_special = False
             else:
+                if self.escape_whitespaces:
+                    fragment = fragment.replace(b" ", ESCAPED_SPACE)
                 out.extend(self.encoder.encode(decode(fragment)))
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
@@ -277,10 +303,10 @@ class Tokenizer:
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:
-            if self.kind in ("spm", "wpm"):  # llama_unescape_whitespace
+            if self.kind in ("spm", "wpm") or self.escape_whitespaces:  # llama_unescape_whitespace
                 return text.encode("utf-8", "surrogateescape").replace(ESCAPED_SPACE, b" ")
             return _decode_text(text)
-        if attr & ATTR_BYTE:
+        if attr & ATTR_BYTE:  # <0xXX>
             return bytes([int(text[3:5], 16)])
         return b""
 

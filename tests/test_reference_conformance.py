@@ -16,7 +16,7 @@ from harness.impls import resolve
 from harness.recording import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
-NOT_YET = {"nomic-bert-moe", "gemma-4"}  # UGM, gemma4
+NOT_YET = {"nomic-bert-moe"}  # UGM
 
 
 @pytest.mark.parametrize("name", sorted(p.stem for p in BUNDLED.glob("*.yaml")))
