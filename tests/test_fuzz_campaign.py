@@ -64,3 +64,16 @@ def test_an_unsupported_vocab_is_reported(
     )
     assert status == 0
     assert "unsupported: llama-spm: only BPE vocabularies" in out and "1 unsupported vocabs" in out
+
+
+def test_a_short_campaign_finds_no_divergence_in_the_reference(
+    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """CI's campaign: the bundled reference against the live llama.cpp, one vocab of each type it supports."""
+    args = ["--impl", "reference", "--profile", "dev", "--seed", "3", "--no-db", "--found-dir", str(tmp_path)]
+    for vocab in ("qwen2", "gemma-4", "llama-spm", "bert-bge"):
+        args += ["--vocab", vocab]
+    status, out = fuzz(capsys, *args)
+    assert status == 0, out
+    assert "2400 examples" in out and "0 distinct failures" in out
+    assert not list(tmp_path.iterdir())
