@@ -88,3 +88,12 @@ def test_without_recordings_the_plugin_adds_nothing(sandbox: pytest.Pytester) ->
     result = sandbox.runpytest()
     result.assert_outcomes(passed=1)
     assert "tokconf conformance" not in result.stdout.str()
+
+
+def test_the_reference_passes_a_whole_recording_through_the_plugin(
+    sandbox: pytest.Pytester, llama_build: object
+) -> None:
+    gpt2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
+    result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "-q")  # --tokconf-impl defaults to reference
+    result.assert_outcomes(passed=3 * len(load(gpt2).cases) + 1)
+    result.stdout.fnmatch_lines(["*tokconf conformance*", "*gpt-2*facts*5*0*100.00%*"])
