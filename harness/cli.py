@@ -27,7 +27,7 @@ from harness.paths import build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source, source_dir
 from harness.recorder import Plan, record, shipped_vocabs, vocab_name
-from harness.recording import MODES, load, recording_files
+from harness.recording import MODES
 from harness.report import code_points, visible
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -218,9 +218,7 @@ def _cmd_diff(args: argparse.Namespace) -> int:
     vocabs: dict[str, Path] = {}
     for item in diffs:
         if isinstance(item, VocabDiff):
-            path = next(p for p in recording_files([args.after]) if p.stem == item.name)
-            build = int(load(path).provenance["llama_cpp"]["build"])
-            gguf = source_dir(build) / "models" / f"ggml-vocab-{item.name}.gguf"
+            gguf = source_dir(item.build_after) / "models" / f"ggml-vocab-{item.name}.gguf"
             if gguf.is_file():
                 vocabs[item.name] = gguf
     text = render(diffs, str(args.before), str(args.after), vocabs, args.limit)

@@ -32,6 +32,7 @@ class VocabDiff:
     name: str
     sha_before: str
     sha_after: str
+    build_after: int
     facts: dict[str, tuple[Any, Any]] = field(default_factory=dict)
     changes: list[Change] = field(default_factory=list)
     only_before: list[str] = field(default_factory=list)
@@ -50,7 +51,8 @@ def _facts_changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, t
 
 def diff_recording(before: Recording, after: Recording) -> VocabDiff:
     """Compare two recordings of one vocabulary, case by case and mode by mode."""
-    result = VocabDiff(before.vocab_name, before.vocab_sha256, after.vocab_sha256)
+    build = int(after.provenance["llama_cpp"]["build"])
+    result = VocabDiff(before.vocab_name, before.vocab_sha256, after.vocab_sha256, build)
     result.facts = _facts_changed(before.facts, after.facts)
     later = {case.id: case for case in after.cases}
     earlier = {case.id for case in before.cases}

@@ -74,11 +74,14 @@ class Engine:
                 yield path, load(path)
 
     def facts(self, path: Path) -> list[CaseResult]:
-        self.result(path, "", "")
-        return [r for (mode, _), r in self._results[str(path)].items() if mode == FACTS_CASE]
+        return [r for (mode, _), r in self._checked(path).items() if mode == FACTS_CASE]
 
     def result(self, path: Path, mode: str, case: str) -> CaseResult:
-        """The verdict of one case and mode (the whole vocabulary is checked on first use)."""
+        """The verdict of one case and mode."""
+        return self._checked(path).get((mode, case)) or _MISSING
+
+    def _checked(self, path: Path) -> dict[tuple[str, str], CaseResult]:
+        """Every verdict of one recording; the whole vocabulary is checked on first use."""
         key = str(path)
         if key not in self._results:
             recording = load(path)
@@ -89,7 +92,7 @@ class Engine:
             found = check_recording(recording, self._impl, vocab, self.selection, self.xfails)
             self._results[key] = {(r.mode, r.case): r for r in found}
             gc.freeze()  # these live to the end: keep the cyclic GC from rescanning them (see below)
-        return self._results[key].get((mode, case)) or _MISSING
+        return self._results[key]
 
     def close(self) -> None:
         if self._impl is not None:

@@ -21,6 +21,7 @@ from rich.table import Table
 from harness.checking import VERDICTS, CaseResult
 from harness.fuzz import WHITESPACE
 from harness.outcome import Refusal
+from reference_impl.gguf_reader import read_tokenizer_fields
 
 WINDOW = 4
 
@@ -52,10 +53,8 @@ def code_points(data: bytes, limit: int = 24) -> str:
 @lru_cache(maxsize=4)
 def _token_texts(vocab: Path) -> list[str]:
     """Token texts from the GGUF file (read once per vocab, only when a mismatch is shown)."""
-    from gguf import GGUFReader
-
-    field = GGUFReader(vocab).fields["tokenizer.ggml.tokens"]
-    return [bytes(field.parts[i]).decode("utf-8", errors="replace") for i in field.data]
+    tokens: list[str] = read_tokenizer_fields(vocab)["tokenizer.ggml.tokens"]
+    return tokens
 
 
 def piece(vocab: Path | None, token: int) -> str:

@@ -80,28 +80,9 @@ class IdeographicSpaceIsSpace(LlamaCpp):
         return super().encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
 
 
-def ideographic_space_is_space(path: Path) -> LlamaCpp:
-    return IdeographicSpaceIsSpace(path)
-
-
-def llama_cpp(path: Path) -> LlamaCpp:
-    return LlamaCpp(path)
-
-
-def one_id_changed(path: Path) -> LlamaCpp:
-    return OneIdChanged(path)
-
-
-def one_case_dropped(path: Path) -> LlamaCpp:
-    return OneCaseDropped(path)
-
-
-def never_refuses(path: Path) -> LlamaCpp:
-    return NeverRefuses(path)
-
-
-def wrong_bos(path: Path) -> LlamaCpp:
-    return WrongBos(path)
+# `module:factory` names: a class is itself a callable taking the GGUF path.
+llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
+never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 
 
 def bpe_only(path: Path) -> LlamaCpp:
