@@ -21,6 +21,7 @@ from typing import Any
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
+from reference_impl.ugm import UnigramEncoder
 from reference_impl.unicode import cpts_from_utf8, decode
 from reference_impl.wpm import WordPieceEncoder
 
@@ -96,7 +97,7 @@ class Tokenizer:
         self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
-        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder
+        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder
         self.kind, self.pre_type, self.clean_spaces, self.add_space_prefix = "", "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
@@ -108,6 +109,8 @@ class Tokenizer:
             self._init_spm(fields)
         elif model == "bert":
             self._init_wpm(fields)
+        elif model == "t5":
+            self._init_ugm_ids(fields)
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
@@ -117,7 +120,9 @@ class Tokenizer:
         # cache_special_tokens: longest text first (std::sort; ties here by id).
         self.specials = sorted(special, key=lambda i: -len(self.tokens[i].encode("utf-8", "surrogateescape")))
         self.special_bytes = {i: self.tokens[i].encode("utf-8", "surrogateescape") for i in self.specials}
-        self._attributes_by_model_name(str(fields.get("general.name", "")).lower())
+        self._attributes_by_model_name(fields)
+        if self.kind == "ugm":  # llm_tokenizer_ugm is built from the final attributes
+            self._init_ugm_encoder(fields)
 
     def _init_bpe(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `gpt2`: ids 11/11 unless given; the pre-tokenizer's flags."""
@@ -178,16 +183,62 @@ class Tokenizer:
         raw = [t.encode("utf-8", "surrogateescape") for t in self.tokens]
         self.encoder = WordPieceEncoder(raw, unk, lowercase)
 
-    def _attributes_by_model_name(self, name: str) -> None:
-        """The end of llama_vocab::impl::load: phi-3 strips whitespace right of its special tokens."""
-        if "phi-3" in name or "phi3" in name:
+    def _init_ugm_ids(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `t5` (UGM): EOS 1 and UNK 2 unless given, EOS added, no BOS."""
+        self.kind = "ugm"
+        self.pre_type = "default"
+        self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 1))
+        self.add_bos, self.add_eos = False, True
+
+    def _init_ugm_encoder(self, fields: dict[str, Any]) -> None:
+        kinds = []
+        for attr in self.attrs:
+            if attr & ATTR_USER_DEFINED:
+                kinds.append("user")
+            elif attr & ATTR_NORMAL:
+                kinds.append("normal")
+            elif attr & ATTR_UNUSED:
+                kinds.append("unused")
+            else:
+                kinds.append("")
+        charsmap = bytes(b & 0xFF for b in fields.get("tokenizer.ggml.precompiled_charsmap") or [])
+        self.encoder = UnigramEncoder(
+            [t.encode("utf-8", "surrogateescape") for t in self.tokens],
+            fields.get("tokenizer.ggml.scores") or [0.0] * len(self.tokens),
+            kinds,
+            int(fields.get("tokenizer.ggml.unknown_token_id", 2)),
+            charsmap,
+            self.add_space_prefix,
+            bool(fields.get("tokenizer.ggml.remove_extra_whitespaces", False)),
+        )
+
+    def _attributes_by_model_name(self, fields: dict[str, Any]) -> None:
+        """The end of llama_vocab::impl::load: per-model token attributes the GGUF does not carry.
+
+        jina-v2 pre-tokenizers and nomic-bert-moe/jina-bert-v3 architectures strip whitespace left
+        of `<mask>`; phi-3 strips it right of its special tokens; modern-bert left of `[MASK]`.
+        """
+        name = str(fields.get("general.name", "")).lower()
+        pre = str(fields.get("tokenizer.ggml.pre", ""))
+        arch = str(fields.get("general.architecture", ""))
+        by_text = {text: token for token, text in enumerate(self.tokens)}
+        if any(p in pre for p in ("jina-v2-de", "jina-v2-es", "jina-v2-code")) or any(
+            a in arch for a in ("nomic-bert-moe", "jina-bert-v3")
+        ):
+            if "<mask>" in by_text:
+                self.attrs[by_text["<mask>"]] |= ATTR_LSTRIP
+        elif "phi-3" in name or "phi3" in name:
             for token in self.specials:
                 self.attrs[token] |= ATTR_RSTRIP
-            by_text = {text: token for token, text in enumerate(self.tokens)}
             for text, value in (("</s>", True), ("<unk>", False), ("<s>", False), ("<|endoftext|>", False)):
-                if text in by_text:
-                    token = by_text[text]
-                    self.attrs[token] = self.attrs[token] | ATTR_RSTRIP if value else self.attrs[token] & ~ATTR_RSTRIP
+                if text not in by_text:  # _set_token_attr: token_to_id.at() throws and the load fails
+                    raise UnsupportedVocab(f"a phi-3 vocabulary without {text!r}: llama.cpp fails to load it")
+                token = by_text[text]
+                self.attrs[token] = self.attrs[token] | ATTR_RSTRIP if value else self.attrs[token] & ~ATTR_RSTRIP
+        elif "modern-bert" in name and "[MASK]" in by_text:
+            self.attrs[by_text["[MASK]"]] |= ATTR_LSTRIP
 
     @classmethod
     def from_gguf(cls, path: Path | str) -> Tokenizer:
@@ -242,6 +293,8 @@ class Tokenizer:
                 prev_special = True
             elif isinstance(self.encoder, WordPieceEncoder):
                 out.extend(self.encoder.encode(cpts_from_utf8(fragment)))
+            elif isinstance(self.encoder, UnigramEncoder):
+                out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):
                 text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
                 out.extend(self.encoder.encode(text.replace(b" ", ESCAPED_SPACE)))
@@ -303,7 +356,7 @@ class Tokenizer:
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:
-            if self.kind in ("spm", "wpm") or self.escape_whitespaces:  # llama_unescape_whitespace
+            if self.kind in ("spm", "wpm", "ugm") or self.escape_whitespaces:  # llama_unescape_whitespace
                 return text.encode("utf-8", "surrogateescape").replace(ESCAPED_SPACE, b" ")
             return _decode_text(text)
         if attr & ATTR_BYTE:  # <0xXX>

@@ -1,5 +1,4 @@
 """The reference's decoding against the live llama.cpp: every token's piece, and detokenized cases."""
-# (BPE, gemma4, SPM and WPM vocabularies: the types the reference supports so far.)
 
 from __future__ import annotations
 
@@ -20,9 +19,10 @@ BPE += ["qwen2", "qwen35", "refact", "starcoder"]
 SPM = ["baichuan", "llama-spm", "phi-3"]
 WPM = ["bert-bge"]
 GEMMA4 = ["gemma-4"]
+UGM = ["nomic-bert-moe"]
 
 
-@pytest.mark.parametrize("name", BPE + SPM + WPM + GEMMA4)
+@pytest.mark.parametrize("name", BPE + SPM + WPM + GEMMA4 + UGM)
 def test_pieces_and_detokenize_match_llama_cpp(name: str, llama_build: Build) -> None:
     vocab = llama_build.models_dir / f"ggml-vocab-{name}.gguf"
     tok = Tokenizer.from_gguf(vocab)
