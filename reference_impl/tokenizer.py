@@ -15,6 +15,7 @@ pre-tokenized and merged, and with add_special BOS and EOS are added as the voca
 from __future__ import annotations
 
 import codecs
+import re
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,15 @@ class Tokenizer:
         self._attributes_by_model_name(fields)
         if self.kind == "ugm":  # llm_tokenizer_ugm is built from the final attributes
             self._init_ugm_encoder(fields)
+        # The special tokens each parse_special mode cuts out, and one regex that finds whether any
+        # of them occurs at all (most texts have none, and 256 separate searches cost more).
+        self.cut: dict[bool, list[int]] = {}
+        self.any_special: dict[bool, re.Pattern[bytes] | None] = {}
+        for parse in (False, True):
+            hidden = 0 if parse else ATTR_CONTROL | ATTR_UNKNOWN
+            self.cut[parse] = [t for t in self.specials if self.special_bytes[t] and not self.attrs[t] & hidden]
+            texts = sorted({self.special_bytes[t] for t in self.cut[parse]})
+            self.any_special[parse] = re.compile(b"|".join(map(re.escape, texts))) if texts else None
 
     def _init_bpe(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `gpt2`: ids 11/11 unless given; the pre-tokenizer's flags."""
@@ -312,12 +322,11 @@ class Tokenizer:
     def _partition(self, raw: bytes, parse_special: bool) -> list[bytes | int]:
         """tokenizer_st_partition: cut special-token texts out of the raw text fragments."""
         fragments: list[bytes | int] = [raw] if raw else []
-        for token in self.specials:
-            if not parse_special and self.attrs[token] & (ATTR_CONTROL | ATTR_UNKNOWN):
-                continue
+        finder = self.any_special[parse_special]
+        if finder is None or finder.search(raw) is None:
+            return fragments
+        for token in [t for t in self.cut[parse_special] if self.special_bytes[t] in raw]:
             text = self.special_bytes[token]
-            if not text:
-                continue
             attr = self.attrs[token]
             result: list[bytes | int] = []
             for fragment in fragments:
