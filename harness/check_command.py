@@ -12,7 +12,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from harness.checking import CaseResult, ExpectedFailures, Selection, check_recording, vocab_file
+from harness.checking import DECODE, CaseResult, ExpectedFailures, Selection, check_recording, vocab_file
+from harness.decoding import load_for
 from harness.errors import TokconfError
 from harness.impls import resolve
 from harness.recording import load, recording_files
@@ -40,7 +41,8 @@ def run_check(args: argparse.Namespace) -> int:
             recording = load(path)
             vocab = vocab_file(recording, args.vocab_dir)
             vocabs[recording.vocab_name] = vocab
-            found = list(check_recording(recording, impl, vocab, selection, xfails))
+            decoding = load_for(path) if not selection.modes or DECODE in selection.modes else None
+            found = list(check_recording(recording, impl, vocab, selection, xfails, decoding))
             summary.add(found)
             results.extend(found)
             print(f"{recording.vocab_name}: {len(found)} checked", file=sys.stderr, flush=True)

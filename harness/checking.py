@@ -6,8 +6,8 @@ the time goes to the implementation, not to the harness.
 
 Verdicts: `passed` (same ids, or both refused), `failed` (different ids, or one side refused),
 `error` (the implementation broke: crashed, hung, spoke garbage), `unsupported` (it declined the
-vocabulary; counted, never passed), `xfailed`/`xpassed` (listed in the expected-failure file;
-an xpass fails the run, so a fixed divergence gets its entry removed).
+vocabulary, or an input it cannot be given; counted, never passed), `xfailed`/`xpassed` (listed
+in the expected-failure file; an xpass fails the run, so a fixed divergence gets its entry removed).
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 import yaml
 
+from harness.decoding import DETOKENIZE, PIECE_KINDS, Decoding
 from harness.errors import TokconfError
-from harness.impls import Implementation, Unsupported, VocabInfo
-from harness.outcome import Outcome, Refusal
+from harness.impls import Decoder, Implementation, Session, Unsupported, VocabInfo
+from harness.outcome import UNSUPPORTED_CASE, Outcome, Refusal
 from harness.provision import fetched_source, sha256_file, source_dir
 from harness.recording import MODES, Recording
 
@@ -89,6 +90,8 @@ def verdict(expected: Outcome, actual: Outcome) -> tuple[str, str]:
     """Compare one answer with the recording."""
     if isinstance(actual, Refusal) and actual.reason.startswith(PROGRAM_FAILURE):
         return "error", actual.reason
+    if isinstance(actual, Refusal) and actual.reason.startswith(UNSUPPORTED_CASE):
+        return "unsupported", actual.reason
     if isinstance(expected, Refusal):
         if isinstance(actual, Refusal):
             return "passed", ""
@@ -123,6 +126,7 @@ def vocab_file(recording: Recording, vocab_dir: Path | None) -> Path:
 
 
 FACTS_CASE = "facts"
+DECODE = "decode"  # decoding checks' mode; their cases: pieces-special, pieces-plain and the DETOKENIZE settings
 
 
 def check_recording(
@@ -131,8 +135,10 @@ def check_recording(
     vocab: Path,
     selection: Selection = Selection(),
     xfails: ExpectedFailures | None = None,
+    decoding: Decoding | None = None,
 ) -> Iterator[CaseResult]:
-    """Every selected case and mode of one recording, judged; then the facts the implementation exposes."""
+    """Every selected case and mode of one recording, judged; then the facts the implementation
+    exposes; then, with the recording's decoding, its pieces and detokenized cases."""
     name = recording.vocab_name
     wanted = [
         (case, mode) for case in recording.cases for mode in MODES if mode in case.outcomes
@@ -149,6 +155,7 @@ def check_recording(
     try:
         answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in wanted])
         exposed = session.facts()
+        decoded = _check_decoding(recording, decoding, session, selection) if decoding else []
     finally:
         session.close()
     xfails = xfails or ExpectedFailures()
@@ -163,6 +170,69 @@ def check_recording(
         yield CaseResult(name, mode, case.id, judged, case.data, expected, actual, reason)
     if not selection.cases:
         yield from _check_facts(name, facts, exposed)
+    yield from decoded
+
+
+def _check_decoding(
+    recording: Recording, decoding: Decoding, session: Session, selection: Selection
+) -> list[CaseResult]:
+    """One result per decoding check: every piece (special on, off), every case detokenized (two ways)."""
+    name = recording.vocab_name
+    kinds = [k for k in (*PIECE_KINDS, *DETOKENIZE) if not selection.cases and selection.wants(name, DECODE, k)]
+    decoder = session.decoder()
+    if decoder is None:
+        why = "the implementation exposes no decoding (token_to_piece, decode and n_tokens)"
+        return [CaseResult(name, DECODE, kind, "unsupported", b"", [], None, why) for kind in kinds]
+    results = []
+    for kind in kinds:
+        try:
+            if kind in PIECE_KINDS:
+                wrong, total = _compare_pieces(decoding, decoder, PIECE_KINDS[kind])
+            else:
+                wrong, total = _compare_detokenized(recording, decoding, decoder, kind)
+        except TokconfError:  # the decoding file, not the implementation
+            raise
+        except Exception as error:  # the implementation broke while decoding
+            results.append(CaseResult(name, DECODE, kind, "error", b"", [], None, f"{type(error).__name__}: {error}"))
+            continue
+        reason = ""
+        if wrong:
+            shown = "; ".join(f"{what}: llama.cpp {want!r}, implementation {got!r}" for what, want, got in wrong[:3])
+            reason = f"{len(wrong)} of {total} differ — {shown}"
+        results.append(CaseResult(name, DECODE, kind, "failed" if wrong else "passed", b"", [], [], reason))
+    return results
+
+
+def _compare_pieces(decoding: Decoding, decoder: Decoder, special: bool) -> tuple[list[tuple[str, bytes, bytes]], int]:
+    expected = decoding.piece_list(special)
+    actual = decoder.pieces(special)
+    if len(actual) != len(expected):
+        return [("token count", str(len(expected)).encode(), str(len(actual)).encode())], len(expected)
+    wrong = [(f"id {i}", want, got) for i, (want, got) in enumerate(zip(expected, actual, strict=True)) if want != got]
+    return wrong, len(expected)
+
+
+def _compare_detokenized(
+    recording: Recording, decoding: Decoding, decoder: Decoder, setting: str
+) -> tuple[list[tuple[str, bytes, bytes]], int]:
+    remove, unparse = DETOKENIZE[setting]
+    wrong, total = [], 0
+    for case in recording.cases:
+        ids = case.outcomes.get("bos")
+        if not isinstance(ids, list):
+            continue
+        total += 1
+        try:
+            want = decoding.detokenized_text(setting, case.id, case.data)
+        except ValueError as error:
+            raise TokconfError(
+                f"the decoding of {recording.vocab_name}, {setting} {case.id}: {error}",
+                "re-record it: tokconf record-decoding",
+            ) from None
+        got = decoder.detokenize(ids, remove, unparse)
+        if got != want:
+            wrong.append((case.id, want, got))
+    return wrong, total
 
 
 def _check_facts(vocab: str, facts: dict[str, Any], exposed: dict[str, Any]) -> Iterator[CaseResult]:

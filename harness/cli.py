@@ -10,10 +10,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from harness import __version__
-from harness.check_command import run_check
+from harness.check_command import BUNDLED, run_check
 from harness.cmake_build import build, build_dir, completed_build, require_build
 from harness.corpus import load_corpus
 from harness.crosscheck import crosscheck_vocab
@@ -26,8 +27,8 @@ from harness.impls import resolve
 from harness.paths import build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source, source_dir
-from harness.recorder import Plan, record, shipped_vocabs, vocab_name
-from harness.recording import MODES
+from harness.recorder import Plan, record, record_decoding, shipped_vocabs, vocab_name
+from harness.recording import MODES, recording_files
 from harness.report import code_points, visible
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -71,11 +72,19 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
 
+    rdec = commands.add_parser(
+        "record-decoding", help="record llama.cpp's pieces and detokenizations beside existing recordings"
+    )
+    rdec.add_argument("recordings", nargs="*", type=Path, help="recording files or folders (default: the bundled)")
+    rdec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
+
     chk = commands.add_parser("check", help="check an implementation against recordings; prints the table")
     chk.add_argument("--impl", default="reference", help="reference, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N")
     chk.add_argument("--recordings", action="append", type=Path, default=[], help="recording files or folders")
     chk.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
-    chk.add_argument("--mode", action="append", default=[], choices=list(MODES), help="only these modes")
+    chk.add_argument(
+        "--mode", action="append", default=[], choices=[*MODES, "decode"], help="only these modes (decode: decoding)"
+    )
     chk.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
     chk.add_argument("--xfail", type=Path, help="expected-failure file (docs/checking.md)")
     chk.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the fetched build's)")
@@ -180,6 +189,17 @@ def _cmd_record(args: argparse.Namespace) -> int:
     return 1 if failures else 0
 
 
+def _cmd_record_decoding(args: argparse.Namespace) -> int:
+    files = recording_files(args.recordings or [BUNDLED])
+    if args.jobs <= 1 or len(files) <= 1:
+        for path in files:
+            record_decoding(path)
+        return 0
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        list(pool.map(record_decoding, files))
+    return 0
+
+
 def _cmd_fuzz(args: argparse.Namespace) -> int:
     made = require_build(args.build)
     vocabs = _resolve_vocabs(args.vocab, made.models_dir, shipped_vocabs(made))
@@ -248,6 +268,7 @@ def main(argv: list[str] | None = None) -> int:
     handlers = {
         "llama": _cmd_llama,
         "record": _cmd_record,
+        "record-decoding": _cmd_record_decoding,
         "check": run_check,
         "fuzz": _cmd_fuzz,
         "diff": _cmd_diff,

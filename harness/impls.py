@@ -1,7 +1,8 @@
 """Implementations under test, behind one interface: `--impl` forms.
 
 - `module:factory` — a Python callable taking the GGUF path and returning an object with
-  `encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]` (raise to refuse);
+  `encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]` (raise to refuse;
+  raise `Unsupported` for an input it cannot be given at all);
 - a name registered in the `tokconf.implementations` entry-point group (a factory as above);
 - `cmd:PROGRAM ARGS…` — a program in any language speaking docs/line-protocol.md;
 - `llama.cpp@N` — a live llama.cpp build (for upgrade regressions), crash-isolated as in recording.
@@ -23,7 +24,7 @@ from typing import Any, Protocol
 from harness.cmake_build import require_build
 from harness.errors import TokconfError
 from harness.oracle import LibllamaOracle, Request
-from harness.outcome import Outcome, Refusal
+from harness.outcome import UNSUPPORTED_CASE, Outcome, Refusal
 
 ENTRY_POINT_GROUP = "tokconf.implementations"
 
@@ -35,10 +36,22 @@ class Unsupported(Exception):
     """The implementation does not handle this vocabulary (reported as unsupported, never as passed)."""
 
 
+class Decoder(Protocol):
+    """Decoding as llama.cpp does it: `llama_token_to_piece` of every id, and `llama_detokenize`."""
+
+    def pieces(self, special: bool) -> list[bytes]: ...
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes: ...
+
+
 class Session(Protocol):
     """One vocabulary loaded into an implementation."""
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]: ...
+
+    def decoder(self) -> Decoder | None:
+        """Its decoding, if it exposes one (checked against decoding recordings)."""
+        ...
 
     def facts(self) -> dict[str, Any]:
         """Whatever of `FACT_ATTRIBUTES` the implementation exposes, under the recording's names."""
@@ -77,9 +90,18 @@ class PythonSession:
         for data, add_special, parse_special in requests:
             try:
                 out.append(list(encode(data, add_special, parse_special)))
+            except Unsupported as error:
+                out.append(Refusal(f"{UNSUPPORTED_CASE} {error}"))
             except Exception as error:
                 out.append(Refusal(f"{type(error).__name__}: {error}"))
         return out
+
+    def decoder(self) -> Decoder | None:
+        """Given by `token_to_piece(id, special)`, `decode(ids, remove_special, unparse_special)` and
+        `n_tokens` on the object (the reference's API); without all three, decoding is not checked."""
+        if all(hasattr(self.tokenizer, name) for name in ("token_to_piece", "decode", "n_tokens")):
+            return _PythonDecoder(self.tokenizer)
+        return None
 
     def facts(self) -> dict[str, Any]:
         found = {}
@@ -93,6 +115,18 @@ class PythonSession:
         close = getattr(self.tokenizer, "close", None)
         if callable(close):
             close()
+
+
+class _PythonDecoder:
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def pieces(self, special: bool) -> list[bytes]:
+        piece = self.tokenizer.token_to_piece
+        return [bytes(piece(token, special)) for token in range(self.tokenizer.n_tokens)]
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        return bytes(self.tokenizer.decode(ids, remove_special, unparse_special))
 
 
 class PythonImplementation:
@@ -126,6 +160,9 @@ class LlamaCppSession:
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
         return self.oracle.tokenize_many(requests)
+
+    def decoder(self) -> Decoder | None:
+        return self.oracle
 
     def facts(self) -> dict[str, Any]:
         return {

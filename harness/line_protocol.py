@@ -17,7 +17,7 @@ import tempfile
 from typing import Any
 
 from harness.errors import TokconfError
-from harness.impls import Session, Unsupported, VocabInfo
+from harness.impls import Decoder, Session, Unsupported, VocabInfo
 from harness.oracle import Request
 from harness.outcome import Outcome, Refusal
 
@@ -132,6 +132,10 @@ class CommandSession:
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
         return [self.encode_one(request) for request in requests]
+
+    def decoder(self) -> Decoder | None:
+        """Protocol version 1 has no decoding requests."""
+        return None
 
     def facts(self) -> dict[str, Any]:
         return {}

@@ -15,6 +15,9 @@ class Refusal:
 
 
 Outcome = list[int] | Refusal
+# An implementation's refusal with this prefix means "this input cannot be expressed to me" (a str
+# API given invalid UTF-8): the case counts as unsupported, never as passed or failed.
+UNSUPPORTED_CASE = "unsupported case:"
 
 _UNCAUGHT = re.compile(r"terminate called after throwing an instance of '([^']+)'")
 _WHAT = re.compile(r"what\(\):\s*(.*)")

@@ -1,4 +1,5 @@
-"""The pytest plugin (`pytest11` entry point `tokconf`): one test item per recorded case and mode.
+"""The pytest plugin (`pytest11` entry point `tokconf`): one test item per recorded case and mode,
+one for the vocab facts, and one per decoding check where the recording has a decoding.
 
 Active when recordings are named (`--tokconf-recordings PATH` or the `tokconf_recordings` ini
 option). Items are addressable by stable node ids, `tokconf/b11192::qwen2-special-fuzz-0042`, and
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from harness.checking import (
+    DECODE,
     FACTS_CASE,
     VERDICTS,
     CaseResult,
@@ -26,6 +28,8 @@ from harness.checking import (
     check_recording,
     vocab_file,
 )
+from harness.decoding import DETOKENIZE, PIECE_KINDS, load_for
+from harness.decoding import path_for as decoding_path
 from harness.errors import TokconfError
 from harness.impls import Implementation, resolve
 from harness.recording import MODES, Recording, load, recording_files
@@ -39,7 +43,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--tokconf-impl", default="reference", help="reference, module:factory, 'cmd:…', llama.cpp@N")
     group.addoption("--tokconf-recordings", action="append", default=[], help="recording file or folder")
     group.addoption("--tokconf-vocab", action="append", default=[], help="only these vocabs")
-    group.addoption("--tokconf-mode", action="append", default=[], choices=list(MODES), help="only these modes")
+    group.addoption(
+        "--tokconf-mode",
+        action="append",
+        default=[],
+        choices=[*MODES, DECODE],
+        help="only these modes (decode: decoding)",
+    )
     group.addoption("--tokconf-xfail", help="expected-failure file")
     group.addoption("--tokconf-vocab-dir", help="folder with the GGUF files")
     group.addoption("--tokconf-timeout", type=float, default=10.0, help="per-case timeout for cmd: programs")
@@ -68,6 +78,10 @@ class Engine:
         self._results: dict[str, dict[tuple[str, str], CaseResult]] = {}
         self.vocab_paths: dict[str, Path] = {}
 
+    @property
+    def wants_decoding(self) -> bool:
+        return not self.selection.modes or DECODE in self.selection.modes
+
     def recordings(self) -> Iterable[tuple[Path, Recording]]:
         for path in recording_files(self.paths):
             if not self.selection.vocabs or path.stem in self.selection.vocabs:
@@ -89,7 +103,8 @@ class Engine:
                 self._impl = resolve(self.spec, self.timeout)
             vocab = vocab_file(recording, self.vocab_dir)
             self.vocab_paths[recording.vocab_name] = vocab
-            found = check_recording(recording, self._impl, vocab, self.selection, self.xfails)
+            decoding = load_for(path) if self.wants_decoding else None
+            found = check_recording(recording, self._impl, vocab, self.selection, self.xfails, decoding)
             self._results[key] = {(r.mode, r.case): r for r in found}
             gc.freeze()  # these live to the end: keep the cyclic GC from rescanning them (see below)
         return self._results[key]
@@ -192,6 +207,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                     found.append(_item(parent, name, path, recording.vocab_name, mode, case.id))
         if not engine.selection.modes:
             found.append(_item(parent, f"{recording.vocab_name}-facts", path, recording.vocab_name, FACTS_CASE, "*"))
+        if engine.wants_decoding and decoding_path(path).is_file():  # one item per decoding check
+            for kind in (*PIECE_KINDS, *DETOKENIZE):
+                found.append(
+                    _item(parent, f"{recording.vocab_name}-decode-{kind}", path, recording.vocab_name, DECODE, kind)
+                )
         # Tell the terminal (and xdist) what was collected, as pytest's own collection does.
         collected: list[pytest.Item | pytest.Collector] = list(found)
         config.hook.pytest_collectreport(report=pytest.CollectReport(nodeid, "passed", None, collected))

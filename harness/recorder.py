@@ -1,5 +1,6 @@
 """`tokconf record`: drive the pinned llama.cpp over the corpus, llama.cpp's tests, the vocab's special
-tokens and seeded fuzz, in every mode, and write one recording per vocabulary.
+tokens and seeded fuzz, in every mode, and write one recording per vocabulary; then its decoding
+(every id's piece, every case detokenized: `record_decoding`, also `tokconf record-decoding`).
 
 Progress goes to a journal beside the output (`.NAME.journal`, one JSON line per answered case and
 flushed as it is written). An interrupted run leaves the journal; the next run with the same inputs
@@ -20,14 +21,18 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.cmake_build import Build
+from harness.checking import vocab_file
+from harness.cmake_build import Build, require_build
 from harness.corpus import Case, CorpusFile
+from harness.decoding import DETOKENIZE, Decoding, Edit, splice
+from harness.decoding import path_for as decoding_path
+from harness.decoding import write as write_decoding
 from harness.errors import TokconfError
 from harness.fuzz import GENERATOR_VERSION, fuzz_strings
 from harness.oracle import LibllamaOracle
 from harness.outcome import Outcome, Refusal
 from harness.provision import sha256_file
-from harness.recording import MODES, RecordedCase, Recording, write
+from harness.recording import MODES, RecordedCase, Recording, load, write
 from harness.upstream_tests import upstream_cases
 from harness.vocab_cases import vocab_cases
 
@@ -173,12 +178,54 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
         crashes, restarts = oracle.crashes, oracle.restarts
     write(out, Recording(provenance, facts, recorded))
     journal.finish()
+    record_decoding(out)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
     note = f", {resumed} answers resumed from the journal" if resumed else ""
     print(
         f"{name}: {len(recorded)} cases x {len(MODES)} modes in {seconds:.1f} s "
         f"({refused} refusals, {crashes} crashes, {restarts} worker restarts{note}) -> {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out
+
+
+def record_decoding(recording_path: Path) -> Path:
+    """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from.
+
+    A few seconds per vocabulary: the pieces come in one request each way, and the detokenizations
+    are small requests to the same worker; nothing here can abort llama.cpp on recorded ids.
+    """
+    recording = load(recording_path)
+    build = require_build(int(recording.provenance["llama_cpp"]["build"]))
+    vocab = vocab_file(recording, build.models_dir)
+    started = time.monotonic()
+    with LibllamaOracle(build, vocab) as oracle:
+        pieces = oracle.pieces(True)
+        plain = {i: p for i, p in enumerate(oracle.pieces(False)) if p != pieces[i]}
+        detokenized: dict[str, dict[str, Edit]] = {setting: {} for setting in DETOKENIZE}
+        for case in recording.cases:
+            ids = case.outcomes.get("bos")
+            if isinstance(ids, list):
+                for setting, (remove, unparse) in DETOKENIZE.items():
+                    text = oracle.detokenize(ids, remove, unparse)
+                    if text != case.data:
+                        detokenized[setting][case.id] = splice(case.data, text)
+    provenance = {
+        "llama_cpp": recording.provenance["llama_cpp"],
+        "backend": "libllama (vocab_only, in a crash-isolated worker): llama_token_to_piece, llama_detokenize",
+        "vocab": recording.provenance["vocab"],
+        "recording": {"file": recording_path.name, "sha256": sha256_file(recording_path)},
+        "detokenize_input": "each case's `bos` ids",
+        "harness": __version__,
+    }
+    out = decoding_path(recording_path)
+    write_decoding(out, Decoding(provenance, pieces, plain, detokenized))
+    changed = {setting: len(cases) for setting, cases in detokenized.items()}
+    print(
+        f"{recording.vocab_name}: {len(pieces)} pieces ({len(plain)} differ without special), "
+        f"cases not round-tripping {changed}, {time.monotonic() - started:.1f} s -> {out}",
         file=sys.stderr,
         flush=True,
     )

@@ -22,6 +22,7 @@ from harness.outcome import Outcome, Refusal
 from harness.paths import yaml_files
 
 SCHEMA = "tokconf-recording/1"
+SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.decoding), not a recording
 
 # mode name -> (add_special, parse_special), as llama_tokenize takes them.
 MODES: dict[str, tuple[bool, bool]] = {
@@ -58,15 +59,15 @@ class Recording:
         return str(self.provenance["vocab"]["sha256"])
 
 
-class _Flow(dict[str, Any]):
+class Flow(dict[str, Any]):
     """A small mapping written on one line (`{error: …}`, `{text: …}`, a provenance entry)."""
 
 
 class _Dumper(yaml.CSafeDumper):
-    """libyaml's dumper; cases and lists of cases in block style, `_Flow` mappings on one line."""
+    """libyaml's dumper; cases and lists of cases in block style, `Flow` mappings on one line."""
 
 
-class _FlowList(list[Any]):
+class FlowList(list[Any]):
     """A list of scalars written on one line (`eog_ids`)."""
 
 
@@ -85,8 +86,8 @@ def _represent_text(dumper: yaml.CSafeDumper, text: _Text) -> yaml.ScalarNode:
 
 
 _Dumper.add_representer(_Text, _represent_text)
-_Dumper.add_representer(_Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
-_Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+_Dumper.add_representer(Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+_Dumper.add_representer(FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
 
 
 def _text_fields(data: bytes) -> dict[str, str]:
@@ -97,15 +98,15 @@ def _text_fields(data: bytes) -> dict[str, str]:
 
 
 def _outcome_node(outcome: Outcome) -> Any:
-    return _Flow(error=outcome.reason) if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
+    return Flow(error=outcome.reason) if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
 
 
 def _facts_node(facts: dict[str, Any]) -> dict[str, Any]:
     node: dict[Any, Any] = {k: v for k, v in facts.items() if k not in ("token_attributes", "special_texts")}
-    node["special_ids"] = _Flow(facts["special_ids"])
-    node["eog_ids"] = _FlowList(facts["eog_ids"])
+    node["special_ids"] = Flow(facts["special_ids"])
+    node["eog_ids"] = FlowList(facts["eog_ids"])
     node["token_attributes"] = dict(sorted(facts["token_attributes"].items()))
-    node["special_texts"] = {i: _Flow(_text_fields(t)) for i, t in sorted(facts["special_texts"].items())}
+    node["special_texts"] = {i: Flow(_text_fields(t)) for i, t in sorted(facts["special_texts"].items())}
     return node
 
 
@@ -118,16 +119,21 @@ def to_document(recording: Recording) -> dict[str, Any]:
             node["why"] = case.why
         node.update({mode: _outcome_node(o) for mode, o in case.outcomes.items()})
         cases.append(node)
-    provenance = {k: _Flow(v) if isinstance(v, dict) and k != "corpus" else v for k, v in recording.provenance.items()}
+    provenance = {k: Flow(v) if isinstance(v, dict) and k != "corpus" else v for k, v in recording.provenance.items()}
     if "modes" in provenance:
-        provenance["modes"] = {m: _Flow(flags) for m, flags in recording.provenance["modes"].items()}
+        provenance["modes"] = {m: Flow(flags) for m, flags in recording.provenance["modes"].items()}
     return {"schema": SCHEMA, "provenance": provenance, "facts": _facts_node(recording.facts), "cases": cases}
 
 
 def dumps(recording: Recording) -> str:
     """The YAML text of a recording: stable order, leaf lists in flow style, no line folding."""
+    return dump_yaml(to_document(recording))
+
+
+def dump_yaml(doc: dict[str, Any]) -> str:
+    """Recordings' YAML style: keys in the given order, block style, no line folding."""
     return yaml.dump(
-        to_document(recording),
+        doc,
         Dumper=_Dumper,
         sort_keys=False,
         default_flow_style=False,
@@ -140,7 +146,7 @@ class CorruptRecording(TokconfError):
     """A recording file that cannot be read back as the schema says."""
 
 
-def _corrupt(path: Path, problem: str) -> CorruptRecording:
+def corrupt(path: Path, problem: str) -> CorruptRecording:
     return CorruptRecording(
         f"{path}: {problem}",
         "restore it from git or re-record it with `tokconf record` (see docs/recording-format.md)",
@@ -152,7 +158,7 @@ def _case_data(path: Path, node: dict[str, Any]) -> bytes:
         return node["text"].encode("utf-8")
     if "bytes_hex" in node:
         return bytes.fromhex(node["bytes_hex"])
-    raise _corrupt(path, f"case {node.get('id')!r} has neither `text` nor `bytes_hex`")
+    raise corrupt(path, f"case {node.get('id')!r} has neither `text` nor `bytes_hex`")
 
 
 def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
@@ -165,7 +171,7 @@ def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
         return [node]
     elif isinstance(node, dict) and isinstance(node.get("error"), str):
         return Refusal(node["error"])
-    raise _corrupt(path, f"case {case_id!r}: an outcome must be a string of ids ('1 2 3') or {{error: reason}}")
+    raise corrupt(path, f"case {case_id!r}: an outcome must be a string of ids ('1 2 3') or {{error: reason}}")
 
 
 def _facts(node: dict[str, Any]) -> dict[str, Any]:
@@ -182,23 +188,23 @@ def from_document(path: Path, doc: Any) -> Recording:
     """Validate a loaded YAML document and build the in-memory recording."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise _corrupt(path, f"not a {SCHEMA} recording (schema: {found!r})")
+        raise corrupt(path, f"not a {SCHEMA} recording (schema: {found!r})")
     for key in ("provenance", "facts", "cases"):
         if key not in doc:
-            raise _corrupt(path, f"missing `{key}`")
+            raise corrupt(path, f"missing `{key}`")
     cases = []
     seen: set[str] = set()
     try:
         for node in doc["cases"]:
             case_id = str(node["id"])
             if case_id in seen:
-                raise _corrupt(path, f"duplicate case id {case_id!r}")
+                raise corrupt(path, f"duplicate case id {case_id!r}")
             seen.add(case_id)
             outcomes = {mode: _outcome(path, case_id, node[mode]) for mode in MODES if mode in node}
             cases.append(RecordedCase(case_id, _case_data(path, node), outcomes, node.get("why")))
         return Recording(doc["provenance"], _facts(doc["facts"]), cases)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise _corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+        raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
 
 
 def load(path: Path) -> Recording:
@@ -210,13 +216,13 @@ def load(path: Path) -> Recording:
     try:
         doc = yaml.load(raw, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as error:
-        raise _corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
     return from_document(path, doc)
 
 
 def recording_files(paths: list[Path]) -> list[Path]:
     """Recording files under the given files or folders, sorted."""
-    found = yaml_files(paths, "recording")
+    found = [p for p in yaml_files(paths, "recording") if not p.name.endswith(SUFFIX_DECODING)]
     if not found:
         raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")
     return found
@@ -228,6 +234,11 @@ def write(path: Path, recording: Recording) -> None:
     again = from_document(path, yaml.load(text, Loader=yaml.CSafeLoader))
     if again.cases != recording.cases or again.facts != recording.facts:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
+    atomic_write(path, text)
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Temporary file, fsync, rename: a reader sees the old file or the new one, never half of one."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with tmp.open("w", encoding="utf-8") as handle:

@@ -83,6 +83,9 @@ def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str)
     lines = [f"{result.vocab} [{result.mode}] {result.case}: {result.verdict} — {result.reason}"]
     if result.mode == "facts":
         return lines[0]
+    if result.mode == "decode":  # a whole-vocabulary check: the reason lists the first differences
+        again = ["tokconf", "check", "--impl", impl, "--recordings", recordings, "--vocab", result.vocab]
+        return lines[0] + "\n  reproduce:   " + shlex.join([*again, "--mode", "decode"])
     lines.append(f"  input:       {visible(result.data)}")
     lines.append(f"  code points: {code_points(result.data)}")
     expected, actual = result.expected, result.actual

@@ -28,11 +28,22 @@ class LlamaCpp:
         self.eos_id = facts["special_ids"]["eos"]
         self.eog_ids = facts["eog_ids"]
 
+        self.n_tokens = facts["n_tokens"]
+        self._pieces: dict[bool, list[bytes]] = {}
+
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         outcome = self.oracle.tokenize(data, add_special, parse_special)
         if isinstance(outcome, Refusal):
             raise ValueError(outcome.reason)
         return outcome
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        if special not in self._pieces:
+            self._pieces[special] = self.oracle.pieces(special)
+        return self._pieces[special][token]
+
+    def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        return self.oracle.detokenize(ids, remove_special, unparse_special)
 
     def close(self) -> None:
         self.oracle.close()
@@ -80,9 +91,20 @@ class IdeographicSpaceIsSpace(LlamaCpp):
         return super().encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
 
 
+class ControlTextAlways(LlamaCpp):
+    """Renders control tokens' text even with special=false (and so in every decode)."""
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        return super().token_to_piece(token, True)
+
+    def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        return b"".join(self.token_to_piece(i) for i in ids)
+
+
 # `module:factory` names: a class is itself a callable taking the GGUF path.
 llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
+control_text_always = ControlTextAlways
 
 
 def bpe_only(path: Path) -> LlamaCpp:

@@ -1,0 +1,90 @@
+"""Decoding recordings: recorded from llama.cpp, checked, and refused when corrupt or stale."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.decoding import load, load_for, path_for
+from harness.errors import TokconfError
+from harness.recorder import record_decoding
+from harness.recording import load as load_recording
+from harness.recording import recording_files
+
+ROOT = Path(__file__).resolve().parent.parent
+BUNDLED = ROOT / "recordings" / "b11192"
+
+
+@pytest.fixture(scope="module")
+def qwen2(tmp_path_factory: pytest.TempPathFactory, llama_build: object) -> Path:
+    """A copy of the bundled qwen2 recording with a freshly recorded decoding beside it."""
+    folder = tmp_path_factory.mktemp("decoding")
+    recording = folder / "qwen2.yaml"
+    shutil.copy(BUNDLED / "qwen2.yaml", recording)
+    record_decoding(recording)
+    return recording
+
+
+def _check(capsys: pytest.CaptureFixture[str], recording: Path, impl: str) -> tuple[int, str]:
+    status = main(["check", "--recordings", str(recording), "--mode", "decode", "--impl", impl])
+    captured = capsys.readouterr()
+    return status, captured.out + captured.err
+
+
+def test_the_recorded_decoding_is_the_bundled_one(qwen2: Path) -> None:
+    assert load(path_for(qwen2)) == load(path_for(BUNDLED / "qwen2.yaml"))
+
+
+def test_every_bundled_recording_has_its_decoding() -> None:
+    for recording in recording_files([BUNDLED]):
+        decoding = load(path_for(recording))
+        assert decoding.provenance["recording"]["file"] == recording.name
+        assert decoding.provenance["vocab"] == load_recording(recording).provenance["vocab"]
+
+
+def test_llama_cpp_and_the_reference_decode_as_recorded(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for impl in ("llama.cpp@11192", "reference"):
+        status, output = _check(capsys, qwen2, impl)
+        assert status == 0, output
+        assert "│ qwen2 │ decode │      4 │      0 │" in output
+
+
+def test_a_wrong_piece_rule_is_reported_with_the_ids(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = _check(capsys, qwen2, "fake_impls:control_text_always")
+    assert status == 1
+    assert (
+        "qwen2 [decode] pieces-plain: failed — 4 of 151936 differ — id 128247: llama.cpp b'', implementation b'</s>'"
+        in output
+    )
+    assert "qwen2 [decode] remove-special: failed" in output
+    assert "reproduce:   tokconf check --impl fake_impls:control_text_always" in output
+    assert "│ qwen2 │ decode │      2 │      2 │" in output  # pieces-special and unparse-special agree
+
+
+def test_implementations_without_decoding_are_unsupported_not_passed(
+    qwen2: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    adapter = ROOT / "examples" / "line_protocol_adapter.py"  # the line protocol has no decoding requests
+    status, output = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} reference_impl.tokenizer:from_gguf")
+    assert "│ qwen2 │ decode │      0 │      0 │     0 │           4 │" in output
+    assert status == 1  # nothing passed: unsupported is never counted as a pass
+
+
+def test_a_stale_decoding_is_refused(qwen2: Path, tmp_path: Path) -> None:
+    recording = tmp_path / "qwen2.yaml"
+    recording.write_text(qwen2.read_text(encoding="utf-8").replace("why: the canonical example", "why: changed"))
+    shutil.copy(path_for(qwen2), path_for(recording))
+    with pytest.raises(TokconfError, match=r"decodes another version of qwen2\.yaml"):
+        load_for(recording)
+
+
+def test_a_corrupt_decoding_names_the_file_and_the_remedy(qwen2: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "qwen2.decoding.yaml"
+    broken.write_text(path_for(qwen2).read_text(encoding="utf-8").replace("pieces:\n- '!'", "pieces:\n- {oops: 1}"))
+    with pytest.raises(TokconfError, match="piece 0: expected text or") as error:
+        load(broken)
+    assert "re-record it" in str(error.value)
