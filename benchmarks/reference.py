@@ -4,7 +4,8 @@
 
 Per vocab and corpus (English prose, code, multilingual prose, the fuzz set): encode throughput of
 the reference and of llama.cpp (libllama in the oracle's worker, batched, so its time includes the
-pipe round trips), and their ratio; vocab load time of the reference, of `gguf.GGUFReader` and of
+pipe round trips), and their ratio, each the best of three runs (the reference's word cache cold
+every time); vocab load time of the reference, of `gguf.GGUFReader` and of
 the oracle's worker start (process, cffi and llama.cpp's own load); encoding time from 1 KB to 1 MB
 of prose (it must stay linear); and the reference's peak Python memory while loading and encoding.
 """
@@ -25,6 +26,7 @@ from reference_impl import Tokenizer
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 MODE = (False, True)  # add_special=false, parse_special=true: a prompt's body
+REPEATS = 3
 
 
 def _sets() -> dict[str, list[bytes]]:
@@ -51,14 +53,16 @@ def bench(vocab: Path, sets: dict[str, list[bytes]]) -> None:
     with LibllamaOracle(build, vocab) as oracle:
         cpp_load = time.perf_counter() - start
         for label, data in sets.items():
-            start = time.perf_counter()
-            oracle.tokenize_many([(d, *MODE) for d in data])
-            cpp = time.perf_counter() - start
-            fresh = Tokenizer.from_gguf(vocab)  # a cold word cache for each corpus
-            start = time.perf_counter()
-            for d in data:
-                fresh.encode(d, *MODE)
-            ref = time.perf_counter() - start
+            cpp = ref = float("inf")
+            for _ in range(REPEATS):  # the best of a few runs each: one run of a small set is noise
+                start = time.perf_counter()
+                oracle.tokenize_many([(d, *MODE) for d in data])
+                cpp = min(cpp, time.perf_counter() - start)
+                fresh = Tokenizer.from_gguf(vocab)  # a cold word cache each time
+                start = time.perf_counter()
+                for d in data:
+                    fresh.encode(d, *MODE)
+                ref = min(ref, time.perf_counter() - start)
             rates = f"reference {_rate(ref, data)}  llama.cpp {_rate(cpp, data)}"
             print(f"{name:10} {label:12} {rates}  ratio {cpp / ref:5.2f}x")
     from gguf import GGUFReader

@@ -11,6 +11,7 @@ without a token are dropped, as llama.cpp drops them. Words are cached: prose re
 from __future__ import annotations
 
 import heapq
+from itertools import chain, pairwise
 
 from reference_impl.pretokenize import split
 
@@ -78,7 +79,8 @@ def _byte_to_unicode() -> list[str]:
 
 
 BYTE_TO_UNICODE = _byte_to_unicode()
-SCAN_LIMIT = 12  # words up to this many characters are merged by scanning, longer ones with a queue
+NO_MERGE = 1 << 62  # above every merge rank
+SCAN_LIMIT = 64  # words up to this many characters are merged by scanning, longer ones with a queue
 CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts over
 
 
@@ -101,16 +103,15 @@ class BytePairEncoder:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
-        out: list[int] = []
         cache = self.cache
-        for word in split(text, self.regexes):
-            ids = cache.get(word)
-            if ids is None:
-                if len(cache) >= CACHE_LIMIT:
-                    cache.clear()
-                ids = cache[word] = self.encode_word(word)
-            out.extend(ids)
-        return out
+        words = split(text, self.regexes)
+        missing = set(words).difference(cache)
+        if len(cache) + len(missing) > CACHE_LIMIT:
+            cache.clear()
+            missing = set(words)
+        for word in missing:
+            cache[word] = self.encode_word(word)
+        return list(chain.from_iterable(map(cache.__getitem__, words)))  # no Python-level loop per word
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
         """The ids of one pre-tokenized word."""
@@ -131,6 +132,9 @@ class BytePairEncoder:
             symbols = self._merge(symbols)
         elif len(symbols) > 1:
             symbols = self._merge_short(symbols)
+        ids = list(map(self.token_to_id.get, symbols))
+        if None not in ids:
+            return tuple(ids)  # type: ignore[arg-type]
         out: list[int] = []
         for symbol in symbols:
             token = self.token_to_id.get(symbol)
@@ -146,16 +150,21 @@ class BytePairEncoder:
 
     def _merge_short(self, symbols: list[str]) -> list[str]:
         """The same greedy order by scanning: for a short word cheaper than keeping a queue."""
-        ranks = self.ranks
-        while True:
-            best, at = None, -1
-            for i in range(len(symbols) - 1):
-                rank = ranks.get((symbols[i], symbols[i + 1]))
-                if rank is not None and (best is None or rank < best):
-                    best, at = rank, i
-            if best is None:
-                return symbols
-            symbols[at : at + 2] = [symbols[at] + symbols[at + 1]]
+        get = self.ranks.get
+        ranks = [get(pair, NO_MERGE) for pair in pairwise(symbols)]  # ranks[i]: symbols i and i+1
+        while ranks:
+            best = min(ranks)
+            if best == NO_MERGE:
+                break
+            at = ranks.index(best)  # the leftmost of the lowest rank
+            merged = symbols[at] + symbols[at + 1]
+            symbols[at : at + 2] = [merged]
+            del ranks[at]  # only the two pairs beside the merge change
+            if at < len(ranks):
+                ranks[at] = get((merged, symbols[at + 1]), NO_MERGE)
+            if at > 0:
+                ranks[at - 1] = get((symbols[at - 1], merged), NO_MERGE)
+        return symbols
 
     def _merge(self, symbols: list[str]) -> list[str]:
         """Lowest rank first, leftmost on ties; stale queue entries are skipped, as llama.cpp does."""

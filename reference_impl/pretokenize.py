@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from itertools import accumulate
 
 from reference_impl.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
 
@@ -89,11 +90,28 @@ def compile_expr(expr: str) -> tuple[re.Pattern[str], bool]:
     collapsed = any(name in expr for name in _CLASS_OF)  # the k_ucat_enum names, as llama.cpp checks
     source = _collapse_regex(expr) if collapsed else expr
     # std::regex ECMAScript: \s, \d, \w are ASCII-only here; Python's re.ASCII gives the same.
-    return re.compile(source, re.ASCII), collapsed
+    pattern = re.compile(source, re.ASCII)
+    if pattern.groups:  # split() relies on findall returning whole matches
+        raise ValueError(f"pre-tokenizer regex {expr!r} has capturing groups; write them as (?:...)")
+    return pattern, collapsed
 
 
 def split(text: str, exprs: list[str]) -> list[str]:
     """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed)."""
+    if text.isascii():  # collapsed and plain text are the text itself: match it and keep the matches
+        pieces = [text]
+        for expr in exprs:
+            pattern = compile_expr(expr)[0]
+            out: list[str] = []
+            for piece in pieces:
+                words = pattern.findall(piece)  # the patterns have no capturing groups
+                if sum(map(len, words)) == len(piece):  # the matches tile the piece: no gaps to keep
+                    out += words
+                else:
+                    ends = list(accumulate(_split_stl(piece, pattern, [len(piece)])))
+                    out += map(piece.__getitem__, map(slice, [0, *ends[:-1]], ends))
+            pieces = out
+        return pieces
     offsets = [len(text)]
     collapsed_text: str | None = None
     plain_text: str | None = None
