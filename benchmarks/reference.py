@@ -4,8 +4,9 @@
 
 Per vocab and corpus (English prose, code, multilingual prose, the fuzz set): encode throughput of
 the reference and of llama.cpp (libllama in the oracle's worker, batched, so its time includes the
-pipe round trips), and their ratio, each the best of three runs (the reference's word cache cold
-every time); vocab load time of the reference, of `gguf.GGUFReader` and of
+pipe round trips), and their ratio, each the best of three runs with the reference's word cache
+cold every time, and warm (the same texts once more: the steady state of a long run, where most
+words have been seen); vocab load time of the reference, of `gguf.GGUFReader` and of
 the oracle's worker start (process, cffi and llama.cpp's own load); encoding time from 1 KB to 1 MB
 of prose (it must stay linear); and the reference's peak Python memory while loading and encoding.
 """
@@ -63,8 +64,12 @@ def bench(vocab: Path, sets: dict[str, list[bytes]]) -> None:
                 for d in data:
                     fresh.encode(d, *MODE)
                 ref = min(ref, time.perf_counter() - start)
-            rates = f"reference {_rate(ref, data)}  llama.cpp {_rate(cpp, data)}"
-            print(f"{name:10} {label:12} {rates}  ratio {cpp / ref:5.2f}x")
+            start = time.perf_counter()  # the same texts again: every word is in the cache now
+            for d in data:
+                fresh.encode(d, *MODE)
+            warm = time.perf_counter() - start
+            rates = f"reference {_rate(ref, data)} (warm {_rate(warm, data)})  llama.cpp {_rate(cpp, data)}"
+            print(f"{name:10} {label:12} {rates}  ratio {cpp / ref:5.2f}x (warm {cpp / warm:5.2f}x)")
     from gguf import GGUFReader
 
     start = time.perf_counter()

@@ -56,11 +56,6 @@ def _collapse_table() -> list[str]:
 COLLAPSE = _collapse_table()  # a list, so str.translate looks each code point up in C
 
 
-def collapse(text: str) -> str:
-    """The collapsed text of unicode_regex_split (one character per code point)."""
-    return text.translate(COLLAPSE)
-
-
 def _collapse_regex(expr: str) -> str:
     """Replace `\\p{X}` by its class byte and ASCII members, inside `[...]` or as a new class."""
     out: list[str] = []
@@ -97,56 +92,44 @@ def compile_expr(expr: str) -> tuple[re.Pattern[str], bool]:
 
 
 def split(text: str, exprs: list[str]) -> list[str]:
-    """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed)."""
-    if text.isascii():  # collapsed and plain text are the text itself: match it and keep the matches
-        pieces = [text]
-        for expr in exprs:
-            pattern = compile_expr(expr)[0]
-            out: list[str] = []
-            for piece in pieces:
-                words = pattern.findall(piece)  # the patterns have no capturing groups
-                if sum(map(len, words)) == len(piece):  # the matches tile the piece: no gaps to keep
-                    out += words
-                else:
-                    ends = list(accumulate(_split_stl(piece, pattern, [len(piece)])))
-                    out += map(piece.__getitem__, map(slice, [0, *ends[:-1]], ends))
-            pieces = out
-        return pieces
-    offsets = [len(text)]
-    collapsed_text: str | None = None
-    plain_text: str | None = None
+    """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed).
+
+    unicode_regex_split_stl: each regex cuts every piece the previous one made into its matches and
+    the gaps between them. The regex runs on the piece as llama.cpp sees it (collapsed, or with
+    non-ASCII whitespace as 0x0B: one character per code point either way, and the piece itself
+    when it is ASCII), and the words are cut from the piece at the same offsets.
+    """
+    ascii_text = text.isascii()
+    pieces = [text]
     for expr in exprs:
         pattern, wants_collapsed = compile_expr(expr)
-        if wants_collapsed:
-            if collapsed_text is None:
-                collapsed_text = collapse(text)
-            subject = collapsed_text
-        else:
-            if plain_text is None:
-                plain_text = text.translate(_PLAIN)
-            subject = plain_text
-        offsets = _split_stl(subject, pattern, offsets)
-    words = []
-    start = 0
-    for length in offsets:
-        words.append(text[start : start + length])
-        start += length
-    return words
+        table = COLLAPSE if wants_collapsed else _PLAIN
+        out: list[str] = []
+        for piece in pieces:
+            subject = piece if ascii_text else piece.translate(table)
+            matches = pattern.findall(subject)  # the patterns have no capturing groups
+            lengths = list(map(len, matches))
+            if sum(lengths) == len(piece):  # the matches tile the piece: no gaps (the usual case)
+                if ascii_text:
+                    out += matches
+                    continue
+            else:
+                lengths = _split_stl(subject, pattern)
+            ends = list(accumulate(lengths))
+            out += map(piece.__getitem__, map(slice, [0, *ends[:-1]], ends))
+        pieces = out
+    return pieces
 
 
-def _split_stl(text: str, pattern: re.Pattern[str], offsets: list[int]) -> list[int]:
-    """unicode_regex_split_stl: matches and the gaps between them, within each previous piece."""
+def _split_stl(subject: str, pattern: re.Pattern[str]) -> list[int]:
+    """The lengths of the matches and of the gaps between them, in order."""
     out: list[int] = []
-    start = 0
-    for offset in offsets:
-        segment = text[start : start + offset]
-        position = 0
-        for match in pattern.finditer(segment):
-            if match.start() > position:
-                out.append(match.start() - position)
-            out.append(match.end() - match.start())
-            position = match.end()
-        if position < offset:
-            out.append(offset - position)
-        start += offset
+    position = 0
+    for match in pattern.finditer(subject):
+        if match.start() > position:
+            out.append(match.start() - position)
+        out.append(match.end() - match.start())
+        position = match.end()
+    if position < len(subject):
+        out.append(len(subject) - position)
     return out
