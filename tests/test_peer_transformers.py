@@ -1,0 +1,50 @@
+"""The transformers GGUF peer plug-in runs transformers' real loading path without torch, and its
+verdicts are the honest ones: agreement where it agrees, the documented divergences where it does
+not, unsupported where it cannot load a vocabulary or be given an input (docs/peers.md)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from harness.checking import CaseResult, Selection, check_recording
+from harness.cmake_build import Build
+from harness.impls import resolve
+from harness.recording import load
+
+BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
+
+
+def _results(build: Build, name: str, selection: Selection | None = None) -> list[CaseResult]:
+    recording = load(BUNDLED / f"{name}.yaml")
+    vocab = build.models_dir / f"ggml-vocab-{name}.gguf"
+    return list(check_recording(recording, resolve("transformers-gguf", 10.0), vocab, selection or Selection()))
+
+
+def test_gpt2_agrees_everywhere_it_can_be_asked(llama_build: Build) -> None:
+    results = _results(llama_build, "gpt-2")
+    verdicts = Counter(r.verdict for r in results)
+    invalid = sum(1 for c in load(BUNDLED / "gpt-2.yaml").cases if not _is_utf8(c.data))
+    assert verdicts == {"passed": verdicts["passed"], "unsupported": 3 * invalid}, verdicts
+    assert all("not valid UTF-8" in r.reason for r in results if r.verdict == "unsupported")
+
+
+def test_qwen2_end_of_generation_text_is_a_documented_divergence(llama_build: Build) -> None:
+    (result,) = _results(
+        llama_build, "qwen2", Selection(modes=frozenset({"special"}), cases=frozenset({"vocab/128247-alone"}))
+    )
+    assert (result.verdict, result.expected, result.actual) == ("failed", [128247], [522, 82, 29])  # `</` `s` `>`
+
+
+def test_an_architecture_transformers_does_not_map_is_unsupported(llama_build: Build) -> None:
+    results = _results(llama_build, "baichuan", Selection(modes=frozenset({"plain"})))
+    assert {r.verdict for r in results} == {"unsupported"}
+    assert "architecture baichuan is not supported" in results[0].reason
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
