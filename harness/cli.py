@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -24,14 +25,12 @@ from harness.export import export
 from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
 from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_outcome, fuzz_vocab, write_findings
 from harness.impls import resolve
-from harness.paths import build_root
+from harness.paths import REPO_ROOT, build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source, source_dir
 from harness.recorder import Plan, record, record_decoding, shipped_vocabs, vocab_name
 from harness.recording import MODES, recording_files
 from harness.report import code_points, visible
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def _add_build(parser: argparse.ArgumentParser) -> None:
@@ -105,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
     fuz.add_argument("--no-db", action="store_true", help="keep no example database")
     fuz.add_argument("--found-dir", type=Path, help="where found cases go (default: corpora/found)")
     fuz.add_argument("--timeout", type=float, default=10.0, help="per-case timeout for cmd: programs (s)")
+    fuz.add_argument("--workers", type=int, default=1, help="spread over N processes (pytest-xdist); 0: all cores")
 
     dif = commands.add_parser("diff", help="what changed between two recordings (e.g. two llama.cpp builds)")
     dif.add_argument("before", type=Path, help="recording file or folder (e.g. recordings/b11192)")
@@ -201,6 +201,8 @@ def _cmd_record_decoding(args: argparse.Namespace) -> int:
 
 
 def _cmd_fuzz(args: argparse.Namespace) -> int:
+    if args.workers != 1:
+        return _fuzz_with_xdist(args)
     made = require_build(args.build)
     vocabs = _resolve_vocabs(args.vocab, made.models_dir, shipped_vocabs(made))
     modes = args.mode or list(MODES)
@@ -231,6 +233,23 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     for path in written:
         print(f"found cases written to {path}")
     return 1 if stats.findings else 0
+
+
+def _fuzz_with_xdist(args: argparse.Namespace) -> int:
+    """The same campaign as pytest items (harness.fuzz_plugin), spread by pytest-xdist."""
+    argv = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "--dist", "loadgroup"]
+    argv += ["-n", str(args.workers) if args.workers > 0 else "auto", "--tokconf-fuzz", args.impl]
+    argv += ["--tokconf-fuzz-build", str(args.build), "--tokconf-fuzz-profile", args.profile]
+    argv += [f"--tokconf-fuzz-vocab={name}" for name in args.vocab]
+    argv += [f"--tokconf-fuzz-mode={mode}" for mode in args.mode]
+    if args.max_examples:
+        argv += ["--tokconf-fuzz-examples", str(args.max_examples)]
+    if args.seed is not None:
+        argv += ["--tokconf-fuzz-seed", str(args.seed)]
+    argv += ["--tokconf-fuzz-db", "" if args.no_db else str(args.db), "--tokconf-fuzz-timeout", str(args.timeout)]
+    if args.found_dir:
+        argv += ["--tokconf-fuzz-found-dir", str(args.found_dir)]
+    return subprocess.call(argv, cwd=REPO_ROOT)
 
 
 def _cmd_diff(args: argparse.Namespace) -> int:

@@ -10,8 +10,9 @@ Profiles set the budget: `dev` (200 examples per vocab and mode), `ci` (1,000), 
 (50,000). Without `--seed`, each run is random and first replays the examples kept in the hypothesis
 database (`.tokconf-fuzz-db`, or `--db`), so a failure found once is tried first next time. With
 `--seed N` a run is reproducible instead (hypothesis does not use the database for seeded runs).
-To spread a campaign over cores or machines, run one process per share of `--vocab`/`--mode`; on one
-machine they can share `--db`, across machines copy the database folders together afterwards.
+`tokconf fuzz --workers N` spreads the vocab x mode pairs over N processes with pytest-xdist
+(`harness.fuzz_plugin`); across machines, give each a share of `--vocab` (or different seeds) and
+merge the found files and database folders afterwards.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from harness.errors import TokconfError
 
+REPO_ROOT = Path(__file__).resolve().parent.parent  # corpora/, recordings/ (an editable install's checkout)
+
 
 def cache_root() -> Path:
     """The cache folder: `$TOKCONF_CACHE`, else `$XDG_CACHE_HOME/tokconf`, else `~/.cache/tokconf`."""

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.corpus import load_corpus_file
 from harness.paths import cache_root
 from harness.recording import load
 
@@ -27,7 +28,7 @@ def test_every_case_and_mode_is_an_addressable_item(sandbox: pytest.Pytester) ->
     result = sandbox.runpytest("--tokconf-recordings", str(QWEN2), "--collect-only", "-q")
     lines = result.outlines
     cases = len(load(QWEN2).cases)
-    assert f"{3 * cases + 1} tests collected" in "\n".join(lines)
+    assert f"{3 * cases + 1 + 4} tests collected" in "\n".join(lines)  # the facts, and 4 decoding checks
     assert "tokconf/b11192/qwen2::qwen2-special-fuzz-0042" in lines
     assert "tokconf/b11192/qwen2::qwen2-plain-edge-hello-world" in lines
     assert "tokconf/b11192/qwen2::qwen2-facts" in lines
@@ -95,5 +96,29 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
 ) -> None:
     gpt2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
     result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "-q")  # --tokconf-impl defaults to reference
-    result.assert_outcomes(passed=3 * len(load(gpt2).cases) + 1)
-    result.stdout.fnmatch_lines(["*tokconf conformance*", "*gpt-2*facts*5*0*100.00%*"])
+    result.assert_outcomes(passed=3 * len(load(gpt2).cases) + 1 + 4)  # every case and mode, facts, decoding
+    result.stdout.fnmatch_lines(["*tokconf conformance*", "*gpt-2*decode*4*0*100.00%*", "*gpt-2*facts*5*0*100.00%*"])
+
+
+def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
+    sandbox: pytest.Pytester, llama_build: object, tmp_path: Path
+) -> None:
+    found = tmp_path / "found"
+    result = sandbox.runpytest_subprocess(
+        "-n", "2", "--dist", "loadgroup", "--tokconf-fuzz", "fake_impls:ideographic_space_is_space",
+        "--tokconf-fuzz-vocab", "qwen2", "--tokconf-fuzz-vocab", "gpt-2", "--tokconf-fuzz-mode", "plain",
+        "--tokconf-fuzz-examples", "1000", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-db", "",
+        "--tokconf-fuzz-found-dir", str(found),
+    )  # fmt: skip
+    result.assert_outcomes(failed=2)  # one item per vocab and mode, on two workers
+    output = result.stdout.str()  # (fnmatch would read "[plain]" as a character class)
+    for line in ("qwen2 [plain] different ids", "gpt-2 [plain] different ids", "(U+3000)", "2 distinct failures"):
+        assert line in output
+    for vocab in ("qwen2", "gpt-2"):
+        assert [c.data for c in load_corpus_file(found / f"found-{vocab}.yaml").cases] == ["\u3000".encode()]
+
+
+def test_a_fuzz_campaign_collects_only_the_campaign(sandbox: pytest.Pytester) -> None:
+    sandbox.makepyfile("def test_x():\n    pass\n")
+    result = sandbox.runpytest("--tokconf-fuzz", "reference", "--tokconf-fuzz-vocab", "qwen2", "--collect-only", "-q")
+    result.stdout.fnmatch_lines(["*qwen2-plain*", "*qwen2-special*", "*qwen2-bos*", "3 tests collected*"])
