@@ -42,10 +42,34 @@ DEEPSEEK_LLM_LETTERS = (  # copied from llama-vocab.cpp b11192, as escapes
     "\U000118df\U0001e900-\U0001e943"
 )
 
-# llm_tokenizer_bpe's regex lists, by llama_vocab_pre_type (for the pre-tokenizers supported so far).
+CONTRACTIONS = "(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
+DEEPSEEK3 = (
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+"
+)
+SPARK = (
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+"
+    "| ?[\\p{P}\\p{S}]+|[\r\n]|\\s+(?!\\S)|\\s+"
+)
+CASED = (  # tekken / gpt-4o: capitals then lower case, or the other way round (<C>: an optional suffix)
+    "[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))*((?=[\\p{L}])([^A-Z]))+<C>"
+    "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*<C>"
+)
+CASED_M = CASED.replace("(?=[\\p{L}])", "(?=[\\p{L}\\p{M}])")
+TAIL = "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+PORO = " ?[^(\\s|.,!?…。，、।۔،)]+"
+
+# llm_tokenizer_bpe's regex lists by llama_vocab_pre_type (the constructor's switch), written as
+# llama.cpp writes them; pretokenize.split runs them as llama.cpp does.
 PRE_REGEXES: dict[str, list[str]] = {
     "default": ["[\\p{P}\\$\\+<=>\\^~\\|]+", GPT2, "\\p{N}+", "[0-9][0-9][0-9]"],
     "llama3": [LLAMA3],
+    "jais2": [
+        LLAMA3.replace(
+            "|\\s+(?!\\S)|\\s+",
+            "".join(f"|\\s{{{n}}}(?!\\S)" for n in (512, 256, 128, 64, 32, 16, 8, 4)) + "|\\s{1,2}(?!\\S)|\\s{1}",
+        )
+    ],
     "gpt2": [GPT2],
     "starcoder": ["\\p{N}", GPT2],
     "qwen2": [QWEN2],
@@ -59,8 +83,46 @@ PRE_REGEXES: dict[str, list[str]] = {
         "[一-龥ࠀ-一가-\ud7ff]+",
         "\\p{N}+",
     ],
-    "gemma4": ["[^\n]+|[\n]+"],  # split on newlines only; spaces are already U+2581
+    "deepseek3-llm": ["\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", DEEPSEEK3],
+    "spark2_5": ["\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", SPARK, "\\p{N}"],
+    "youtu": [
+        "[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
+        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" + CONTRACTIONS + "?"
+        "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
+        + CONTRACTIONS
+        + "?"
+        "|\\p{N}" + TAIL,
+    ],
+    "gemma4": ["[^\\n]+|[\\n]+"],  # split on newlines only; spaces are already U+2581
     "deepseek-coder": ["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-\ud7ff]+", "\\p{N}"],
+    "poro": [PORO],
+    "viking": [PORO, "\\p{N}"],
+    "tekken": [CASED.replace("<C>", "") + "|\\p{N}" + TAIL],
+    "chameleon": [
+        "<sentinel:[0-9]+>",
+        "(IMGIMG)((A|B|C|D|E|F|G|H|I){1,4})Z",
+        "([\\t\\n]|    |  )",
+        "\\p{N}",
+        "[\\p{P}!-/:-@\\[-`{-~]",
+        GPT2,
+    ],
+    "gpt4o": [CASED.replace("<C>", CONTRACTIONS + "?") + "|\\p{N}{1,3}" + TAIL],
+    "granite-emb-multi": [CASED_M.replace("<C>", CONTRACTIONS + "?") + "|\\p{N}{1,3}" + TAIL],
+    "bailingmoe": [
+        "'(?:[sSdDmMtT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}"
+        "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"
+    ],
+    "seed-coder": [
+        CONTRACTIONS
+        + "|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1}| ?[^\\s\\p{L}\\p{N}\\r\\n]+|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
+    ],
+    "ufakzeka": [QWEN2.removeprefix(CONTRACTIONS + "|")],
+    "laguna": ["[^\\n]+|[\\n]+", QWEN2],
+    "exaone-moe": [
+        CONTRACTIONS + "|[^\\r\\n\\p{L}\\p{N}]?(?:\\p{L}\\p{M}*(?: \\p{L}\\p{M}*)*)+|\\p{N}"
+        "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]?|\\s*[\\r\\n]|\\s+(?!\\S)|\\s+"
+    ],
+    "minicpm5": ["\\p{N}{1,3}", LLAMA3.replace("|\\p{N}{1,3}|", "|\\p{N}+|")],
 }
 
 

@@ -83,12 +83,32 @@ def _collapse_regex(expr: str) -> str:
 def compile_expr(expr: str) -> tuple[re.Pattern[str], bool]:
     """A Python regex equivalent to llama.cpp's std::regex use of `expr`, and whether it wants collapsed text."""
     collapsed = any(name in expr for name in _CLASS_OF)  # the k_ucat_enum names, as llama.cpp checks
-    source = _collapse_regex(expr) if collapsed else expr
+    source = _uncapture(_collapse_regex(expr) if collapsed else expr)
     # std::regex ECMAScript: \s, \d, \w are ASCII-only here; Python's re.ASCII gives the same.
     pattern = re.compile(source, re.ASCII)
-    if pattern.groups:  # split() relies on findall returning whole matches
-        raise ValueError(f"pre-tokenizer regex {expr!r} has capturing groups; write them as (?:...)")
+    assert not pattern.groups, "split() relies on findall returning whole matches"
     return pattern, collapsed
+
+
+def _uncapture(expr: str) -> str:
+    """Groups as non-capturing ones: llama.cpp compiles with `nosubs`, and findall must return
+    whole matches (tekken's and gpt-4o's regexes group their lookaheads)."""
+    out: list[str] = []
+    inside = escaped = False
+    for i, ch in enumerate(expr):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif ch == "[" and not inside:
+            inside = True
+        elif ch == "]" and inside:
+            inside = False
+        elif ch == "(" and not inside and not expr.startswith("?", i + 1):
+            out.append("(?:")
+            continue
+        out.append(ch)
+    return "".join(out)
 
 
 def split(text: str, exprs: list[str]) -> list[str]:

@@ -1,8 +1,8 @@
 """The reference `Tokenizer`: a GGUF vocabulary, encoded as llama.cpp b11192 encodes it.
 
-Supported so far: byte-level BPE (`tokenizer.ggml.model = gpt2`) with the pre-tokenizers of the
-BPE test vocabularies llama.cpp ships (`bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with
-escaped spaces), SentencePiece (`llama`, `spm.py`) and WordPiece (`bert`, `wpm.py`).
+Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokenizer name in
+`PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
+SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`) and Unigram (`t5`, `ugm.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,33 +35,70 @@ ATTR_LSTRIP, ATTR_RSTRIP = 128, 256
 TYPE_TO_ATTR = {0: ATTR_UNDEFINED, 1: ATTR_NORMAL, 2: ATTR_UNKNOWN, 3: ATTR_CONTROL, 4: ATTR_USER_DEFINED}
 TYPE_TO_ATTR |= {5: ATTR_UNUSED, 6: ATTR_BYTE}
 
-# tokenizer.ggml.pre -> the pre-tokenizer type it selects in llama_vocab::impl::load (shipped ones).
-# Only names whose whole branch there (flags included) is reproduced here.
-PRE_TYPES: dict[str | None, str] = {
-    None: "default", "default": "default",
-    "llama3": "llama3", "llama-v3": "llama3", "llama-bpe": "llama3", "falcon3": "llama3", "falcon-h1": "llama3",
-    "pixtral": "llama3", "midm-2.0": "llama3", "lfm2": "llama3", "jina-v5-nano": "llama3",
-    "gpt-2": "gpt2", "phi-2": "gpt2", "gigachat": "gpt2", "a.x-4.0": "gpt2", "mellum": "gpt2", "mpt": "gpt2",
-    "starcoder": "starcoder", "refact": "starcoder", "command-r": "starcoder",
-    "qwen2": "qwen2", "deepseek-r1-qwen": "qwen2", "kormo": "qwen2", "f2llmv2": "qwen2",
-    "qwen35": "qwen35",
-    "falcon": "falcon",
-    "deepseek-llm": "deepseek-llm",
-    "deepseek-coder": "deepseek-coder",
+
+@dataclass(frozen=True)
+class Pre:
+    """What a `tokenizer.ggml.pre` name selects in llama_vocab::impl::load: the pre-tokenizer type
+    (a key of `bpe.PRE_REGEXES`) and the flags its branch sets."""
+
+    type: str
+    clean_spaces: bool = True
+    ignore_merges: bool = False
+    add_bos: bool = False
+    bos_id: int | None = 11  # BPE's default BOS; chatglm's branch sets none (the file may still give one)
+
+
+_NO_CLEAN = {"clean_spaces": False}
+_LLAMA3 = Pre("llama3", ignore_merges=True, add_bos=True)
+_QWEN2 = Pre("qwen2", **_NO_CLEAN)
+_GPT4O = Pre("gpt4o", **_NO_CLEAN)
+_DEEPSEEK3 = Pre("deepseek3-llm", **_NO_CLEAN)
+_BAILING = Pre("bailingmoe", **_NO_CLEAN)
+# Every name llama.cpp b11192 recognises for `gpt2` vocabularies, except those it splits with
+# hand-written code the reference does not have (kimi-k2, afmoe, tiny_aya, cohere2moe), those with
+# a zero-length-match regex (superbpe) and those with raw-UTF-8 BPE outside the gemma4 model
+# (whitespace, sarvam-moe, gemma4/granite-embed-multi-311m as a pre name); those raise UnsupportedVocab.
+PRE_NAMES: dict[str | None, Pre] = {
+    None: Pre("default"), "default": Pre("default"),
+    "minicpm5": Pre("minicpm5", ignore_merges=True),
+    **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
+                     "jina-v5-nano"), _LLAMA3),
+    "deepseek-llm": Pre("deepseek-llm", **_NO_CLEAN),
+    "deepseek-coder": Pre("deepseek-coder", **_NO_CLEAN),
+    "deepseek-v3": _DEEPSEEK3,
+    "spark2_5": Pre("spark2_5", **_NO_CLEAN),
+    "youtu": Pre("youtu", clean_spaces=False, ignore_merges=True),
+    "falcon": Pre("falcon"),
+    "mpt": Pre("gpt2"),
+    "starcoder": Pre("starcoder"),
+    **dict.fromkeys(("gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0",
+                     "mellum", "modern-bert", "jina-v1-en", "jina-v2-code", "roberta-bpe", "olmo", "jais", "exaone4"),
+                    Pre("gpt2")),
+    "jais-2": Pre("jais2"),
+    "refact": Pre("starcoder"),
+    "command-r": Pre("starcoder", **_NO_CLEAN),
+    **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open"), _QWEN2),
+    "qwen35": Pre("qwen35", **_NO_CLEAN),
+    "stablelm2": Pre("qwen2"), "megrez": Pre("qwen2"),
+    "dbrx": Pre("llama3"), "smaug-bpe": Pre("llama3"),
+    "poro-chat": Pre("poro", **_NO_CLEAN), "bloom": Pre("poro"), "gpt3-finnish": Pre("poro"),
+    **dict.fromkeys(("glm4", "chatglm-bpe"), Pre("llama3", bos_id=None)),
+    "viking": Pre("viking", **_NO_CLEAN),
+    "tekken": Pre("tekken", clean_spaces=False, ignore_merges=True, add_bos=True),
+    "smollm": Pre("starcoder", **_NO_CLEAN),
+    **dict.fromkeys(("codeshell", "exaone", "minerva-7b", "mellum2"), Pre("starcoder")),
+    "exaone-moe": Pre("exaone-moe"),
+    "chameleon": Pre("chameleon", clean_spaces=False, add_bos=True),
+    **dict.fromkeys(("gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"), _GPT4O),
+    "granite-embed-multi-97m": Pre("granite-emb-multi", clean_spaces=False, ignore_merges=True),
+    "trillion": Pre("gpt2", **_NO_CLEAN), "granite-docling": Pre("gpt2", **_NO_CLEAN),
+    **dict.fromkeys(("bailingmoe", "bailingmoe2", "llada-moe"), _BAILING),
+    "seed-coder": Pre("seed-coder", **_NO_CLEAN),
+    **dict.fromkeys(("hunyuan-dense", "hy_v4", "joyai-llm"), _DEEPSEEK3),
+    "ufakzeka": Pre("ufakzeka", **_NO_CLEAN),
+    "grok-2": _QWEN2,
+    "laguna": Pre("laguna", **_NO_CLEAN),
 }  # fmt: skip
-# Pre-tokenizer names for which llama.cpp turns clean_spaces off (detokenize keeps " ," etc.).
-NO_CLEAN_SPACES = {
-    "deepseek-llm",
-    "deepseek-coder",
-    "command-r",
-    "qwen2",
-    "deepseek-r1-qwen",
-    "kormo",
-    "f2llmv2",
-    "qwen35",
-}
-ADD_BOS_BY_DEFAULT = {"llama3"}
-IGNORE_MERGES = {"llama3"}
 
 # Texts llama.cpp marks end-of-generation, and so CONTROL (llama_vocab::impl::load, b11192).
 EOG_TEXTS = {
@@ -87,7 +125,11 @@ ESCAPED_SPACE = "\u2581".encode()  # llama_escape_whitespace: " " -> "▁"
 
 
 class UnsupportedVocab(NotImplementedError):
-    """The reference does not implement this model or pre-tokenizer (yet)."""
+    """The reference does not implement this model or pre-tokenizer."""
+
+
+class MissingSpecialToken(ValueError):
+    """The vocabulary adds BOS or EOS but has no such token: llama.cpp's GGML_ASSERT aborts here."""
 
 
 class Tokenizer:
@@ -136,20 +178,20 @@ class Tokenizer:
 
     def _init_bpe(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `gpt2`: ids 11/11 unless given; the pre-tokenizer's flags."""
-        pre = fields.get("tokenizer.ggml.pre")
-        if pre not in PRE_TYPES:
-            raise UnsupportedVocab(f"pre-tokenizer {pre!r} is not supported by the reference yet")
+        name = fields.get("tokenizer.ggml.pre")
+        pre = PRE_NAMES.get(name)
+        if pre is None:
+            raise UnsupportedVocab(f"pre-tokenizer {name!r} is not supported by the reference")
         self.kind = "bpe"
-        self.pre_type = PRE_TYPES[pre]
-        self.clean_spaces = pre not in NO_CLEAN_SPACES
+        self.pre_type = pre.type
+        self.clean_spaces = pre.clean_spaces
         self.add_space_prefix = False
-        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 11))
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1 if pre.bos_id is None else pre.bos_id))
         self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 11))
-        self.add_bos, self.add_eos = self.pre_type in ADD_BOS_BY_DEFAULT, False
+        self.add_bos, self.add_eos = pre.add_bos, False
         self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[self.pre_type],
-            self.pre_type in IGNORE_MERGES,
-        )  # fmt: skip
+            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges
+        )
 
     def _init_gemma4(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `gemma4`: BPE on raw UTF-8 with spaces escaped, BOS always added."""
@@ -295,6 +337,8 @@ class Tokenizer:
         raw = data.encode("utf-8") if isinstance(data, str) else data
         out: list[int] = []
         if add_special and (self.add_bos or self.kind == "wpm"):  # WPM always starts with [CLS]
+            if self.bos_id < 0:
+                raise MissingSpecialToken("the vocabulary adds BOS but has none (llama.cpp aborts)")
             out.append(self.bos_id)
         prev_special = True  # SPM: a space prefix for the first fragment and after each special token
         for fragment in self._partition(raw, parse_special):
@@ -316,6 +360,8 @@ class Tokenizer:
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
         elif add_special and self.add_eos:
+            if self.eos_id < 0:
+                raise MissingSpecialToken("the vocabulary adds EOS but has none (llama.cpp aborts)")
             out.append(self.eos_id)
         return out
 

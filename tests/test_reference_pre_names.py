@@ -1,0 +1,122 @@
+"""Every `tokenizer.ggml.pre` name the reference accepts tokenizes as llama.cpp b11192 does.
+
+No shipped test vocabulary uses most of these names, so each test rewrites the shipped gpt-2
+vocabulary (tokens, types, merges) with one pre name and compares the reference with the live
+llama.cpp on the same file: vocab facts, and a sample of the corpus and the fuzz set in every mode.
+The regex table itself is compared with llama.cpp's source at the pinned build.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from gguf import GGUFWriter
+
+from harness.cmake_build import Build
+from harness.corpus import load_corpus
+from harness.fuzz import fuzz_strings
+from harness.oracle import LibllamaOracle
+from harness.outcome import Refusal
+from harness.paths import REPO_ROOT
+from harness.provision import source_dir
+from harness.recording import MODES
+from reference_impl.bpe import PRE_REGEXES
+from reference_impl.gguf_reader import read_tokenizer_fields
+from reference_impl.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab
+
+THEMES = ("contractions", "digits", "numbers", "punctuation", "scripts", "emoji", "edge", "controls", "whitespace")
+NOT_REPRODUCED = ("kimi-k2", "afmoe", "tiny_aya", "cohere2moe", "superbpe", "whitespace", "sarvam-moe")
+
+
+@pytest.fixture(scope="module")
+def gpt2_fields(llama_build: Build) -> dict[str, Any]:
+    return read_tokenizer_fields(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[bytes]:
+    cases = [c.data for f in load_corpus([REPO_ROOT / "corpora"]) if f.path.stem in THEMES for c in f.cases]
+    return cases[::2] + list(fuzz_strings())[:300]
+
+
+def _with_pre(folder: Path, fields: dict[str, Any], pre: str) -> Path:
+    path = folder / f"gpt-2-{pre}.gguf"
+    writer = GGUFWriter(str(path), "gpt2")
+    writer.add_string("tokenizer.ggml.model", "gpt2")
+    writer.add_string("tokenizer.ggml.pre", pre)
+    writer.add_array("tokenizer.ggml.tokens", fields["tokenizer.ggml.tokens"])
+    writer.add_array("tokenizer.ggml.token_type", fields["tokenizer.ggml.token_type"])
+    writer.add_array("tokenizer.ggml.merges", fields["tokenizer.ggml.merges"])
+    writer.add_uint32("tokenizer.ggml.eos_token_id", fields["tokenizer.ggml.eos_token_id"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    return path
+
+
+@pytest.mark.parametrize("pre", sorted(name for name in PRE_NAMES if name is not None))
+def test_the_pre_name_tokenizes_as_llama_cpp(
+    pre: str, gpt2_fields: dict[str, Any], texts: list[bytes], llama_build: Build, tmp_path: Path
+) -> None:
+    path = _with_pre(tmp_path, gpt2_fields, pre)
+    tok = Tokenizer.from_gguf(path)
+    requests = [(data, *flags) for data in texts for flags in MODES.values()]
+    with LibllamaOracle(llama_build, path) as oracle:
+        facts = oracle.facts()
+        expected = oracle.tokenize_many(requests)
+    assert (tok.add_bos, tok.add_eos, tok.bos_id, tok.eos_id) == (
+        facts["add_bos"], facts["add_eos"], facts["special_ids"]["bos"], facts["special_ids"]["eos"],
+    )  # fmt: skip
+    wrong = []
+    for (data, add_special, parse_special), want in zip(requests, expected, strict=True):
+        try:
+            got: list[int] | str = tok.encode(data, add_special, parse_special)
+        except ValueError:
+            got = "refused"
+        if got != ("refused" if isinstance(want, Refusal) else want):
+            wrong.append((data, add_special, parse_special, want, got))
+    assert not wrong, wrong[:3]
+
+
+def test_names_that_are_not_reproduced_are_refused_by_name(gpt2_fields: dict[str, Any], tmp_path: Path) -> None:
+    for pre in NOT_REPRODUCED:
+        with pytest.raises(UnsupportedVocab, match=f"pre-tokenizer '{pre}'"):
+            Tokenizer.from_gguf(_with_pre(tmp_path, gpt2_fields, pre))
+
+
+def test_the_regex_table_is_llama_cpps(llama_build: Build) -> None:
+    """llm_tokenizer_bpe's constructor, read from the pinned source: each supported type's regex
+    list is byte for byte the reference's."""
+    source = (source_dir(llama_build.build) / "src" / "llama-vocab.cpp").read_text(encoding="utf-8")
+    start = source.index("struct llm_tokenizer_bpe : llm_tokenizer {")
+    body = source[start : source.index("struct llm_tokenizer_bpe_session", start)]
+    lists: dict[str, list[str]] = {}
+    for block in re.split(r"\n\s*break;", body):
+        found = re.search(r"regex_exprs = \{(.*?)\};", block, re.S)
+        cases = re.findall(r"case LLAMA_VOCAB_PRE_TYPE_(\w+):", block) or (["DEFAULT"] if "default:" in block else [])
+        if not found:
+            continue
+        literals = []
+        for line in found.group(1).splitlines():
+            code = line.strip()
+            if code.startswith('"'):
+                literal = re.match(r'"((?:[^"\\]|\\.)*)"', code)
+                assert literal
+                literals.append(literal.group(1).encode("utf-8").decode("unicode_escape").encode("latin-1").decode())
+        for case in cases:
+            lists[case] = literals
+    by_type = {
+        "DEFAULT": "default", "LLAMA3": "llama3", "JAIS2": "jais2", "DEEPSEEK_LLM": "deepseek-llm",
+        "DEEPSEEK3_LLM": "deepseek3-llm", "SPARK2_5": "spark2_5", "YOUTU": "youtu", "DEEPSEEK_CODER": "deepseek-coder",
+        "FALCON": "falcon", "STARCODER": "starcoder", "GPT2": "gpt2", "QWEN2": "qwen2", "QWEN35": "qwen35",
+        "PORO": "poro", "VIKING": "viking", "TEKKEN": "tekken", "CHAMELEON": "chameleon", "GPT4O": "gpt4o",
+        "GRANITE_EMB_MULTI": "granite-emb-multi", "BAILINGMOE": "bailingmoe", "SEED_CODER": "seed-coder",
+        "UFAKZEKA": "ufakzeka", "LAGUNA": "laguna", "EXAONE_MOE": "exaone-moe", "GEMMA4": "gemma4",
+        "MINICPM5": "minicpm5",
+    }  # fmt: skip
+    assert set(by_type.values()) == set(PRE_REGEXES)
+    for cpp_type, ours in by_type.items():
+        assert lists[cpp_type] == PRE_REGEXES[ours], cpp_type
