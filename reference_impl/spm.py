@@ -6,14 +6,25 @@ symbols are merged while their concatenation is a token: the highest score first
 ties (`llm_bigram_spm::comparator`). Every merge is remembered by its text (`rev_merge`, the last
 pair with that text wins); a final symbol that is not a token is re-segmented through that map and,
 at the bottom, becomes byte tokens `<0xXX>` (or the byte's own token).
+
+Where the vocabulary allows it (`word_wise`), valid UTF-8 is merged word by word through a cache:
+the same merges, since none can cross the start of a word.
 """
 
 from __future__ import annotations
 
 import heapq
+import re
+from itertools import chain, pairwise
 
 # unicode_len_utf8: by the high nibble of the lead byte.
 _LEN = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)
+ESCAPED_SPACE = "\u2581".encode()
+_WORD_START = re.compile(b"(?<!\xe2\x96\x81)(?=\xe2\x96\x81)")  # a U+2581 not after another
+CACHE_LIMIT = 1 << 17  # cached words before the cache starts over
+SCAN_LIMIT = 64  # words up to this many bytes are merged by scanning, longer ones with a queue
+NO_PAIR = float("-inf")
+_UTF8_CHAR = re.compile(rb"[\x00-\x7f]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf7][\x80-\xbf]{3}")
 
 
 class UnknownByte(KeyError):
@@ -23,6 +34,10 @@ class UnknownByte(KeyError):
 class SentencePieceEncoder:
     def __init__(self, tokens: list[bytes], scores: list[float]) -> None:
         self.token_to_id = {text: i for i, text in enumerate(tokens)}
+        # No token has U+2581 after another character, so no merge crosses the start of a word
+        # (a U+2581 after a non-U+2581): words merge alone, in the same order, and can be cached.
+        self.word_wise = not any(ESCAPED_SPACE in t.lstrip(ESCAPED_SPACE) for t in tokens)
+        self.cache: dict[bytes, tuple[int, ...]] = {}
         self.scores = scores
         self.byte_tokens: list[int | None] = []
         for byte in range(256):
@@ -30,6 +45,60 @@ class SentencePieceEncoder:
             self.byte_tokens.append(token if token is not None else self.token_to_id.get(bytes([byte])))
 
     def encode(self, text: bytes) -> list[int]:
+        """The ids of one escaped fragment; word by word (and cached) where that is provably the same."""
+        if not self.word_wise:
+            return self._merge_all(text)
+        try:
+            text.decode("utf-8")  # valid: character starts are where the lead bytes say
+        except UnicodeDecodeError:
+            return self._merge_all(text)
+        cache = self.cache
+        words = [w for w in _WORD_START.split(text) if w]
+        missing = set(words).difference(cache)
+        if len(cache) + len(missing) > CACHE_LIMIT:
+            cache.clear()
+            missing = set(words)
+        for word in missing:
+            cache[word] = tuple(self._merge_short(word) if len(word) <= SCAN_LIMIT else self._merge_all(word))
+        return list(chain.from_iterable(map(cache.__getitem__, words)))
+
+    def _merge_short(self, text: bytes) -> list[int]:
+        """The same merges by scanning, for a short word: the best-scoring pair that is a token, the
+        leftmost on ties. (A symbol that is not a token was never merged, so it falls back to bytes.)"""
+        chars = [m.group() for m in _UTF8_CHAR.finditer(text)]
+        get, scores = self.token_to_id.get, self.scores
+
+        def score(piece: bytes) -> float:
+            token = get(piece)
+            return NO_PAIR if token is None else scores[token]
+
+        pairs = [score(a + b) for a, b in pairwise(chars)]
+        while pairs:
+            best = max(pairs)
+            if best == NO_PAIR:
+                break
+            at = pairs.index(best)
+            merged = chars[at] + chars[at + 1]
+            chars[at : at + 2] = [merged]
+            del pairs[at]
+            if at < len(pairs):
+                pairs[at] = score(merged + chars[at + 1])
+            if at > 0:
+                pairs[at - 1] = score(chars[at - 1] + merged)
+        out: list[int] = []
+        for piece in chars:
+            token = get(piece)
+            if token is not None:
+                out.append(token)
+                continue
+            for byte in piece:
+                byte_token = self.byte_tokens[byte]
+                if byte_token is None:
+                    raise UnknownByte(f"no token for byte 0x{byte:02X} (llama.cpp aborts: out_of_range)")
+                out.append(byte_token)
+        return out
+
+    def _merge_all(self, text: bytes) -> list[int]:
         starts: list[int] = []
         offs = 0
         while offs < len(text):

@@ -24,7 +24,7 @@ from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import UnigramEncoder
-from reference_impl.unicode import cpts_from_utf8, decode
+from reference_impl.unicode import decode
 from reference_impl.wpm import WordPieceEncoder
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
@@ -346,7 +346,7 @@ class Tokenizer:
                 out.append(fragment)
                 prev_special = True
             elif isinstance(self.encoder, WordPieceEncoder):
-                out.extend(self.encoder.encode(cpts_from_utf8(fragment)))
+                out.extend(self.encoder.encode(decode(fragment)))
             elif isinstance(self.encoder, UnigramEncoder):
                 out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):

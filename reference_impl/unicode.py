@@ -1,10 +1,10 @@
 """Code points and their classes exactly as llama.cpp b11192 sees them (src/unicode.cpp).
 
-- `cpts_from_utf8` is `unicode_cpts_from_utf8`: lead bytes decide the length, continuation bytes are
-  only checked for their top bits, so overlong forms (`C0 AF` is `/`), surrogates and values above
-  U+10FFFF (`F4 90 80 80` is 0x110000) decode; anything else costs one byte and yields U+FFFD.
-- `cpt_to_utf8` is `unicode_cpt_to_utf8`, which throws for values above U+10FFFF; llama.cpp's BPE
-  and WPM tokenizers call it and abort the process, so here it raises `InvalidCodepoint`.
+- `decode` is `unicode_cpts_from_utf8`: lead bytes decide the length, continuation bytes are only
+  checked for their top bits, so overlong forms (`C0 AF` is `/`) and surrogates decode; anything
+  else costs one byte and yields U+FFFD. A value above U+10FFFF (`F4 90 80 80` is 0x110000) decodes
+  too, but llama.cpp's BPE and WPM tokenizers then call `unicode_cpt_to_utf8` on it, which throws,
+  and the process aborts: here `decode` raises `InvalidCodepoint`.
 - `flags` is `unicode_cpt_flags_from_cpt` over the build's own tables (`unicode_data_b11192`), not
   Python's `unicodedata`, whose Unicode version differs.
 """
@@ -44,16 +44,8 @@ def is_whitespace(cpt: int) -> bool:
     return cpt in WHITESPACE
 
 
-def cpts_from_utf8(text: bytes) -> list[int]:
-    """Decode as unicode_cpts_from_utf8 does (see the module docstring)."""
-    try:
-        return [ord(c) for c in text.decode("utf-8")]  # valid UTF-8 decodes identically, and fast
-    except UnicodeDecodeError:
-        return _decode_lenient(text)
-
-
 def decode(text: bytes) -> str:
-    """`cpts_from_utf8` as a str; a code point above U+10FFFF (which Python cannot hold) is the abort."""
+    """The code points as a str; a code point above U+10FFFF (which Python cannot hold) is the abort."""
     try:
         return text.decode("utf-8")
     except UnicodeDecodeError:
@@ -92,12 +84,3 @@ def _decode_lenient(text: bytes) -> list[int]:
         out.append(value)
         pos += length
     return out
-
-
-def cpt_to_utf8(cpt: int) -> bytes:
-    """UTF-8 of a code point; above U+10FFFF llama.cpp throws (and the process aborts)."""
-    if cpt >= MAX_CODEPOINTS:
-        raise InvalidCodepoint(f"invalid codepoint 0x{cpt:X} (llama.cpp b11192 aborts on it)")
-    if 0xD800 <= cpt <= 0xDFFF:  # llama.cpp encodes surrogates like any other 3-byte value
-        return bytes([0xE0 | (cpt >> 12), 0x80 | ((cpt >> 6) & 0x3F), 0x80 | (cpt & 0x3F)])
-    return chr(cpt).encode("utf-8")

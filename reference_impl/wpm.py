@@ -10,11 +10,13 @@ matched greedily, longest token first; a word with an unmatched position becomes
 from __future__ import annotations
 
 from bisect import bisect_right
+from itertools import chain
 
 from reference_impl import unicode_data_b11192 as data
-from reference_impl.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, cpt_to_utf8, flags
+from reference_impl.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, flags
 
 _NFD_STARTS = [first for first, _, _ in data.NFD]
+CACHE_LIMIT = 1 << 17  # cached words before the cache starts over
 
 
 def nfd_base(cpt: int) -> int:
@@ -36,59 +38,71 @@ def is_chinese_char(cpt: int) -> bool:
     )  # fmt: skip
 
 
+class _WordMap(dict[int, str]):
+    """preprocess as a `str.translate` table, each code point worked out on first sight: a space
+    separates words, "" drops the code point, a character standing alone is put between spaces."""
+
+    def __init__(self, lowercase: bool) -> None:
+        super().__init__()
+        self.lowercase = lowercase
+
+    def __missing__(self, cpt: int) -> str:
+        value = self[cpt] = self._map(cpt)
+        return value
+
+    def _map(self, cpt: int) -> str:
+        strip_accents = self.lowercase  # llama.cpp: strip_accents = lowercase
+        if strip_accents:
+            cpt = nfd_base(cpt)
+        cat = flags(cpt)
+        if cpt in WHITESPACE:
+            return " "
+        if cpt == 0 or cpt == 0xFFFD or cat & CONTROL:
+            return ""
+        if strip_accents and cat & ACCENT_MARK:
+            return ""
+        char = chr(data.LOWERCASE.get(cpt, cpt) if self.lowercase else cpt)
+        if cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL) or is_chinese_char(cpt):
+            return f" {char} "
+        return char
+
+
 class WordPieceEncoder:
     def __init__(self, tokens: list[bytes], unk_id: int, lowercase: bool) -> None:
         self.token_to_id = {text: i for i, text in enumerate(tokens)}
         self.max_len = max((len(t) for t in tokens), default=0)
         self.unk_id = unk_id
-        self.lowercase = lowercase
+        self.table = _WordMap(lowercase)
+        self.cache: dict[str, tuple[int, ...]] = {}
 
-    def preprocess(self, cpts: list[int]) -> list[bytes]:
-        words: list[bytearray] = [bytearray()]
-        strip_accents = self.lowercase  # llama.cpp: strip_accents = lowercase
-        for cpt in cpts:
-            if strip_accents:
-                cpt = nfd_base(cpt)
-            cat = flags(cpt)
-            if cpt in WHITESPACE:
-                if words[-1]:
-                    words.append(bytearray())
-                continue
-            if cpt == 0 or cpt == 0xFFFD or cat & CONTROL:
-                continue
-            if strip_accents and cat & ACCENT_MARK:
-                continue
-            piece = cpt_to_utf8(data.LOWERCASE.get(cpt, cpt) if self.lowercase else cpt)
-            if cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL) or is_chinese_char(cpt):
-                if words[-1]:
-                    words.append(bytearray())
-                words[-1] += piece
-                words.append(bytearray())
-            else:
-                words[-1] += piece
-        if not words[-1]:
-            words.pop()
-        return [bytes(w) for w in words]
+    def preprocess(self, text: str) -> list[str]:
+        """The words of llm_tokenizer_wpm_session::preprocess (text: decoded as llama.cpp decodes it)."""
+        return [word for word in text.translate(self.table).split(" ") if word]
 
-    def encode(self, cpts: list[int]) -> list[int]:
+    def encode(self, text: str) -> list[int]:
+        cache = self.cache
+        words = self.preprocess(text)
+        missing = set(words).difference(cache)
+        if len(cache) + len(missing) > CACHE_LIMIT:
+            cache.clear()
+            missing = set(words)
+        for word in missing:
+            cache[word] = self._match(word.encode("utf-8", "surrogatepass"))  # surrogates as llama.cpp writes them
+        return list(chain.from_iterable(map(cache.__getitem__, words)))
+
+    def _match(self, word: bytes) -> tuple[int, ...]:
+        """Longest token first from each position, after U+2581; any position unmatched: [UNK]."""
+        word1 = "\u2581".encode() + word
+        n = len(word1)
         out: list[int] = []
-        for word in self.preprocess(cpts):
-            if not word:
-                continue
-            word1 = "\u2581".encode() + word
-            n = len(word1)
-            start = len(out)
-            i = 0
-            while i < n:
-                for j in range(min(n, i + self.max_len + 1), i, -1):
-                    token = self.token_to_id.get(word1[i:j])
-                    if token is not None:
-                        out.append(token)
-                        i = j
-                        break
-                else:  # no token starts here: the whole word is unknown
-                    del out[start:]
+        i = 0
+        while i < n:
+            for j in range(min(n, i + self.max_len + 1), i, -1):
+                token = self.token_to_id.get(word1[i:j])
+                if token is not None:
+                    out.append(token)
+                    i = j
                     break
-            if len(out) == start:
-                out.append(self.unk_id)
-        return out
+            else:  # no token starts here: the whole word is unknown
+                return (self.unk_id,)
+        return tuple(out) or (self.unk_id,)
