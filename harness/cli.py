@@ -70,6 +70,7 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
+    rec.add_argument("--no-decoding", action="store_true", help="record ids only (no *.decoding.yaml)")
 
     rdec = commands.add_parser(
         "record-decoding", help="record llama.cpp's pieces and detokenizations beside existing recordings"
@@ -173,7 +174,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus or [REPO_ROOT / "corpora"])
     vocabs = _resolve_vocabs(args.vocab, made.models_dir, shipped_vocabs(made))
     out = args.out or REPO_ROOT / "recordings" / f"b{args.build}"
-    plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out)
+    plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out, not args.no_decoding)
     if args.backend == "libllama":
         record(plan, vocabs, args.jobs)
         return 0

@@ -48,6 +48,7 @@ class Plan:
     seed: int
     fuzz_count: int
     out_dir: Path
+    decoding: bool = True  # also write each recording's decoding (record_decoding)
 
 
 def vocab_name(vocab: Path) -> str:
@@ -178,7 +179,8 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
         crashes, restarts = oracle.crashes, oracle.restarts
     write(out, Recording(provenance, facts, recorded))
     journal.finish()
-    record_decoding(out)
+    if plan.decoding:
+        record_decoding(out)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
     note = f", {resumed} answers resumed from the journal" if resumed else ""
