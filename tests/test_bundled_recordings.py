@@ -16,11 +16,11 @@ from harness.oracle import LibllamaOracle
 from harness.outcome import Refusal
 from harness.provision import sha256_file
 from harness.recorder import shipped_vocabs, vocab_name
-from harness.recording import MODES, Recording, load
+from harness.recording import MODES, Recording, load, recording_files
 from harness.upstream_tests import read_expected, split_inputs
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
-FILES = sorted(BUNDLED.glob("*.yaml"))
+FILES = recording_files([BUNDLED])  # (not the *.decoding.yaml companions)
 SAMPLE = 60  # cases per vocab re-asked of the live oracle
 
 
