@@ -56,8 +56,14 @@ CASED = (  # tekken / gpt-4o: capitals then lower case, or the other way round (
     "|[^\\r\\n\\p{L}\\p{N}]?((?=[\\p{L}])([^a-z]))+((?=[\\p{L}])([^A-Z]))*<C>"
 )
 CASED_M = CASED.replace("(?=[\\p{L}])", "(?=[\\p{L}\\p{M}])")
+CASED_CLASSES = (  # youtu / tiny_aya: the same with letter classes
+    "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" + CONTRACTIONS + "?"
+    "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*" + CONTRACTIONS + "?"
+)
 TAIL = "| ?[^\\s\\p{L}\\p{N}]+[\\r\\n/]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 PORO = " ?[^(\\s|.,!?…。，、।۔،)]+"
+
+RAW_UTF8 = {"gemma4", "sarvam-moe", "whitespace"}  # pre types with byte_encode = false
 
 # llm_tokenizer_bpe's regex lists by llama_vocab_pre_type (the constructor's switch), written as
 # llama.cpp writes them; pretokenize.split runs them as llama.cpp does.
@@ -87,13 +93,19 @@ PRE_REGEXES: dict[str, list[str]] = {
     "spark2_5": ["\\p{N}{1,3}", "[一-龥぀-ゟ゠-ヿ]+", SPARK, "\\p{N}"],
     "youtu": [
         "[가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+",
-        "[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]*[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]+" + CONTRACTIONS + "?"
-        "|[^\\r\\n\\p{L}\\p{N}]?[\\p{Lu}\\p{Lt}\\p{Lm}\\p{Lo}\\p{M}]+[\\p{Ll}\\p{Lm}\\p{Lo}\\p{M}]*"
-        + CONTRACTIONS
-        + "?"
-        "|\\p{N}" + TAIL,
+        CASED_CLASSES + "|\\p{N}" + TAIL,
     ],
     "gemma4": ["[^\\n]+|[\\n]+"],  # split on newlines only; spaces are already U+2581
+    "sarvam-moe": ["[^\\n]+|[\\n]+"],
+    "whitespace": ["\\S+"],
+    "afmoe": [
+        "\\p{AFMoE_digits}",
+        "[一-鿿㐀-䶿豈-﫿぀-ゟ゠-ヿ･-ﾟ⼀-⿟เ-๿຀-໿ក-៿က-႟ꩠ-ꩿꧠ-꧿가-힯ᄀ-ᇿ]+",
+        DEEPSEEK3.replace("\r", "\\r").replace("\n", "\\n"),  # the same, with \r \n as regex escapes
+    ],
+    "tiny_aya": ["\\d{1,3}(?=(?:\\d{3})*\\b)", CASED_CLASSES + "|\\p{N}{1,3}" + TAIL],
+    "superbpe": ["\\p{N}+", "(?=(\\d{3})+(?!\\d))"],
+    "kimi-k2": ["\\p{Han}+"],  # llama.cpp's hand-written splitter (pretokenize.CUSTOM)
     "deepseek-coder": ["[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[一-龥ࠀ-一가-\ud7ff]+", "\\p{N}"],
     "poro": [PORO],
     "viking": [PORO, "\\p{N}"],
@@ -146,11 +158,21 @@ SCAN_LIMIT = 64  # words up to this many characters are merged by scanning, long
 CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts over
 
 
+class MergeAbort(ValueError):
+    """llama.cpp aborts here (a GGML_ASSERT); a port must refuse the input."""
+
+
 class BytePairEncoder:
     """The merge step of one byte-level BPE vocabulary."""
 
     def __init__(
-        self, tokens: list[str], merges: list[str], regexes: list[str], ignore_merges: bool, byte_encode: bool = True
+        self,
+        tokens: list[str],
+        merges: list[str],
+        regexes: list[str],
+        ignore_merges: bool,
+        byte_encode: bool = True,
+        newline_runs: bool = False,
     ) -> None:
         self.token_to_id = {text: i for i, text in enumerate(tokens)}
         self.ranks: dict[tuple[str, str], int] = {}
@@ -160,7 +182,8 @@ class BytePairEncoder:
                 self.ranks[(merge[:cut], merge[cut + 1 :])] = rank
         self.regexes = regexes
         self.ignore_merges = ignore_merges
-        self.byte_encode = byte_encode  # false for gemma4: raw UTF-8 symbols, <0xXX> byte fallback
+        self.byte_encode = byte_encode  # false for RAW_UTF8 types: raw UTF-8 symbols, <0xXX> byte fallback
+        self.newline_runs = newline_runs  # gemma4: a run of newlines that is a token is taken whole
         self.cache: dict[str, tuple[int, ...]] = {}
 
     def encode(self, text: str) -> list[int]:
@@ -183,13 +206,17 @@ class BytePairEncoder:
             word = raw_word.encode("utf-8", "surrogatepass").decode("latin-1").translate(BYTE_TO_UNICODE)
         else:
             word = raw_word
-            if not word.strip("\n") and word in self.token_to_id:  # gemma4: a newline run as one token
-                return (self.token_to_id[word],)
+        if self.newline_runs and not word.strip("\n") and word in self.token_to_id:
+            return (self.token_to_id[word],)
         if self.ignore_merges and word in self.token_to_id:
             return (self.token_to_id[word],)
         if len(word) == 1 and word in self.token_to_id:  # nothing to merge
             return (self.token_to_id[word],)
         symbols = list(word)  # byte-encoded text: one character per UTF-8 character of it
+        if not self.byte_encode and len(symbols) > 1 and " " in word:
+            # The first pairs are looked up at once, and llama_vocab::find_bpe_rank asserts that
+            # neither side holds a space (byte-encoded or escaped text never does).
+            raise MergeAbort("a space inside a raw-UTF-8 BPE word (llama.cpp: GGML_ASSERT in find_bpe_rank)")
         if len(symbols) > SCAN_LIMIT:
             symbols = self._merge(symbols)
         elif len(symbols) > 1:

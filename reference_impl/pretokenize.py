@@ -19,6 +19,7 @@ import re
 from functools import lru_cache
 from itertools import accumulate
 
+from reference_impl import unicode_data_b11192 as data
 from reference_impl.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
 
 # unicode_regex_split: k_ucat_cpt and k_ucat_map.
@@ -111,6 +112,146 @@ def _uncapture(expr: str) -> str:
     return "".join(out)
 
 
+_NUMBER_RUN = re.compile("[0-9\xd1]+")  # in collapsed text: a run of code points llama.cpp counts as numbers
+
+
+def _afmoe_digits(piece: str) -> list[int]:
+    """unicode_regex_split_custom_afmoe: each run of numbers in groups of three from the right; the
+    text before a run goes with the run's first group, as llama.cpp emits it."""
+    subject = piece if piece.isascii() else piece.translate(COLLAPSE)
+    lengths: list[int] = []
+    previous = 0
+    for run in _NUMBER_RUN.finditer(subject):
+        start, end = run.span()
+        cut = start + (end - start) % 3
+        if cut == start:
+            cut += 3
+        while cut <= end:
+            lengths.append(cut - previous)
+            previous = cut
+            cut += 3
+    if previous < len(subject):
+        lengths.append(len(subject) - previous)
+    return lengths
+
+
+_WS, _IN = 1 << 8, 1 << 9  # kimi-k2's flags beyond the category: whitespace, inside the piece
+_HAN = ((0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F), (0x2B740, 0x2B81F),
+        (0x2B820, 0x2CEAF), (0x2CEB0, 0x2EBEF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F))  # fmt: skip
+_CR_LF = (0x0D, 0x0A)
+
+
+def _is_han(cpt: int) -> bool:
+    """unicode_cpt_is_han."""
+    return any(first <= cpt <= last for first, last in _HAN)
+
+
+def _kimi_k2(piece: str) -> list[int]:
+    """unicode_regex_split_custom_kimi_k2, step for step: Han runs, letter words (Han excluded) with
+    an optional lead character and contraction, numbers in threes, punctuation runs, whitespace."""
+    cpts = [ord(ch) for ch in piece]
+    size = len(cpts)
+    out_of_range = -1
+
+    def cpt(i: int) -> int:
+        return cpts[i] if i < size else out_of_range
+
+    def fl(i: int) -> int:
+        if i >= size:
+            return 0
+        return CATEGORY[cpts[i]] | (_WS if cpts[i] in WHITESPACE else 0) | _IN
+
+    def letter(i: int) -> bool:
+        return bool(fl(i) & LETTER) and not _is_han(cpt(i))
+
+    lengths: list[int] = []
+    previous = 0
+
+    def add(end: int) -> None:
+        nonlocal previous
+        if end > previous:
+            lengths.append(end - previous)
+        previous = end
+
+    pos = 0
+    while pos < size:
+        c, f = cpts[pos], fl(pos)
+        if _is_han(c):
+            while pos < size and _is_han(cpts[pos]):
+                pos += 1
+            add(pos)
+            continue
+        leads = not (c in _CR_LF or f & (LETTER | NUMBER))
+        if letter(pos) or (leads and letter(pos + 1)):
+            if leads:
+                pos += 1
+            has_letters = False
+            while letter(pos):
+                has_letters = True
+                pos += 1
+            if has_letters or (not leads and letter(pos)):
+                if not has_letters:
+                    pos += 1
+                while letter(pos):
+                    pos += 1
+                if cpt(pos) == 0x27 and pos + 1 < size:  # (?:'s|'t|'re|'ve|'m|'ll|'d)
+                    following = data.LOWERCASE.get(cpt(pos + 1), cpt(pos + 1))
+                    if following in b"stmd":
+                        pos += 2
+                    elif pos + 2 < size:
+                        after = data.LOWERCASE.get(cpt(pos + 2), cpt(pos + 2))
+                        if (following, after) in ((0x72, 0x65), (0x76, 0x65), (0x6C, 0x6C)):
+                            pos += 3
+                add(pos)
+                continue
+            if leads:
+                pos -= 1
+        if f & NUMBER:
+            start = pos
+            while fl(pos) & NUMBER:
+                pos += 1
+                if pos - start >= 3:
+                    add(pos)
+                    start = pos
+            add(pos)
+            continue
+        f2 = fl(pos + 1) if c == 0x20 else f
+        if not f2 & (_WS | LETTER | NUMBER) and f2:
+            pos += c == 0x20
+            while not f2 & (_WS | LETTER | NUMBER) and f2:
+                pos += 1
+                f2 = fl(pos)
+            while cpt(pos) in _CR_LF:
+                pos += 1
+            add(pos)
+            continue
+        spaces = last_newline = 0
+        while fl(pos + spaces) & _WS:
+            if cpt(pos + spaces) in _CR_LF:
+                last_newline = pos + spaces + 1
+            spaces += 1
+        if last_newline:
+            pos = last_newline
+        elif spaces > 1 and cpt(pos + spaces) != out_of_range:
+            pos += spaces - 1
+        elif spaces:
+            pos += spaces
+        else:
+            pos += 1
+        add(pos)
+    return lengths
+
+
+# Regexes llama.cpp does not run as regexes but dispatches to hand-written splitters
+# (unicode_regex_split_custom); the others of that list (gpt2, llama3, qwen2, qwen35, newlines)
+# are the same as their regexes.
+CUSTOM = {
+    "\\p{Han}+": _kimi_k2,
+    "\\p{AFMoE_digits}": _afmoe_digits,
+    "\\d{1,3}(?=(?:\\d{3})*\\b)": _afmoe_digits,  # tiny_aya: "TODO: revisit", llama.cpp runs afmoe's
+}
+
+
 def split(text: str, exprs: list[str]) -> list[str]:
     """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed).
 
@@ -122,6 +263,14 @@ def split(text: str, exprs: list[str]) -> list[str]:
     ascii_text = text.isascii()
     pieces = [text]
     for expr in exprs:
+        custom = CUSTOM.get(expr)
+        if custom is not None:
+            out_custom: list[str] = []
+            for piece in pieces:
+                ends = list(accumulate(custom(piece)))
+                out_custom += map(piece.__getitem__, map(slice, [0, *ends[:-1]], ends))
+            pieces = out_custom
+            continue
         pattern, wants_collapsed = compile_expr(expr)
         table = COLLAPSE if wants_collapsed else _PLAIN
         out: list[str] = []

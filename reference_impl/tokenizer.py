@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
+from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import UnigramEncoder
@@ -46,6 +46,7 @@ class Pre:
     ignore_merges: bool = False
     add_bos: bool = False
     bos_id: int | None = 11  # BPE's default BOS; chatglm's branch sets none (the file may still give one)
+    escape_whitespaces: bool = False  # spaces become U+2581 before splitting (SPM-style BPE)
 
 
 _NO_CLEAN = {"clean_spaces": False}
@@ -54,10 +55,8 @@ _QWEN2 = Pre("qwen2", **_NO_CLEAN)
 _GPT4O = Pre("gpt4o", **_NO_CLEAN)
 _DEEPSEEK3 = Pre("deepseek3-llm", **_NO_CLEAN)
 _BAILING = Pre("bailingmoe", **_NO_CLEAN)
-# Every name llama.cpp b11192 recognises for `gpt2` vocabularies, except those it splits with
-# hand-written code the reference does not have (kimi-k2, afmoe, tiny_aya, cohere2moe), those with
-# a zero-length-match regex (superbpe) and those with raw-UTF-8 BPE outside the gemma4 model
-# (whitespace, sarvam-moe, gemma4/granite-embed-multi-311m as a pre name); those raise UnsupportedVocab.
+# Every name llama.cpp b11192 recognises for `gpt2` vocabularies (all 90; a test reads them from its
+# source), and None (no key: "default", with llama.cpp's warning).
 PRE_NAMES: dict[str | None, Pre] = {
     None: Pre("default"), "default": Pre("default"),
     "minicpm5": Pre("minicpm5", ignore_merges=True),
@@ -98,6 +97,13 @@ PRE_NAMES: dict[str | None, Pre] = {
     "ufakzeka": Pre("ufakzeka", **_NO_CLEAN),
     "grok-2": _QWEN2,
     "laguna": Pre("laguna", **_NO_CLEAN),
+    **dict.fromkeys(("gemma4", "granite-embed-multi-311m"), Pre("gemma4", escape_whitespaces=True)),
+    "sarvam-moe": Pre("sarvam-moe", clean_spaces=False, escape_whitespaces=True),
+    "whitespace": Pre("whitespace"),
+    "afmoe": Pre("afmoe", **_NO_CLEAN),
+    **dict.fromkeys(("tiny_aya", "cohere2moe"), Pre("tiny_aya", **_NO_CLEAN)),
+    "superbpe": Pre("superbpe", **_NO_CLEAN),
+    "kimi-k2": Pre("kimi-k2", **_NO_CLEAN),
 }  # fmt: skip
 
 # Texts llama.cpp marks end-of-generation, and so CONTROL (llama_vocab::impl::load, b11192).
@@ -185,13 +191,16 @@ class Tokenizer:
         self.kind = "bpe"
         self.pre_type = pre.type
         self.clean_spaces = pre.clean_spaces
-        self.add_space_prefix = False
+        self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))  # decode only
         self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1 if pre.bos_id is None else pre.bos_id))
         self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 11))
         self.add_bos, self.add_eos = pre.add_bos, False
+        self.escape_whitespaces = pre.escape_whitespaces
+        self.force_bos = pre.type == "gemma4"  # "override add_bos_token to true for Gemma4" (by pre type)
         self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges
-        )
+            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges,
+            byte_encode=pre.type not in RAW_UTF8, newline_runs=pre.type == "gemma4",
+        )  # fmt: skip
 
     def _init_gemma4(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `gemma4`: BPE on raw UTF-8 with spaces escaped, BOS always added."""
@@ -205,8 +214,9 @@ class Tokenizer:
         self.add_bos, self.add_eos = True, False
         self.force_bos = True  # "override add_bos_token to true for Gemma4"
         self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False, byte_encode=False
-        )
+            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False,
+            byte_encode=False, newline_runs=True,
+        )  # fmt: skip
 
     def _init_spm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `llama` (SPM): ids 1/2, BOS added, a space prefix, no clean-up."""
