@@ -57,6 +57,9 @@ class TimedSession:
         finally:
             self.owner.seconds += time.perf_counter() - start
 
+    def decoder(self) -> Any:
+        return self.inner.decoder()
+
     def facts(self) -> dict[str, Any]:
         return self.inner.facts()
 
