@@ -179,7 +179,7 @@ class BytePairEncoder:
         for rank, merge in enumerate(merges):
             cut = merge.find(" ", 1)  # llama_vocab::impl::load splits at the first space from position 1
             if cut > 0:
-                self.ranks[(merge[:cut], merge[cut + 1 :])] = rank
+                self.ranks.setdefault((merge[:cut], merge[cut + 1 :]), rank)  # bpe_ranks.emplace: the first stays
         self.regexes = regexes
         self.ignore_merges = ignore_merges
         self.byte_encode = byte_encode  # false for RAW_UTF8 types: raw UTF-8 symbols, <0xXX> byte fallback

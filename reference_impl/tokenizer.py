@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
-from reference_impl.gguf_reader import read_tokenizer_fields
+from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import UnigramEncoder
 from reference_impl.unicode import decode
@@ -188,6 +188,8 @@ class Tokenizer:
         pre = PRE_NAMES.get(name)
         if pre is None:
             raise UnsupportedVocab(f"pre-tokenizer {name!r} is not supported by the reference")
+        if "tokenizer.ggml.merges" not in fields and name != "kimi-k2":
+            raise GGUFError("cannot find tokenizer merges in the file (llama.cpp refuses to load it)")
         self.kind = "bpe"
         self.pre_type = pre.type
         self.clean_spaces = pre.clean_spaces

@@ -7,6 +7,10 @@ from pathlib import Path
 import pytest
 from gguf import GGUFWriter
 
+from harness.cmake_build import Build
+from harness.errors import TokconfError
+from harness.oracle import LibllamaOracle
+from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
 from reference_impl.unicode import InvalidCodepoint
 
@@ -77,3 +81,33 @@ def test_unsupported_models_and_pre_tokenizers_are_named(tmp_path: Path) -> None
         Tokenizer.from_gguf(_vocab(tmp_path, model="rwkv"))
     with pytest.raises(UnsupportedVocab, match="pre-tokenizer 'tekken-v9'"):  # a name llama.cpp does not know
         Tokenizer.from_gguf(_vocab(tmp_path, "tekken-v9"))
+
+
+def test_a_repeated_merge_keeps_its_first_rank_as_llama_cpp(tmp_path: Path, llama_build: Build) -> None:
+    path = tmp_path / "dup.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_string("tokenizer.ggml.model", "gpt2")
+    writer.add_string("tokenizer.ggml.pre", "gpt-2")
+    writer.add_array("tokenizer.ggml.tokens", ["a", "b", "c", "ab", "bc"])
+    writer.add_array("tokenizer.ggml.token_type", [1] * 5)
+    writer.add_array("tokenizer.ggml.merges", ["a b", "b c", "a b"])  # bpe_ranks.emplace: rank 0 stays
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    with LibllamaOracle(llama_build, path) as oracle:
+        assert oracle.tokenize(b"abc", False, False) == [3, 2]  # ab + c, not a + bc
+    assert Tokenizer.from_gguf(path).encode(b"abc") == [3, 2]
+
+
+def test_a_vocabulary_without_merges_is_refused_as_llama_cpp_refuses_it(tmp_path: Path, llama_build: Build) -> None:
+    path = tmp_path / "nomerges.gguf"
+    writer = GGUFWriter(str(path), "llama")
+    writer.add_string("tokenizer.ggml.model", "gpt2")
+    writer.add_array("tokenizer.ggml.tokens", ["a"])
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.close()
+    with pytest.raises(GGUFError, match="cannot find tokenizer merges"):
+        Tokenizer.from_gguf(path)
+    with pytest.raises(TokconfError, match="could not load"), LibllamaOracle(llama_build, path) as oracle:
+        oracle.facts()
