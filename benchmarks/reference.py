@@ -2,23 +2,25 @@
 
     python benchmarks/reference.py [--vocab qwen2 --vocab llama-bpe]
 
-Per vocab and corpus (English prose, code, multilingual prose in 35 languages, the fuzz set): encode throughput of
-the reference and of llama.cpp (libllama in the oracle's worker, batched, so its time includes the
+Per vocab and corpus (English prose, code, multilingual prose in 35 languages, the fuzz set):
+encode throughput of the reference and of llama.cpp (libllama in the oracle's worker, batched, so its time includes the
 pipe round trips), and their ratio, each the best of three runs with the reference's word cache
 cold every time, and warm (the same texts once more: the steady state of a long run, where most
 words have been seen); vocab load time of the reference, of `gguf.GGUFReader` and of
-the oracle's worker start (process, cffi and llama.cpp's own load); encoding time from 1 KB to 1 MB
+llama.cpp's own load (`llama_model_load_from_file`, vocab_only); encoding time from 1 KB to 1 MB
 of prose (it must stay linear); and the reference's peak Python memory while loading and encoding.
 """
 
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-from harness.cmake_build import require_build
+from harness.cmake_build import Build, require_build
 from harness.corpus import load_corpus
 from harness.fuzz import fuzz_strings
 from harness.oracle import LibllamaOracle
@@ -43,6 +45,32 @@ def _sets() -> dict[str, list[bytes]]:
 
 def _rate(seconds: float, data: list[bytes]) -> str:
     return f"{sum(map(len, data)) / seconds / 1e6:6.2f} MB/s"
+
+
+_OWN_LOAD = """
+import sys, time
+from pathlib import Path
+from harness.libllama import Vocab
+lib, header, vocab, *include = sys.argv[1:]
+loaded = Vocab(Path(lib), Path(header), tuple(map(Path, include)), Path(vocab))  # cffi and dlopen, once
+params = loaded.lib.llama_model_default_params()
+params.vocab_only = True
+best = float("inf")
+for _ in range(3):
+    start = time.perf_counter()
+    model = loaded.lib.llama_model_load_from_file(vocab.encode(), params)
+    best = min(best, time.perf_counter() - start)
+    loaded.lib.llama_model_free(model)
+print(best)
+"""
+
+
+def _llama_cpp_own_load(build: Build, vocab: Path) -> float:
+    """llama_model_load_from_file (vocab_only) alone, best of three, in a child process (llama.cpp
+    never runs in tokconf's own process)."""
+    args = [str(build.libllama), str(build.llama_h), str(vocab), *map(str, build.include_dirs)]
+    out = subprocess.run([sys.executable, "-c", _OWN_LOAD, *args], capture_output=True, text=True, check=True)
+    return float(out.stdout.split()[-1])
 
 
 def bench(vocab: Path, sets: dict[str, list[bytes]]) -> None:
@@ -76,7 +104,9 @@ def bench(vocab: Path, sets: dict[str, list[bytes]]) -> None:
     start = time.perf_counter()
     GGUFReader(vocab)
     reader = time.perf_counter() - start
-    loads = f"reference {ref_load:.2f} s, gguf.GGUFReader {reader:.2f} s, llama.cpp worker start {cpp_load:.2f} s"
+    own = _llama_cpp_own_load(build, vocab)
+    loads = f"reference {ref_load:.2f} s, gguf.GGUFReader {reader:.2f} s, llama.cpp's own load {own:.2f} s"
+    loads += f" (its worker's whole start {cpp_load:.2f} s)"
     print(f"{name:10} load: {loads}")
     prose = b"\n\n".join(sets["prose"])
     line = []
