@@ -158,6 +158,21 @@ SCAN_LIMIT = 64  # words up to this many characters are merged by scanning, long
 CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts over
 
 
+def _ranks(merges: list[str]) -> dict[tuple[str, str], int]:
+    """bpe_ranks: each merge line cut at its first space from position 1; a repeated pair keeps its
+    first rank (emplace). Lines without such a space give keys no lookup can meet."""
+    if "\n " in "\n" + "\n".join(merges):  # a line may start with a space: find(' ', 1) is not a split
+        ranks: dict[tuple[str, str], int] = {}
+        for rank, merge in enumerate(merges):
+            cut = merge.find(" ", 1)
+            if cut > 0:
+                ranks.setdefault((merge[:cut], merge[cut + 1 :]), rank)
+        return ranks
+    pairs = [tuple(merge.split(" ", 1)) for merge in merges]
+    # Later entries overwrite earlier ones, so going backwards leaves each pair's first rank.
+    return dict(zip(reversed(pairs), range(len(pairs) - 1, -1, -1), strict=True))  # type: ignore[arg-type]
+
+
 class MergeAbort(ValueError):
     """llama.cpp aborts here (a GGML_ASSERT); a port must refuse the input."""
 
@@ -167,19 +182,15 @@ class BytePairEncoder:
 
     def __init__(
         self,
-        tokens: list[str],
+        token_to_id: dict[str, int],
         merges: list[str],
         regexes: list[str],
         ignore_merges: bool,
         byte_encode: bool = True,
         newline_runs: bool = False,
     ) -> None:
-        self.token_to_id = {text: i for i, text in enumerate(tokens)}
-        self.ranks: dict[tuple[str, str], int] = {}
-        for rank, merge in enumerate(merges):
-            cut = merge.find(" ", 1)  # llama_vocab::impl::load splits at the first space from position 1
-            if cut > 0:
-                self.ranks.setdefault((merge[:cut], merge[cut + 1 :]), rank)  # bpe_ranks.emplace: the first stays
+        self.token_to_id = token_to_id
+        self.ranks = _ranks(merges)
         self.regexes = regexes
         self.ignore_merges = ignore_merges
         self.byte_encode = byte_encode  # false for RAW_UTF8 types: raw UTF-8 symbols, <0xXX> byte fallback

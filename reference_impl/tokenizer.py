@@ -144,6 +144,7 @@ class Tokenizer:
     def __init__(self, fields: dict[str, Any]) -> None:
         model = fields.get("tokenizer.ggml.model")
         self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
+        self.token_to_id = {text: token for token, text in enumerate(self.tokens)}  # a repeated text: the last id
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
         self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder
@@ -200,7 +201,7 @@ class Tokenizer:
         self.escape_whitespaces = pre.escape_whitespaces
         self.force_bos = pre.type == "gemma4"  # "override add_bos_token to true for Gemma4" (by pre type)
         self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges,
+            self.token_to_id, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges,
             byte_encode=pre.type not in RAW_UTF8, newline_runs=pre.type == "gemma4",
         )  # fmt: skip
 
@@ -216,7 +217,7 @@ class Tokenizer:
         self.add_bos, self.add_eos = True, False
         self.force_bos = True  # "override add_bos_token to true for Gemma4"
         self.encoder = BytePairEncoder(
-            self.tokens, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False,
+            self.token_to_id, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False,
             byte_encode=False, newline_runs=True,
         )  # fmt: skip
 
@@ -287,7 +288,7 @@ class Tokenizer:
         name = str(fields.get("general.name", "")).lower()
         pre = str(fields.get("tokenizer.ggml.pre", ""))
         arch = str(fields.get("general.architecture", ""))
-        by_text = {text: token for token, text in enumerate(self.tokens)}
+        by_text = self.token_to_id
         if any(p in pre for p in ("jina-v2-de", "jina-v2-es", "jina-v2-code")) or any(
             a in arch for a in ("nomic-bert-moe", "jina-bert-v3")
         ):
@@ -320,7 +321,7 @@ class Tokenizer:
     def _end_of_generation(self, fields: dict[str, Any]) -> list[int]:
         """special_eog_ids: FIM pad/repo/separator, the end-of-generation texts, and EOS."""
         eog = {self.eos_id} if 0 <= self.eos_id < len(self.tokens) else set()
-        by_text = {text: token for token, text in enumerate(self.tokens)}
+        by_text = self.token_to_id
         for role, texts in FIM_TEXTS.items():
             token = fields.get(f"tokenizer.ggml.fim_{role}_token_id")
             if token is None:
@@ -332,10 +333,9 @@ class Tokenizer:
                     self.attrs[token] |= ATTR_CONTROL
             if token is not None and role in ("pad", "rep", "sep"):
                 eog.add(int(token))
-        for token, text in enumerate(self.tokens):
-            if text in EOG_TEXTS:
-                eog.add(token)
-                self.attrs[token] |= ATTR_CONTROL  # "control-looking token ... will be overridden"
+        for text in EOG_TEXTS & by_text.keys():  # llama.cpp walks token_to_id: one id per text
+            eog.add(by_text[text])
+            self.attrs[by_text[text]] |= ATTR_CONTROL  # "control-looking token ... will be overridden"
         # "workaround for gemma4 and paddleocr": with <|tool_response> among them, </s> ends nothing
         # and is a NORMAL token again.
         eog_texts = {self.tokens[t]: t for t in eog}
