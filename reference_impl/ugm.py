@@ -42,6 +42,14 @@ def _float32(value: float) -> float:
     return float(struct.unpack("<f", struct.pack("<f", value))[0])
 
 
+_LCHECK = (1 << 31) | 0xFF  # an entry's LCHECK bits (bit 31 marks value entries, never a byte)
+
+
+def _base(packed: int) -> int:
+    """An entry's BASE: bits 10-30, shifted left by 8 when bit 9 is set."""
+    return (packed >> 10) << ((packed & 0x200) >> 6)
+
+
 class Charsmap:
     """The precompiled charsmap: a 4-byte blob size, the XCDA entries, then replacement strings."""
 
@@ -59,39 +67,54 @@ class Charsmap:
         # which must raise when such a byte is met, as llama.cpp throws then).
         self.starters = {c for c in range(1, 256) if self._starts(c)}
 
+    def followers(self, c: int) -> tuple[bool, frozenset[int]]:
+        """Whether the one byte `c` is a key, and the bytes that can continue a key after it (a byte
+        where the walk would run off the array counts as one, so that the walk meets it)."""
+        xcda = self.xcda
+        try:
+            packed = xcda[_base(xcda[0]) ^ c]
+            after = (_base(xcda[0]) ^ c) ^ _base(packed)
+        except IndexError:
+            return True, frozenset(range(256))
+        follow = set()
+        for d in range(1, 256):
+            try:
+                if xcda[after ^ d] & _LCHECK == d:
+                    follow.add(d)
+            except IndexError:
+                follow.add(d)
+        return bool(packed & 0x100), frozenset(follow)
+
     def _starts(self, c: int) -> bool:
         try:
-            return self._lcheck(self._base(0) ^ c) == c
-        except CharsmapError:
+            return self.xcda[_base(self.xcda[0]) ^ c] & _LCHECK == c
+        except IndexError:
             return True
 
-    def _node(self, index: int) -> int:
-        if index >= len(self.xcda):
-            raise CharsmapError("index out of array bounds in XCDA array")
-        return self.xcda[index]
-
-    def _base(self, index: int) -> int:
-        node = self._node(index)
-        return (node >> 10) << ((node & (1 << 9)) >> 6)
-
-    def _lcheck(self, index: int) -> int:
-        return self._node(index) & ((1 << 31) | 0xFF)
-
     def longest_match(self, text: bytes, start: int) -> tuple[int, bytes]:
-        """(length, replacement) of the longest key at `start`; length 0 when none matches."""
-        length, value = 0, 0
-        node = self._base(0)
-        for offset in range(start, len(text)):
-            c = text[offset]
-            if c == 0:
-                break
-            node ^= c
-            if self._lcheck(node) != c:
-                break
-            packed = self._node(node)
-            node ^= self._base(node)
-            if (packed >> 8) & 1:  # a leaf: BASE points at the node holding the replacement's offset
-                length, value = offset - start + 1, self._node(node) & ((1 << 31) - 1)
+        """(length, replacement) of the longest key at `start`; length 0 when none matches.
+
+        The XCDA walk of normalize_prefix, inlined (it runs at most positions of a text): BASE[s]
+        XOR the byte gives the next node, whose LCHECK must be that byte; a LEAF node's BASE leads
+        to the node holding the replacement's offset. An index off the array is llama.cpp's throw.
+        """
+        xcda = self.xcda
+        length = value = 0
+        try:
+            node = _base(xcda[0])
+            for offset in range(start, len(text)):
+                c = text[offset]
+                if c == 0:
+                    break
+                node ^= c
+                packed = xcda[node]
+                if packed & _LCHECK != c:
+                    break
+                node ^= _base(packed)
+                if packed & 0x100:
+                    length, value = offset - start + 1, xcda[node] & 0x7FFFFFFF
+        except IndexError:
+            raise CharsmapError("index out of array bounds in XCDA array") from None
         if not length:
             return 0, b""
         if value >= len(self.replacements):
@@ -139,6 +162,17 @@ class UnigramEncoder:
             leads = bytes(c for c in plain if low <= c <= high)
             if leads:
                 alternatives.append(b"[" + re.escape(leads) + b"]" + (b"[\x80-\xbf]" + tail if tail else b""))
+        # An ASCII byte that starts keys but is none itself copies through too when the next byte
+        # cannot continue a key (a capital letter before anything but a combining mark, say).
+        groups: dict[frozenset[int], list[int]] = {}
+        for c in sorted(starters):
+            if c < 0x80 and self.charsmap and c not in {p[0] for p in self.user_prefixes}:
+                is_key, follow = self.charsmap.followers(c)
+                if not is_key:
+                    groups.setdefault(follow, []).append(c)
+        for follow, firsts in groups.items():
+            lookahead = b"(?![" + re.escape(bytes(sorted(follow))) + b"])" if follow else b""
+            alternatives.append(b"[" + re.escape(bytes(firsts)) + b"]" + lookahead)
         self._plain = re.compile(b"(?:" + b"|".join(alternatives) + b")+") if alternatives else None
 
     def encode(self, text: bytes) -> list[int]:
