@@ -231,28 +231,34 @@ class UnigramEncoder:
         best[0] = 0.0
         token_at = [self.unk_id] * (size + 1)
         start_at = [0] * (size + 1)
-        prefixes, scores, unknown = self.prefixes, self.scores, self.unknown_score
+        get, scores, unknown, unk_id = self.prefixes.get, self.scores, self.unknown_score, self.unk_id
         pos = 0
         while pos < size:
-            width = min(_LEN[text[pos] >> 4], size - pos)
+            lead = text[pos]
+            width = 1 if lead < 0x80 else min(_LEN[lead >> 4], size - pos)
             base = best[pos]
             whole = False
             end = pos + 1
             while end <= size:
-                token = prefixes.get(text[pos:end])
+                token = get(text[pos:end])
                 if token is None:
                     break
                 if token >= 0:
-                    whole = whole or end - pos == width
+                    if end - pos == width:
+                        whole = True
                     score = base + scores[token]
                     if score > best[end]:
-                        best[end], token_at[end], start_at[end] = score, token, pos
+                        best[end] = score
+                        token_at[end] = token
+                        start_at[end] = pos
                 end += 1
             if not whole:
                 end = pos + width
                 score = base + unknown
                 if score > best[end]:
-                    best[end], token_at[end], start_at[end] = score, self.unk_id, pos
+                    best[end] = score
+                    token_at[end] = unk_id
+                    start_at[end] = pos
             pos += width
         out: list[int] = []
         end, prev_unknown = size, False
