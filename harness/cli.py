@@ -11,7 +11,6 @@ import argparse
 import os
 import subprocess
 import sys
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from harness import __version__
@@ -23,14 +22,13 @@ from harness.diff import VocabDiff, diff, render
 from harness.errors import TokconfError
 from harness.export import export
 from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
-from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_outcome, fuzz_vocab, write_findings
+from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_finding, fuzz_vocab, write_findings
 from harness.impls import resolve
 from harness.paths import REPO_ROOT, build_root
 from harness.pins import DEFAULT_BUILD
 from harness.provision import fetch, fetched_source, source_dir
-from harness.recorder import Plan, record, record_decoding, shipped_vocabs, vocab_name
+from harness.recorder import Plan, in_parallel, record, record_decoding, shipped_vocabs, vocab_name
 from harness.recording import MODES, recording_files
-from harness.report import code_points, visible
 
 
 def _add_build(parser: argparse.ArgumentParser) -> None:
@@ -191,13 +189,7 @@ def _cmd_record(args: argparse.Namespace) -> int:
 
 
 def _cmd_record_decoding(args: argparse.Namespace) -> int:
-    files = recording_files(args.recordings or [BUNDLED])
-    if args.jobs <= 1 or len(files) <= 1:
-        for path in files:
-            record_decoding(path)
-        return 0
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        list(pool.map(record_decoding, files))
+    in_parallel(record_decoding, recording_files(args.recordings or [BUNDLED]), args.jobs)
     return 0
 
 
@@ -218,10 +210,7 @@ def _cmd_fuzz(args: argparse.Namespace) -> int:
     finally:
         impl.close()
     for finding in stats.findings:
-        print(f"{finding.vocab} [{finding.mode}] {finding.reason}")
-        print(f"  input:    {visible(finding.data)}   ({code_points(finding.data)})")
-        print(f"  llama.cpp: {describe_outcome(finding.expected)}")
-        print(f"  {impl.name}: {describe_outcome(finding.actual)}")
+        print("\n".join(describe_finding(finding, impl.name)))
     for line in stats.unsupported:
         print(f"unsupported: {line}")
     written = write_findings(args.found_dir or REPO_ROOT / "corpora" / "found", stats.findings, args.seed, impl.name)

@@ -23,7 +23,7 @@ import yaml
 
 from harness.errors import TokconfError
 from harness.provision import sha256_file
-from harness.recording import SUFFIX_DECODING, Flow, atomic_write, corrupt, dump_yaml
+from harness.recording import SUFFIX_DECODING, Flow, atomic_write, corrupt, dump_yaml, read_yaml
 
 SCHEMA = "tokconf-decoding/1"
 # llama_detokenize settings recorded for each case's `bos` ids.
@@ -145,15 +145,7 @@ def from_document(path: Path, doc: Any) -> Decoding:
 
 
 def load(path: Path) -> Decoding:
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise TokconfError(f"cannot read decoding {path}: {error.strerror}") from None
-    try:
-        doc = yaml.load(raw, Loader=yaml.CSafeLoader)
-    except yaml.YAMLError as error:
-        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
-    return from_document(path, doc)
+    return from_document(path, read_yaml(path, "decoding"))
 
 
 def load_for(recording_path: Path) -> Decoding | None:

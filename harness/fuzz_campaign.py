@@ -39,6 +39,7 @@ from harness.oracle import LibllamaOracle
 from harness.outcome import Outcome, Refusal
 from harness.recorder import vocab_name
 from harness.recording import MODES
+from harness.report import code_points, visible
 
 PROFILES = {"dev": 200, "ci": 1000, "campaign": 50_000}
 WORD_SAMPLE = 2000  # vocabulary words offered to the strategy
@@ -199,3 +200,13 @@ def _load_found(path: Path, vocab: str) -> dict[str, Any]:
 
 def describe_outcome(outcome: Outcome) -> str:
     return f"refused ({outcome.reason})" if isinstance(outcome, Refusal) else str(outcome)
+
+
+def describe_finding(finding: Finding, impl_name: str) -> list[str]:
+    """A shrunk divergence as the report lines both front ends print."""
+    return [
+        f"{finding.vocab} [{finding.mode}] {finding.reason}",
+        f"  input:     {visible(finding.data)}   ({code_points(finding.data)})",
+        f"  llama.cpp: {describe_outcome(finding.expected)}",
+        f"  {impl_name}: {describe_outcome(finding.actual)}",
+    ]

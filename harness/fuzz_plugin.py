@@ -20,13 +20,12 @@ from typing import Any
 import pytest
 
 from harness.cmake_build import Build, require_build
-from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_outcome, fuzz_vocab, write_findings
+from harness.fuzz_campaign import PROFILES, CampaignStats, database_at, describe_finding, fuzz_vocab, write_findings
 from harness.impls import Implementation, resolve
 from harness.paths import REPO_ROOT
 from harness.pins import DEFAULT_BUILD
 from harness.recorder import shipped_vocabs, vocab_name
 from harness.recording import MODES
-from harness.report import code_points, visible
 
 STASH = pytest.StashKey["Campaign"]()
 STATS_KEY = "tokconf-fuzz"
@@ -117,12 +116,7 @@ class FuzzItem(pytest.Item):
             pytest.skip(f"unsupported: {stats.unsupported[0]}")
         if stats.findings:
             written = write_findings(campaign.found_dir, stats.findings, campaign.seed, campaign.impl.name)
-            lines = []
-            for finding in stats.findings:
-                lines.append(f"{finding.vocab} [{finding.mode}] {finding.reason}")
-                lines.append(f"  input:     {visible(finding.data)}   ({code_points(finding.data)})")
-                lines.append(f"  llama.cpp: {describe_outcome(finding.expected)}")
-                lines.append(f"  {campaign.impl.name}: {describe_outcome(finding.actual)}")
+            lines = [line for finding in stats.findings for line in describe_finding(finding, campaign.impl.name)]
             lines += [f"found cases written to {path}" for path in written]
             raise FuzzFailed("\n".join(lines))
 

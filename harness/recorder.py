@@ -15,8 +15,10 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -177,10 +179,11 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
             for i, case in enumerate(cases)
         ]
         crashes, restarts = oracle.crashes, oracle.restarts
-    write(out, Recording(provenance, facts, recorded))
+    recording = Recording(provenance, facts, recorded)
+    write(out, recording)
     journal.finish()
     if plan.decoding:
-        record_decoding(out)
+        record_decoding(out, recording)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
     note = f", {resumed} answers resumed from the journal" if resumed else ""
@@ -193,13 +196,13 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     return out
 
 
-def record_decoding(recording_path: Path) -> Path:
+def record_decoding(recording_path: Path, recording: Recording | None = None) -> Path:
     """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from.
 
     A few seconds per vocabulary: the pieces come in one request each way, and the detokenizations
     are small requests to the same worker; nothing here can abort llama.cpp on recorded ids.
     """
-    recording = load(recording_path)
+    recording = recording or load(recording_path)  # just written by record_vocab, or read here
     build = require_build(int(recording.provenance["llama_cpp"]["build"]))
     vocab = vocab_file(recording, build.models_dir)
     started = time.monotonic()
@@ -247,7 +250,12 @@ def _require_writable(folder: Path) -> None:
 def record(plan: Plan, vocabs: list[Path], jobs: int) -> list[Path]:
     """Record several vocabularies, `jobs` at a time (one recorder process and one worker each)."""
     _require_writable(plan.out_dir)
-    if jobs <= 1 or len(vocabs) <= 1:
-        return [record_vocab(plan, v) for v in vocabs]
+    return in_parallel(partial(record_vocab, plan), vocabs, jobs)
+
+
+def in_parallel(work: Callable[[Path], Path], items: list[Path], jobs: int) -> list[Path]:
+    """`work` on each item, `jobs` processes at a time (each with its own llama.cpp worker)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        return list(pool.map(record_vocab, [plan] * len(vocabs), vocabs))
+        return list(pool.map(work, items))

@@ -207,17 +207,21 @@ def from_document(path: Path, doc: Any) -> Recording:
         raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
 
 
-def load(path: Path) -> Recording:
-    """Read one recording file (C loader: the whole bundled set loads in seconds)."""
+def read_yaml(path: Path, what: str) -> Any:
+    """A recording-style YAML file parsed with the C loader (the whole bundled set loads in seconds)."""
     try:
         raw = path.read_bytes()
     except OSError as error:
-        raise TokconfError(f"cannot read recording {path}: {error.strerror}") from None
+        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
     try:
-        doc = yaml.load(raw, Loader=yaml.CSafeLoader)
+        return yaml.load(raw, Loader=yaml.CSafeLoader)
     except yaml.YAMLError as error:
         raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
-    return from_document(path, doc)
+
+
+def load(path: Path) -> Recording:
+    """Read one recording file."""
+    return from_document(path, read_yaml(path, "recording"))
 
 
 def recording_files(paths: list[Path]) -> list[Path]:

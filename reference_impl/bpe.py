@@ -11,9 +11,10 @@ without a token are dropped, as llama.cpp drops them. Words are cached: prose re
 from __future__ import annotations
 
 import heapq
-from itertools import chain, pairwise
+from itertools import pairwise
 
 from reference_impl.pretokenize import split
+from reference_impl.word_cache import encode_words
 
 GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
 LLAMA3 = (
@@ -155,7 +156,6 @@ def _byte_to_unicode() -> list[str]:
 BYTE_TO_UNICODE = _byte_to_unicode()
 NO_MERGE = 1 << 62  # above every merge rank
 SCAN_LIMIT = 64  # words up to this many characters are merged by scanning, longer ones with a queue
-CACHE_LIMIT = 1 << 17  # cached words per vocabulary before the cache starts over
 
 
 def _ranks(merges: list[str]) -> dict[tuple[str, str], int]:
@@ -199,15 +199,7 @@ class BytePairEncoder:
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
-        cache = self.cache
-        words = split(text, self.regexes)
-        missing = set(words).difference(cache)
-        if len(cache) + len(missing) > CACHE_LIMIT:
-            cache.clear()
-            missing = set(words)
-        for word in missing:
-            cache[word] = self.encode_word(word)
-        return list(chain.from_iterable(map(cache.__getitem__, words)))  # no Python-level loop per word
+        return encode_words(self.cache, split(text, self.regexes), self.encode_word)
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
         """The ids of one pre-tokenized word."""

@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import heapq
 import re
-from itertools import chain, pairwise
+from itertools import pairwise
+
+from reference_impl.word_cache import encode_words
 
 # unicode_len_utf8: by the high nibble of the lead byte.
 _LEN = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)
 ESCAPED_SPACE = "\u2581".encode()
 _WORD_START = re.compile(b"(?<!\xe2\x96\x81)(?=\xe2\x96\x81)")  # a U+2581 not after another
-CACHE_LIMIT = 1 << 17  # cached words before the cache starts over
 SCAN_LIMIT = 64  # words up to this many bytes are merged by scanning, longer ones with a queue
 NO_PAIR = float("-inf")
 _UTF8_CHAR = re.compile(rb"[\x00-\x7f]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf7][\x80-\xbf]{3}")
@@ -52,15 +53,11 @@ class SentencePieceEncoder:
             text.decode("utf-8")  # valid: character starts are where the lead bytes say
         except UnicodeDecodeError:
             return self._merge_all(text)
-        cache = self.cache
         words = [w for w in _WORD_START.split(text) if w]
-        missing = set(words).difference(cache)
-        if len(cache) + len(missing) > CACHE_LIMIT:
-            cache.clear()
-            missing = set(words)
-        for word in missing:
-            cache[word] = tuple(self._merge_short(word) if len(word) <= SCAN_LIMIT else self._merge_all(word))
-        return list(chain.from_iterable(map(cache.__getitem__, words)))
+        return encode_words(self.cache, words, self._merge_word)
+
+    def _merge_word(self, word: bytes) -> tuple[int, ...]:
+        return tuple(self._merge_short(word) if len(word) <= SCAN_LIMIT else self._merge_all(word))
 
     def _merge_short(self, text: bytes) -> list[int]:
         """The same merges by scanning, for a short word: the best-scoring pair that is a token, the

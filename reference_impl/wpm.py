@@ -10,13 +10,12 @@ matched greedily, longest token first; a word with an unmatched position becomes
 from __future__ import annotations
 
 from bisect import bisect_right
-from itertools import chain
 
 from reference_impl import unicode_data_b11192 as data
 from reference_impl.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, flags
+from reference_impl.word_cache import encode_words
 
 _NFD_STARTS = [first for first, _, _ in data.NFD]
-CACHE_LIMIT = 1 << 17  # cached words before the cache starts over
 
 
 def nfd_base(cpt: int) -> int:
@@ -80,19 +79,11 @@ class WordPieceEncoder:
         return [word for word in text.translate(self.table).split(" ") if word]
 
     def encode(self, text: str) -> list[int]:
-        cache = self.cache
-        words = self.preprocess(text)
-        missing = set(words).difference(cache)
-        if len(cache) + len(missing) > CACHE_LIMIT:
-            cache.clear()
-            missing = set(words)
-        for word in missing:
-            cache[word] = self._match(word.encode("utf-8", "surrogatepass"))  # surrogates as llama.cpp writes them
-        return list(chain.from_iterable(map(cache.__getitem__, words)))
+        return encode_words(self.cache, self.preprocess(text), self._match)
 
-    def _match(self, word: bytes) -> tuple[int, ...]:
+    def _match(self, word: str) -> tuple[int, ...]:
         """Longest token first from each position, after U+2581; any position unmatched: [UNK]."""
-        word1 = "\u2581".encode() + word
+        word1 = "\u2581".encode() + word.encode("utf-8", "surrogatepass")  # surrogates as llama.cpp writes them
         n = len(word1)
         out: list[int] = []
         i = 0
