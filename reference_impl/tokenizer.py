@@ -152,9 +152,9 @@ class Tokenizer:
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
         if model == "gpt2":
-            self._init_bpe(fields)
+            self._init_bpe(fields, fields.get("tokenizer.ggml.pre"))
         elif model == "gemma4":
-            self._init_gemma4(fields)
+            self._init_bpe(fields, "gemma4", default_id=None)
         elif model == "llama":
             self._init_spm(fields)
         elif model == "bert":
@@ -183,9 +183,9 @@ class Tokenizer:
             texts = sorted({self.special_bytes[t] for t in self.cut[parse]})
             self.any_special[parse] = re.compile(b"|".join(map(re.escape, texts))) if texts else None
 
-    def _init_bpe(self, fields: dict[str, Any]) -> None:
-        """llama_vocab::impl::load for `gpt2`: ids 11/11 unless given; the pre-tokenizer's flags."""
-        name = fields.get("tokenizer.ggml.pre")
+    def _init_bpe(self, fields: dict[str, Any], name: str | None, default_id: int | None = 11) -> None:
+        """llama_vocab::impl::load for BPE: `gpt2` (ids 11/11 unless given, the file's pre-tokenizer)
+        or `gemma4` (no default ids, pre-tokenizer "gemma4": raw UTF-8, escaped spaces, BOS forced)."""
         pre = PRE_NAMES.get(name)
         if pre is None:
             raise UnsupportedVocab(f"pre-tokenizer {name!r} is not supported by the reference")
@@ -195,30 +195,15 @@ class Tokenizer:
         self.pre_type = pre.type
         self.clean_spaces = pre.clean_spaces
         self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))  # decode only
-        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1 if pre.bos_id is None else pre.bos_id))
-        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 11))
+        bos = None if default_id is None else pre.bos_id
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1 if bos is None else bos))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1 if default_id is None else default_id))
         self.add_bos, self.add_eos = pre.add_bos, False
         self.escape_whitespaces = pre.escape_whitespaces
         self.force_bos = pre.type == "gemma4"  # "override add_bos_token to true for Gemma4" (by pre type)
         self.encoder = BytePairEncoder(
             self.token_to_id, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES[pre.type], pre.ignore_merges,
             byte_encode=pre.type not in RAW_UTF8, newline_runs=pre.type == "gemma4",
-        )  # fmt: skip
-
-    def _init_gemma4(self, fields: dict[str, Any]) -> None:
-        """llama_vocab::impl::load for `gemma4`: BPE on raw UTF-8 with spaces escaped, BOS always added."""
-        self.kind = "bpe"
-        self.pre_type = "gemma4"
-        self.clean_spaces = True
-        self.escape_whitespaces = True
-        self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))  # decode only
-        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
-        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
-        self.add_bos, self.add_eos = True, False
-        self.force_bos = True  # "override add_bos_token to true for Gemma4"
-        self.encoder = BytePairEncoder(
-            self.token_to_id, fields.get("tokenizer.ggml.merges", []), PRE_REGEXES["gemma4"], False,
-            byte_encode=False, newline_runs=True,
         )  # fmt: skip
 
     def _init_spm(self, fields: dict[str, Any]) -> None:
