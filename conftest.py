@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.cmake_build import Build, require_build
-from harness.errors import TokconfError
-from harness.pins import DEFAULT_BUILD
+from harness.core.errors import TokconfError
+from harness.llama.build import Build, require_build
+from harness.llama.pins import DEFAULT_BUILD
 
 pytest_plugins = ["pytester"]
 

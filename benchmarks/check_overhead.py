@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.checking import check_recording, vocab_file
-from harness.impls import Implementation, Session, VocabInfo, resolve
-from harness.oracle import Request
-from harness.outcome import Outcome
-from harness.recording import load, recording_files
+from harness.check.engine import check_recording
+from harness.core.outcome import Outcome, Request
+from harness.implementations.base import Implementation, Session, VocabInfo
+from harness.implementations.resolve import resolve
+from harness.llama.vocabs import vocab_file
+from harness.recordings.format import load, recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 
-from harness.cmake_build import require_build
-from harness.fuzz_campaign import CampaignStats, database_at, fuzz_vocab
-from harness.impls import resolve
-from harness.pins import DEFAULT_BUILD
-from harness.recording import MODES
+from harness.core.outcome import MODES
+from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
+from harness.implementations.resolve import resolve
+from harness.llama.build import require_build
+from harness.llama.pins import DEFAULT_BUILD
 
 
 def main() -> None:

@@ -16,13 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.cmake_build import require_build
-from harness.corpus import Case, load_corpus
-from harness.fuzz import DEFAULT_COUNT, DEFAULT_SEED
-from harness.oracle import CliOracle, LibllamaOracle
-from harness.pins import DEFAULT_BUILD
-from harness.recorder import Plan, all_cases, record, shipped_vocabs
-from harness.recording import MODES
+from harness.core.outcome import MODES
+from harness.corpus.files import Case, load_corpus
+from harness.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+from harness.llama.build import require_build
+from harness.llama.pins import DEFAULT_BUILD
+from harness.llama.vocabs import shipped_vocabs
+from harness.oracle.client import LibllamaOracle
+from harness.oracle.llama_tokenize import CliOracle
+from harness.record.recorder import Plan, all_cases, record
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 

@@ -20,11 +20,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from harness.cmake_build import Build, require_build
-from harness.corpus import load_corpus
-from harness.fuzz import fuzz_strings
-from harness.oracle import LibllamaOracle
-from harness.pins import DEFAULT_BUILD
+from harness.corpus.files import load_corpus
+from harness.corpus.generator import fuzz_strings
+from harness.llama.build import Build, require_build
+from harness.llama.pins import DEFAULT_BUILD
+from harness.oracle.client import LibllamaOracle
 from reference_impl import Tokenizer
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
@@ -50,7 +50,7 @@ def _rate(seconds: float, data: list[bytes]) -> str:
 _OWN_LOAD = """
 import sys, time
 from pathlib import Path
-from harness.libllama import Vocab
+from harness.oracle.libllama import Vocab
 lib, header, vocab, *include = sys.argv[1:]
 loaded = Vocab(Path(lib), Path(header), tuple(map(Path, include)), Path(vocab))  # cffi and dlopen, once
 params = loaded.lib.llama_model_default_params()

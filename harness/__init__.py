@@ -1,3 +1,28 @@
-"""tokconf: record what a pinned llama.cpp answers for a tokenizer, and check other tokenizers against it."""
+"""tokconf: record what a pinned llama.cpp answers for a tokenizer, and check other tokenizers against it.
 
-__version__ = "0.1.0"
+The stages, in the order data flows through them (each imports only from the ones before it):
+`core` → `llama` → `oracle` → `corpus` → `recordings` → `record` → `implementations` → `check` →
+`fuzz` → `cli`; `plugin` is the pytest entry point and loads the rest only when asked to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["Unsupported", "__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names, loaded on first use so that importing the package (as the pytest plugin does
+    at every pytest start) costs nothing: `__version__`, read from the installed distribution
+    (pyproject.toml is the one source, and recordings stamp it), and `Unsupported`, which a port's
+    `encode` raises for an input it cannot be given."""
+    if name == "__version__":
+        from importlib.metadata import version
+
+        return version("tokconf")
+    if name == "Unsupported":
+        from harness.implementations.base import Unsupported
+
+        return Unsupported
+    raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -1,5 +1,5 @@
 """`python -m harness` is the same as the `tokconf` console script."""
 
-from harness.cli import main
+from harness.cli.main import main
 
 raise SystemExit(main())

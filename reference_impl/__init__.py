@@ -1,13 +1,12 @@
 """The bundled pure-Python reference tokenizer: `from reference_impl import Tokenizer`.
 
-Token-identical to llama.cpp b11192 on every bundled recording of the vocabulary types it
-supports — so far byte-level BPE (`gpt2`, the 13 BPE test vocabularies' pre-tokenizers), gemma4
-(BPE on raw UTF-8), SentencePiece (`llama`: baichuan, llama-spm, phi-3) and WordPiece (`bert`:
-bert-bge). UGM (`t5`) vocabularies raise `UnsupportedVocab` (and `tokconf check` reports them as
-unsupported). Modules: `gguf_reader`
-(bounds-checked header reader), `unicode` (llama.cpp's tables and UTF-8 decoding), `pretokenize`
-(unicode_regex_split), `bpe`, `spm` and `wpm` (the algorithms), `tokenizer` (special tokens,
-BOS/EOS, decoding, the public class).
+Token-identical to llama.cpp b11192 on every bundled recording: byte-level BPE (`gpt2`, all 90
+`tokenizer.ggml.pre` names), gemma4 (BPE on raw UTF-8), SentencePiece (`llama`), WordPiece (`bert`)
+and Unigram (`t5`, the precompiled charsmap and the Viterbi). A tokenizer model it does not
+implement (`rwkv`, `plamo2`, …) raises `UnsupportedVocab`. Modules: `gguf_reader` (bounds-checked
+header reader), `unicode` (llama.cpp's tables and UTF-8 decoding), `pretokenize`
+(unicode_regex_split), `bpe`, `spm`, `wpm` and `ugm` (the algorithms), `word_cache`, `tokenizer`
+(special tokens, BOS/EOS, decoding, the public class).
 """
 
 from reference_impl.tokenizer import StreamDecoder, Tokenizer, UnsupportedVocab

@@ -148,7 +148,7 @@ class Tokenizer:
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
         self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder
-        self.kind, self.pre_type, self.clean_spaces, self.add_space_prefix = "", "", False, False
+        self.kind, self.clean_spaces, self.add_space_prefix = "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
         if model == "gpt2":
@@ -192,7 +192,6 @@ class Tokenizer:
         if "tokenizer.ggml.merges" not in fields and name != "kimi-k2":
             raise GGUFError("cannot find tokenizer merges in the file (llama.cpp refuses to load it)")
         self.kind = "bpe"
-        self.pre_type = pre.type
         self.clean_spaces = pre.clean_spaces
         self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))  # decode only
         bos = None if default_id is None else pre.bos_id
@@ -209,7 +208,6 @@ class Tokenizer:
     def _init_spm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `llama` (SPM): ids 1/2, BOS added, a space prefix, no clean-up."""
         self.kind = "spm"
-        self.pre_type = "default"
         self.clean_spaces = False
         self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", True))
         self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 1))
@@ -222,7 +220,6 @@ class Tokenizer:
     def _init_wpm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `bert` (WPM): [CLS] 101 as BOS, [SEP] 102 at the end, [UNK] 100."""
         self.kind = "wpm"
-        self.pre_type = "default"
         self.clean_spaces = True
         self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 101))
         self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
@@ -236,7 +233,6 @@ class Tokenizer:
     def _init_ugm_ids(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `t5` (UGM): EOS 1 and UNK 2 unless given, EOS added, no BOS."""
         self.kind = "ugm"
-        self.pre_type = "default"
         self.add_space_prefix = bool(fields.get("tokenizer.ggml.add_space_prefix", False))
         self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
         self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 1))

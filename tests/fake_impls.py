@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cmake_build import require_build
-from harness.oracle import LibllamaOracle
-from harness.outcome import Refusal
-from harness.pins import DEFAULT_BUILD
+from harness.core.outcome import Refusal
+from harness.llama.build import require_build
+from harness.llama.pins import DEFAULT_BUILD
+from harness.oracle.client import LibllamaOracle
 
 HELLO = b"Hello world"
 

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.cmake_build import Build
-from harness.export import export
-from harness.fuzz import SplitMix64
-from harness.oracle import LibllamaOracle
-from harness.outcome import Refusal
-from harness.provision import sha256_file
-from harness.recorder import shipped_vocabs, vocab_name
-from harness.recording import MODES, Recording, load, recording_files
-from harness.upstream_tests import read_expected, split_inputs
+from harness.core.files import sha256_file
+from harness.core.outcome import MODES, Refusal
+from harness.corpus.generator import SplitMix64
+from harness.corpus.upstream import read_expected, split_inputs
+from harness.llama.build import Build
+from harness.llama.vocabs import shipped_vocabs, vocab_name
+from harness.oracle.client import LibllamaOracle
+from harness.recordings.export import export
+from harness.recordings.format import Recording, load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 FILES = recording_files([BUNDLED])  # (not the *.decoding.yaml companions)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.recording import load
+from harness.cli.main import main
+from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
@@ -146,10 +146,10 @@ def test_the_adapter_example_passes_through_cmd(llama_build: object, capsys: pyt
 @pytest.mark.parametrize(
     ("breakage", "message"),
     [
-        ("crash", "program failure: the program exited with status 3; stderr: adapter: simulated crash"),
-        ("hang", "program failure: no answer within 2 s"),
-        ("garbage", "program failure: answered a line that is not JSON: b'this is not json'"),
-        ("wrong-id", "program failure: answered for another request (wanted id"),
+        ("crash", "the program exited with status 3; stderr: adapter: simulated crash"),
+        ("hang", "no answer within 2 s"),
+        ("garbage", "answered a line that is not JSON: b'this is not json'"),
+        ("wrong-id", "answered for another request (wanted id"),
     ],
 )
 def test_a_misbehaving_program_is_an_error_and_the_run_goes_on(

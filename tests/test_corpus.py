@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.corpus import load_corpus, load_corpus_file
-from harness.errors import TokconfError
+from harness.core.errors import TokconfError
+from harness.corpus.files import load_corpus, load_corpus_file
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 

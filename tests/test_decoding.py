@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.decoding import load, load_for, path_for
-from harness.errors import TokconfError
-from harness.recorder import record_decoding
-from harness.recording import load as load_recording
-from harness.recording import recording_files
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.record.decoding import record_decoding
+from harness.recordings.decoding import load, load_for, path_for
+from harness.recordings.format import load as load_recording
+from harness.recordings.format import recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "recordings" / "b11192"

@@ -6,18 +6,19 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.diff import diff
-from harness.errors import TokconfError
-from harness.outcome import Refusal
-from harness.recording import RecordedCase, Recording, write
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.core.outcome import Refusal
+from harness.recordings.diff import diff
+from harness.recordings.format import RecordedCase, Recording, write
 
 
 def _recording(folder: Path, sha: str, bos: int, cases: list[RecordedCase]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
-    facts = {"model": "gpt2", "special_ids": {"bos": bos}, "eog_ids": [2], "token_attributes": {}, "special_texts": {}}
-    provenance = {"llama_cpp": {"build": 1}, "vocab": {"name": "v", "sha256": sha}}
-    write(folder / "v.yaml", Recording(provenance, facts, cases))
+    facts = {"vocab_type": "bpe", "model": "gpt2", "n_tokens": 10, "add_bos": False, "add_eos": False,
+             "special_ids": {"bos": bos, "eos": 2}, "eog_ids": [2], "token_attributes": {}, "special_texts": {}}  # fmt: skip
+    provenance = {"llama_cpp": {"build": 1}, "vocab": {"name": "v", "file": "v.gguf", "sha256": sha}}
+    write(folder / "v.yaml", Recording(provenance, facts, cases))  # type: ignore[arg-type]  # partial on purpose
 
 
 def _case(case_id: str, data: bytes, plain: list[int] | Refusal) -> RecordedCase:
@@ -41,8 +42,8 @@ def test_diff_reports_changed_ids_refusals_facts_files_and_one_sided_cases(
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out)]) == 0
     report = out.read_text()
     assert "| v | **changed** | special_ids | 9 | 2 | 2 | 0 | 0 |" in report
-    assert "- fact `special_ids`: `{'bos': 0}` → `{'bos': 9}`" in report
-    assert "- `t/ids` [plain] input `a·b`" in report and "first divergence at 1; before: 5  >6  7" in report
+    assert "- fact `special_ids`: `{'bos': 0, 'eos': 2}` → `{'bos': 9, 'eos': 2}`" in report
+    assert "- `t/ids` [plain] input `a·b`" in report and "first divergence at 1; before:  5  >6   7" in report
     assert "- `t/crash` [plain]" in report and "before: refused: abort: x; after: 3" in report
     assert "cases only before: 1, only after: 1" in report
     assert "2 changed outcomes in 1 vocabs" in capsys.readouterr().err

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.corpus import load_corpus_file
+from harness.cli.main import main
+from harness.corpus.files import load_corpus_file
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -6,13 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.cmake_build import Build
-from harness.corpus import load_corpus
-from harness.crosscheck import crosscheck_vocab
-from harness.errors import TokconfError
-from harness.oracle import CliOracle, LibllamaOracle
-from harness.outcome import Refusal
-from harness.recorder import Plan, shipped_vocabs, vocab_name
+from harness.core.errors import TokconfError
+from harness.core.outcome import Refusal
+from harness.corpus.files import load_corpus
+from harness.llama.build import Build
+from harness.llama.vocabs import shipped_vocabs, vocab_name
+from harness.oracle.client import LibllamaOracle
+from harness.oracle.llama_tokenize import CliOracle
+from harness.record.crosscheck import crosscheck_vocab
+from harness.record.recorder import Plan
 
 CRASH = bytes.fromhex("f4908080")  # U+110000: b11192 throws std::invalid_argument and aborts
 

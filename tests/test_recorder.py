@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from harness import recorder
-from harness.cli import main
-from harness.cmake_build import Build
-from harness.corpus import load_corpus_file
-from harness.errors import TokconfError
-from harness.oracle import LibllamaOracle, Request
-from harness.outcome import Outcome, Refusal
-from harness.recorder import JOURNAL_CHUNK, Plan, record, record_vocab
-from harness.recording import load
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.core.outcome import Outcome, Refusal, Request
+from harness.corpus.files import load_corpus_file
+from harness.llama import vocabs
+from harness.llama.build import Build
+from harness.oracle.client import LibllamaOracle
+from harness.record.recorder import JOURNAL_CHUNK, Plan, record, record_vocab
+from harness.recordings.format import load
 
 CORPUS = """theme: t
 description: a small corpus for tests
@@ -121,4 +121,4 @@ def test_cli_record_unknown_vocab_and_bad_corpus(
 
 
 def test_vocab_names_are_file_stems() -> None:
-    assert recorder.vocab_name(Path("models/ggml-vocab-gemma-4.gguf")) == "gemma-4"
+    assert vocabs.vocab_name(Path("models/ggml-vocab-gemma-4.gguf")) == "gemma-4"

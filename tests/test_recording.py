@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import TokconfError
-from harness.fuzz import fuzz_strings
-from harness.outcome import Refusal
-from harness.recording import CorruptRecording, RecordedCase, Recording, dumps, load, write
+from harness.core.errors import TokconfError
+from harness.core.outcome import Refusal
+from harness.corpus.generator import fuzz_strings
+from harness.recordings.format import RecordedCase, Recording, dumps, load, write
+from harness.recordings.yaml_io import CorruptRecording
 
 TRICKY = [
     b"",
@@ -37,9 +38,12 @@ TRICKY = [
 
 def _recording(datas: list[bytes]) -> Recording:
     facts = {
+        "vocab_type": "bpe",
         "model": "gpt2",
         "n_tokens": 3,
-        "special_ids": {"bos": 1},
+        "add_bos": False,
+        "add_eos": False,
+        "special_ids": {"bos": 1, "eos": 2},
         "eog_ids": [2],
         "token_attributes": {2: "control", 0: "byte"},
         "special_texts": {2: b"<|end|>"},
@@ -48,8 +52,8 @@ def _recording(datas: list[bytes]) -> Recording:
         RecordedCase(f"t/{i}", data, {"plain": [i, 1], "special": Refusal("abort: x"), "bos": []})
         for i, data in enumerate(datas)
     ]
-    provenance = {"vocab": {"name": "t", "sha256": "0" * 64}}
-    return Recording(provenance, facts, cases)
+    provenance = {"llama_cpp": {"build": 1}, "vocab": {"name": "t", "file": "t.gguf", "sha256": "0" * 64}}
+    return Recording(provenance, facts, cases)  # type: ignore[arg-type]  # partial on purpose
 
 
 def test_tricky_inputs_and_the_whole_fuzz_set_survive_a_round_trip(tmp_path: Path) -> None:
@@ -91,6 +95,7 @@ def test_writing_twice_is_byte_identical_and_ids_are_one_line_per_mode(tmp_path:
             "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x}\n- {id: a, text: y}\n",
             "duplicate case id 'a'",
         ),
+        ("schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases: []\n", "`provenance.llama_cpp.build` must be an int"),
     ],
 )
 def test_corrupt_recordings_are_refused_with_file_and_remedy(tmp_path: Path, content: str, message: str) -> None:

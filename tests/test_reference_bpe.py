@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from gguf import GGUFWriter
 
-from harness.cmake_build import Build
-from harness.errors import TokconfError
-from harness.oracle import LibllamaOracle
+from harness.core.errors import TokconfError
+from harness.llama.build import Build
+from harness.oracle.client import LibllamaOracle
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
 from reference_impl.unicode import InvalidCodepoint

@@ -11,21 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from harness.checking import check_recording
-from harness.decoding import load_for
-from harness.impls import resolve
-from harness.recording import load, recording_files
+from harness.check.engine import Verdict, check_recording
+from harness.implementations.resolve import resolve
+from harness.llama.build import Build
+from harness.recordings.decoding import load_for
+from harness.recordings.format import load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 
 
 @pytest.mark.parametrize("name", [p.stem for p in recording_files([BUNDLED])])
-def test_reference_matches_llama_cpp(name: str, llama_build: object) -> None:
+def test_reference_matches_llama_cpp(name: str, llama_build: Build) -> None:
     recording = load(BUNDLED / f"{name}.yaml")
-    vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]  # type: ignore[attr-defined]
+    vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]
     decoding = load_for(BUNDLED / f"{name}.yaml")
     results = list(check_recording(recording, resolve("reference", 10.0), vocab, decoding=decoding))
     verdicts = Counter(r.verdict for r in results)
-    problems = [f"{r.mode} {r.case}: {r.reason}" for r in results if r.verdict != "passed"][:5]
+    problems = [f"{r.section} {r.case}: {r.reason}" for r in results if r.verdict is not Verdict.PASSED][:5]
     assert not problems, problems
-    assert verdicts["passed"] == 3 * len(recording.cases) + 5 + 4  # every case in 3 modes, 5 facts, 4 decodings
+    assert verdicts[Verdict.PASSED] == 3 * len(recording.cases) + 5 + 4  # every case in 3 modes, 5 facts, 4 decodings

@@ -3,7 +3,7 @@ decodings of every vocabulary in test_reference_conformance.py.)"""
 
 from __future__ import annotations
 
-from harness.cmake_build import Build
+from harness.llama.build import Build
 from reference_impl import Tokenizer
 from reference_impl.tokenizer import StreamDecoder
 

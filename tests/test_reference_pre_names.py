@@ -15,14 +15,13 @@ from typing import Any
 import pytest
 from gguf import GGUFWriter
 
-from harness.cmake_build import Build
-from harness.corpus import load_corpus
-from harness.fuzz import fuzz_strings
-from harness.oracle import LibllamaOracle
-from harness.outcome import Refusal
-from harness.paths import REPO_ROOT
-from harness.provision import source_dir
-from harness.recording import MODES
+from harness.core.files import REPO_ROOT
+from harness.core.outcome import MODES, Refusal
+from harness.corpus.files import load_corpus
+from harness.corpus.generator import fuzz_strings
+from harness.llama.build import Build
+from harness.llama.fetch import source_dir
+from harness.oracle.client import LibllamaOracle
 from reference_impl.bpe import PRE_REGEXES
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab

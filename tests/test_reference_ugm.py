@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from gguf import GGUFValueType, GGUFWriter
 
-from harness.cmake_build import Build
-from harness.oracle import LibllamaOracle
+from harness.llama.build import Build
+from harness.oracle.client import LibllamaOracle
 from reference_impl.tokenizer import Tokenizer
 from reference_impl.ugm import CharsmapError
 

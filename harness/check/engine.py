@@ -1,0 +1,242 @@
+"""The check engine: an implementation's answers against a recording, case by case and mode by mode.
+
+Both front ends use it: `tokconf check` (fast, no per-case overhead) and the pytest plugin (one
+test item per case and mode). A vocabulary's cases are sent to the implementation in one batch, so
+the time goes to the implementation, not to the harness.
+
+Verdicts: `passed` (same ids, or both refused), `failed` (different ids, or one side refused),
+`error` (the implementation broke: crashed, hung, spoke garbage), `unsupported` (it declined the
+vocabulary, or an input it cannot be given; counted, never passed), `xfailed`/`xpassed` (listed
+in the expected-failure file; an xpass fails the run, so a fixed divergence gets its entry removed).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from harness.check.xfail import ExpectedFailures
+from harness.core.errors import TokconfError
+from harness.core.facts import ExposedFacts, VocabFacts
+from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
+from harness.implementations.base import Decoder, Implementation, Session, Unsupported, VocabInfo
+from harness.llama.vocabs import vocab_file
+from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
+from harness.recordings.format import Recording, load
+
+
+class Verdict(enum.Enum):
+    PASSED = "passed"
+    FAILED = "failed"
+    ERROR = "error"
+    UNSUPPORTED = "unsupported"
+    XFAILED = "xfailed"
+    XPASSED = "xpassed"
+
+    @property
+    def is_problem(self) -> bool:
+        """Whether it fails the gate."""
+        return self in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)
+
+
+# What a result is about: a case in one mode, a vocab fact, or a decoding check (its column in tables).
+Section = Mode | Literal["facts", "decode"]
+FACTS: Section = "facts"
+DECODE: Section = "decode"  # cases: pieces-special, pieces-plain and the DETOKENIZE settings
+SECTIONS: tuple[Section, ...] = (*MODES, FACTS, DECODE)
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which part of the recordings to check (empty: all)."""
+
+    vocabs: frozenset[str] = frozenset()
+    sections: frozenset[str] = frozenset()
+    cases: frozenset[str] = frozenset()
+
+    def wants(self, vocab: str, section: Section, case: str) -> bool:
+        return (
+            (not self.vocabs or vocab in self.vocabs)
+            and (not self.sections or section in self.sections)
+            and (not self.cases or case in self.cases)
+        )
+
+    @property
+    def wants_decoding(self) -> bool:
+        return not self.cases and (not self.sections or DECODE in self.sections)
+
+    @property
+    def wants_facts(self) -> bool:
+        """Facts are checked with every mode selection, not when single cases are asked for."""
+        return not self.cases
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    """One judged check: a case in a mode, a fact, or a decoding check."""
+
+    vocab: str
+    section: Section
+    case: str  # the case id, the fact's name, or the decoding check's name
+    verdict: Verdict
+    data: bytes = b""
+    expected: Outcome | None = None
+    actual: Outcome | None = None
+    reason: str = ""
+
+
+def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:
+    """Compare one answer with the recording."""
+    if isinstance(actual, Refusal) and actual.kind is RefusalKind.BROKEN:
+        return Verdict.ERROR, actual.reason
+    if isinstance(actual, Refusal) and actual.kind is RefusalKind.UNSUPPORTED:
+        return Verdict.UNSUPPORTED, actual.reason
+    if isinstance(expected, Refusal):
+        if isinstance(actual, Refusal):
+            return Verdict.PASSED, ""
+        return Verdict.FAILED, f"llama.cpp refused ({expected.reason}) but the implementation returned ids"
+    if isinstance(actual, Refusal):
+        return Verdict.FAILED, f"the implementation refused: {actual.reason}"
+    if actual == expected:
+        return Verdict.PASSED, ""
+    return Verdict.FAILED, "different ids"
+
+
+@dataclass
+class CheckedFile:
+    """A recording file, checked: what the reports need beside the results."""
+
+    recording: Recording
+    vocab: Path  # its GGUF file, for pieces in reports
+    results: list[CaseResult]
+
+
+def check_file(
+    path: Path,
+    impl: Implementation,
+    selection: Selection,
+    xfails: ExpectedFailures,
+    vocab_dir: Path | None,
+) -> CheckedFile:
+    """Load one recording (and its decoding when wanted), find its vocab file, and check it."""
+    recording = load(path)
+    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, recording.build, vocab_dir)
+    decoding = load_for(path) if selection.wants_decoding else None
+    return CheckedFile(recording, vocab, list(check_recording(recording, impl, vocab, selection, xfails, decoding)))
+
+
+def check_recording(
+    recording: Recording,
+    impl: Implementation,
+    vocab: Path,
+    selection: Selection = Selection(),
+    xfails: ExpectedFailures | None = None,
+    decoding: Decoding | None = None,
+) -> Iterator[CaseResult]:
+    """Every selected case and mode of one recording, judged; then the facts the implementation
+    exposes; then, with the recording's decoding, its pieces and detokenized cases."""
+    name = recording.vocab_name
+    wanted = [
+        (case, mode) for case in recording.cases for mode in MODES if mode in case.outcomes
+        if selection.wants(name, mode, case.id)
+    ]  # fmt: skip
+    facts = recording.facts
+    info = VocabInfo(vocab, facts["vocab_type"], facts.get("model"), facts.get("pre"))
+    try:
+        session = impl.open(info)
+    except Unsupported as why:
+        for case, mode in wanted:
+            yield CaseResult(name, mode, case.id, Verdict.UNSUPPORTED, case.data, case.outcomes[mode], None, str(why))
+        return
+    try:
+        answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in wanted])
+        exposed = session.facts()
+        decoded = _check_decoding(recording, decoding, session, selection) if decoding else []
+    finally:
+        session.close()
+    xfails = xfails or ExpectedFailures()
+    for (case, mode), actual in zip(wanted, answers, strict=True):
+        expected = case.outcomes[mode]
+        judged, reason = judge(expected, actual)
+        listed = xfails.lookup(name, mode, case.id)
+        if listed and judged is not Verdict.PASSED:
+            judged, reason = Verdict.XFAILED, listed.describe()
+        elif listed:
+            judged, reason = Verdict.XPASSED, f"listed as an expected failure ({listed.reason}) but it passes now"
+        yield CaseResult(name, mode, case.id, judged, case.data, expected, actual, reason)
+    if selection.wants_facts:
+        yield from _check_facts(name, facts, exposed)
+    yield from decoded
+
+
+def _check_decoding(
+    recording: Recording, decoding: Decoding, session: Session, selection: Selection
+) -> list[CaseResult]:
+    """One result per decoding check: every piece (special on, off), every case detokenized (two ways)."""
+    name = recording.vocab_name
+    kinds = [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
+    decoder = session.decoder()
+    if decoder is None:
+        why = "the implementation exposes no decoding (token_to_piece, decode and n_tokens)"
+        return [CaseResult(name, DECODE, kind, Verdict.UNSUPPORTED, reason=why) for kind in kinds]
+    results = []
+    for kind in kinds:
+        try:
+            if kind in PIECE_KINDS:
+                wrong, total = _compare_pieces(decoding, decoder, PIECE_KINDS[kind])
+            else:
+                wrong, total = _compare_detokenized(recording, decoding, decoder, kind)
+        except TokconfError:  # the decoding file, not the implementation
+            raise
+        except Exception as error:  # the implementation broke while decoding
+            results.append(CaseResult(name, DECODE, kind, Verdict.ERROR, reason=f"{type(error).__name__}: {error}"))
+            continue
+        reason = ""
+        if wrong:
+            shown = "; ".join(f"{what}: llama.cpp {want!r}, implementation {got!r}" for what, want, got in wrong[:3])
+            reason = f"{len(wrong)} of {total} differ — {shown}"
+        results.append(CaseResult(name, DECODE, kind, Verdict.FAILED if wrong else Verdict.PASSED, reason=reason))
+    return results
+
+
+def _compare_pieces(decoding: Decoding, decoder: Decoder, special: bool) -> tuple[list[tuple[str, bytes, bytes]], int]:
+    expected = decoding.piece_list(special)
+    actual = decoder.pieces(special)
+    if len(actual) != len(expected):
+        return [("token count", str(len(expected)).encode(), str(len(actual)).encode())], len(expected)
+    wrong = [(f"id {i}", want, got) for i, (want, got) in enumerate(zip(expected, actual, strict=True)) if want != got]
+    return wrong, len(expected)
+
+
+def _compare_detokenized(
+    recording: Recording, decoding: Decoding, decoder: Decoder, setting: str
+) -> tuple[list[tuple[str, bytes, bytes]], int]:
+    remove, unparse = DETOKENIZE[setting]
+    wrong, total = [], 0
+    for case in recording.cases:
+        ids = case.outcomes.get("bos")
+        if not isinstance(ids, list):
+            continue
+        total += 1
+        try:
+            want = decoding.detokenized_text(setting, case.id, case.data)
+        except ValueError as error:
+            raise TokconfError(
+                f"the decoding of {recording.vocab_name}, {setting} {case.id}: {error}",
+                "re-record it: tokconf record-decoding",
+            ) from None
+        got = decoder.detokenize(ids, remove, unparse)
+        if got != want:
+            wrong.append((case.id, want, got))
+    return wrong, total
+
+
+def _check_facts(vocab: str, facts: VocabFacts, exposed: ExposedFacts) -> Iterator[CaseResult]:
+    for fact, value in exposed.items():
+        want = fact.recorded(facts)
+        ok = value == want
+        reason = "" if ok else f"{fact.value}: the implementation says {value!r}, llama.cpp says {want!r}"
+        yield CaseResult(vocab, FACTS, fact.value, Verdict.PASSED if ok else Verdict.FAILED, reason=reason)

@@ -1,0 +1,34 @@
+"""JUnit XML of a check: a testsuite per vocab, a testcase per case and mode, for CI dashboards."""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from harness.check.engine import CaseResult, Verdict
+from harness.core.files import atomic_output
+
+
+def write_junit(path: Path, results: list[CaseResult], details: dict[int, str]) -> None:
+    """`details` maps an index into `results` to the full story of that problem."""
+    root = ET.Element("testsuites", name="tokconf")
+    suites: dict[str, ET.Element] = {}
+    for index, result in enumerate(results):
+        suite = suites.get(result.vocab)
+        if suite is None:
+            suite = suites[result.vocab] = ET.SubElement(root, "testsuite", name=result.vocab)
+        case = ET.SubElement(suite, "testcase", classname=f"{result.vocab}.{result.section}", name=result.case)
+        if result.verdict in (Verdict.FAILED, Verdict.XPASSED):
+            ET.SubElement(case, "failure", message=result.reason).text = details.get(index, "")
+        elif result.verdict is Verdict.ERROR:
+            ET.SubElement(case, "error", message=result.reason).text = details.get(index, "")
+        elif result.verdict in (Verdict.UNSUPPORTED, Verdict.XFAILED):
+            ET.SubElement(case, "skipped", message=f"{result.verdict.value}: {result.reason}")
+    for suite in suites.values():
+        cases = list(suite)
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(1 for c in cases if c.find("failure") is not None)))
+        suite.set("errors", str(sum(1 for c in cases if c.find("error") is not None)))
+        suite.set("skipped", str(sum(1 for c in cases if c.find("skipped") is not None)))
+    with atomic_output(path, "JUnit file") as handle:
+        ET.ElementTree(root).write(handle, encoding="unicode", xml_declaration=True)

@@ -1,0 +1,212 @@
+"""The check as pytest items: one per recorded case and mode, one for the vocab facts, and one per
+decoding check where the recording has a decoding (registered by `harness.plugin`).
+
+Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-fuzz-0042`, and
+selectable with `-k`. A vocabulary's selected cases are checked in one batch the first time one of
+its items runs (`harness.check.engine`), so each item only looks its verdict up; with pytest-xdist
+run `-n auto --dist loadgroup` to keep a vocabulary on one worker. The end-of-run summary prints the
+table `tokconf check` prints.
+"""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.check.engine import DECODE, FACTS, CaseResult, Section, Selection, Verdict, check_file
+from harness.check.report import Summary, describe
+from harness.check.xfail import ExpectedFailures
+from harness.core.errors import TokconfError
+from harness.core.outcome import Mode
+from harness.implementations.base import Implementation
+from harness.implementations.resolve import resolve
+from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS
+from harness.recordings.decoding import path_for as decoding_path
+from harness.recordings.format import Recording, load, recording_files
+
+PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict"
+
+
+class ReportedFailure(Exception):
+    """A failure whose message is the whole report (no traceback is shown)."""
+
+
+class TokconfItem(pytest.Item):
+    """What tokconf's items share: failures shown as their report, located at the file they check."""
+
+    location_path: Path
+    label: str
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, ReportedFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[Path, int | None, str]:
+        return self.location_path, None, self.label
+
+
+class ItemGroup(pytest.Collector):
+    """The parent of one file's (or one campaign's) items; they are made in `collect_into`."""
+
+    def collect(self) -> list[pytest.Item]:
+        return []
+
+
+def collect_into(session: pytest.Session, items: list[pytest.Item], nodeid: str, path: Path | None, make: Any) -> None:
+    """Make a group's items with `make(parent)` and tell the terminal (and xdist) they were collected."""
+    where = {"path": path} if path is not None else {}
+    parent = ItemGroup.from_parent(session, name=nodeid, nodeid=nodeid, **where)
+    found: list[pytest.Item] = make(parent)
+    collected: list[pytest.Item | pytest.Collector] = list(found)
+    session.config.hook.pytest_collectreport(report=pytest.CollectReport(nodeid, "passed", None, collected))
+    items.extend(found)
+
+
+class CaseItem(TokconfItem):
+    def __init__(self, *, recording: Path, vocab: str, section: Section, case: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.location_path = recording
+        self.vocab = vocab
+        self.section = section
+        self.case = case
+        self.label = f"{vocab} [{section}] {case}"
+        self.add_marker(pytest.mark.xdist_group(vocab))
+
+    def runtest(self) -> None:
+        plugin = self.config.stash[CheckPlugin.STASH]
+        try:
+            results = plugin.facts(self.location_path) if self.section == FACTS else [plugin.result(self)]
+        except TokconfError as error:
+            raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
+        for result in results:
+            self.user_properties.append((PROPERTY, f"{result.vocab} {result.section} {result.verdict.value}"))
+        if not results:
+            pytest.skip("the implementation exposes no vocab facts (add_bos, bos_id, eos_id, eog_ids, ...)")
+        problems = [r for r in results if r.verdict is not Verdict.PASSED]
+        if not problems:
+            return
+        if self.section == FACTS:
+            raise ReportedFailure(f"{self.vocab} facts differ from llama.cpp's:\n  " + "\n  ".join(
+                r.reason for r in problems))  # fmt: skip
+        result = problems[0]
+        if result.verdict is Verdict.UNSUPPORTED:
+            pytest.skip(f"unsupported: {result.reason}")
+        if result.verdict is Verdict.XFAILED:
+            pytest.xfail(result.reason)
+        recordings = " ".join(str(p) for p in plugin.paths)
+        raise ReportedFailure(describe(result, plugin.vocab_paths.get(result.vocab), plugin.spec, recordings))
+
+
+class CheckPlugin:
+    """Collects the items, runs the implementation once per vocabulary, hands out verdicts, and prints
+    the table at the end (counting verdicts from reports, so xdist workers' results count too)."""
+
+    STASH = pytest.StashKey["CheckPlugin"]()
+    NAME = "tokconf-check"
+
+    def __init__(self, config: pytest.Config, paths: list[Path]) -> None:
+        config.stash[self.STASH] = self
+        self.spec = str(config.getoption("tokconf_impl"))
+        self.paths = paths
+        self.selection = Selection(
+            frozenset(config.getoption("tokconf_vocab")),
+            frozenset(config.getoption("tokconf_mode")),
+            frozenset(config.getoption("tokconf_case")),
+        )
+        self.xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
+        self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
+        self.timeout = float(config.getoption("tokconf_timeout"))
+        self._impl: Implementation | None = None
+        self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
+        self.vocab_paths: dict[str, Path] = {}
+        self.summary = Summary()
+
+    def facts(self, path: Path) -> list[CaseResult]:
+        return [r for (section, _), r in self._checked(path).items() if section == FACTS]
+
+    def result(self, item: CaseItem) -> CaseResult:
+        """The verdict of one case and mode."""
+        found = self._checked(item.location_path).get((item.section, item.case))
+        return found or CaseResult(item.vocab, item.section, item.case, Verdict.ERROR, reason="no verdict: not checked")
+
+    def _checked(self, path: Path) -> dict[tuple[Section, str], CaseResult]:
+        """Every verdict of one recording; the whole vocabulary is checked on first use."""
+        if path not in self._results:
+            if self._impl is None:
+                self._impl = resolve(self.spec, self.timeout)
+            checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir)
+            self.vocab_paths[checked.recording.vocab_name] = checked.vocab
+            self._results[path] = {(r.section, r.case): r for r in checked.results}
+            gc.freeze()  # these live to the end: keep the cyclic GC from rescanning them (see below)
+        return self._results[path]
+
+    def _make_items(self, parent: ItemGroup, path: Path, recording: Recording) -> list[pytest.Item]:
+        name = recording.vocab_name
+        wanted: list[tuple[Section, str]] = []
+        for case in recording.cases:
+            modes: list[Mode] = list(case.outcomes)
+            wanted += [(mode, case.id) for mode in modes if self.selection.wants(name, mode, case.id)]
+        if self.selection.wants_facts and not self.selection.sections:
+            wanted.append((FACTS, "*"))
+        if self.selection.wants_decoding and decoding_path(path).is_file():
+            wanted += [
+                (DECODE, kind) for kind in (*PIECE_KINDS, *DETOKENIZE) if self.selection.wants(name, DECODE, kind)
+            ]
+        return [
+            CaseItem.from_parent(
+                parent,
+                name=f"{name}-{section}" if section == FACTS else f"{name}-{section}-{case.replace('/', '-')}",
+                recording=path,
+                vocab=name,
+                section=section,
+                case=case,
+            )
+            for section, case in wanted
+        ]
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        try:
+            files = recording_files(self.paths)
+        except TokconfError as error:
+            raise pytest.UsageError(str(error)) from None
+        for path in files:
+            if self.selection.vocabs and path.stem not in self.selection.vocabs:
+                continue
+            try:
+                recording = load(path)
+            except TokconfError as error:
+                raise pytest.UsageError(str(error)) from None
+            nodeid = f"tokconf/b{recording.build}/{recording.vocab_name}"
+            collect_into(
+                session, items, nodeid, path, lambda parent, p=path, r=recording: self._make_items(parent, p, r)
+            )
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Freeze what collection built: with 200,000 items the cyclic GC otherwise rescans them all,
+        over and over, and a full run spends most of its time in `gc_collect_main`."""
+        gc.collect()
+        gc.freeze()
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "call":
+            return
+        for key, value in report.user_properties:
+            if key == PROPERTY and isinstance(value, str):
+                vocab, section, verdict = value.split(" ")
+                self.summary.count(vocab, section, Verdict(verdict))  # type: ignore[arg-type]
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.summary.counts:
+            return
+        terminalreporter.section(f"tokconf conformance: {self.spec} against {' '.join(map(str, self.paths))}")
+        for line in self.summary.text_table():
+            terminalreporter.write_line(line)
+
+    def pytest_unconfigure(self) -> None:
+        if self._impl is not None:
+            self._impl.close()

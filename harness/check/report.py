@@ -1,0 +1,118 @@
+"""Reports a porter can act on: the summary counts, each problem's story, Markdown and HTML.
+
+A mismatch shows the vocab, mode and case, the input with its whitespace made visible and its code
+points, the first index where the ids diverge, a window of expected and actual ids each with its
+piece (the token's text from the GGUF file), and one command that re-checks that case alone.
+"""
+
+from __future__ import annotations
+
+import html
+import shlex
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.check.engine import DECODE, FACTS, CaseResult, Section, Verdict
+from harness.core.outcome import render_outcome
+from harness.core.render import code_points, first_divergence, ids_window, visible
+
+WINDOW = 4
+COLUMNS = ("vocab", "mode", *(v.value for v in Verdict), "conformance")
+
+
+def repro_command(result: CaseResult, impl: str, recordings: str) -> str:
+    args = ["tokconf", "check", "--impl", impl, "--recordings", recordings, "--vocab", result.vocab]
+    args += ["--mode", result.section]
+    if result.section != DECODE:
+        args += ["--case", result.case]
+    return shlex.join(args)
+
+
+def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str) -> str:
+    """The full story of one failed or broken case, as plain text."""
+    lines = [f"{result.vocab} [{result.section}] {result.case}: {result.verdict.value} — {result.reason}"]
+    if result.section == FACTS:
+        return lines[0]
+    if result.section != DECODE:  # a whole-vocabulary decoding check: the reason lists the first differences
+        lines.append(f"  input:       {visible(result.data)}")
+        lines.append(f"  code points: {code_points(result.data)}")
+        expected, actual = result.expected, result.actual
+        if isinstance(expected, list) and isinstance(actual, list):
+            at = first_divergence(expected, actual)
+            lines.append(f"  first divergence at index {at} (expected {len(expected)} ids, got {len(actual)})")
+            for label, ids in (("expected", expected), ("actual", actual)):
+                lines.append(f"  {label:9}[{max(0, at - WINDOW)}:]: {ids_window(ids, at, vocab, WINDOW)}")
+        else:
+            for label, outcome in (("expected", expected), ("actual", actual)):
+                lines.append(f"  {label}: {render_outcome(outcome) if outcome is not None else '(not asked)'}")
+    lines.append(f"  reproduce:   {repro_command(result, impl, recordings)}")
+    return "\n".join(lines)
+
+
+class Summary:
+    """Counts per vocab x section, and the problems kept for details."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
+        self.problems: list[CaseResult] = []
+
+    def add(self, results: Iterable[CaseResult]) -> None:
+        for result in results:
+            self.count(result.vocab, result.section, result.verdict)
+            if result.verdict.is_problem:
+                self.problems.append(result)
+
+    def count(self, vocab: str, section: Section, verdict: Verdict) -> None:
+        self.counts[(vocab, section)][verdict] += 1
+
+    def totals(self) -> Counter[Verdict]:
+        total: Counter[Verdict] = Counter()
+        for counts in self.counts.values():
+            total.update(counts)
+        return total
+
+    @property
+    def ok(self) -> bool:
+        """The gate: something passed, and nothing failed, broke or unexpectedly passed."""
+        totals = self.totals()
+        return totals[Verdict.PASSED] > 0 and not any(totals[v] for v in Verdict if v.is_problem)
+
+    @staticmethod
+    def conformance(counts: Counter[Verdict]) -> str:
+        judged = sum(counts[v] for v in Verdict if v is not Verdict.UNSUPPORTED)
+        if not judged:
+            return "n/a"
+        return f"{100 * (counts[Verdict.PASSED] + counts[Verdict.XFAILED]) / judged:.2f}%"
+
+    def rows(self) -> list[list[str]]:
+        """One row per vocab x section, then the totals: the cells of every table."""
+        rows = []
+        for (vocab, section), counts in sorted(self.counts.items()):
+            rows.append([vocab, section, *(str(counts[v]) for v in Verdict), self.conformance(counts)])
+        totals = self.totals()
+        rows.append(["all", "", *(str(totals[v]) for v in Verdict), self.conformance(totals)])
+        return rows
+
+    def text_table(self) -> list[str]:
+        """The table as aligned plain-text lines (terminals, pytest's summary)."""
+        rows = [list(COLUMNS), *self.rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+        return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+
+    def markdown(self, title: str, details: list[str]) -> str:
+        lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
+        if details:
+            lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in details]
+        return "\n".join(lines) + "\n"
+
+    def html(self, title: str, details: list[str]) -> str:
+        head = "".join(f"<th>{h}</th>" for h in COLUMNS)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
+        failures = "".join(f"<pre>{html.escape(d)}</pre>" for d in details)
+        return (
+            f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
+            f"<body><h1>{html.escape(title)}</h1><table border='1'><tr>{head}</tr>{body}</table>"
+            f"{'<h2>Failures</h2>' + failures if failures else ''}</body></html>\n"
+        )

@@ -1,0 +1,56 @@
+"""One check run over recording files: what `tokconf check` prints and writes, as data."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.check.engine import CaseResult, Selection, check_file
+from harness.check.report import Summary
+from harness.check.xfail import ExpectedFailures
+from harness.core.errors import TokconfError
+from harness.implementations.resolve import resolve
+from harness.recordings.format import recording_files
+
+
+@dataclass
+class CheckRun:
+    """Every result of a run, its summary, and the GGUF file of each vocab (for pieces in reports)."""
+
+    impl_name: str
+    summary: Summary = field(default_factory=Summary)
+    results: list[CaseResult] = field(default_factory=list)
+    vocabs: dict[str, Path] = field(default_factory=dict)
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def check_paths(
+    paths: list[Path],
+    impl_spec: str,
+    selection: Selection,
+    xfails: ExpectedFailures,
+    vocab_dir: Path | None,
+    timeout: float,
+    progress: Callable[[str], None] = _progress,
+) -> CheckRun:
+    """Check an implementation against every selected recording under `paths`."""
+    files = [p for p in recording_files(paths) if not selection.vocabs or p.stem in selection.vocabs]
+    if not files:
+        raise TokconfError(f"no recording matches --vocab {' '.join(sorted(selection.vocabs))}", "check the names")
+    impl = resolve(impl_spec, timeout)
+    run = CheckRun(impl.name)
+    try:
+        for path in files:
+            checked = check_file(path, impl, selection, xfails, vocab_dir)
+            run.vocabs[checked.recording.vocab_name] = checked.vocab
+            run.summary.add(checked.results)
+            run.results.extend(checked.results)
+            progress(f"{checked.recording.vocab_name}: {len(checked.results)} checked")
+    finally:
+        impl.close()
+    return run

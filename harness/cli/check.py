@@ -1,0 +1,69 @@
+"""`tokconf check`: run the check engine over recordings and print the table.
+
+Exit status 0 only when something passed and nothing failed, broke or unexpectedly passed; 1
+otherwise. With --junit, --report (.md or .html) the same results are also written to files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from harness.options import CHECK, add_to_argparse
+
+
+def add_parser(commands: Any) -> None:
+    chk = commands.add_parser("check", help="check an implementation against recordings; prints the table")
+    chk.set_defaults(run=run)
+    add_to_argparse(chk, CHECK)
+    chk.add_argument("--junit", type=Path, help="write JUnit XML here")
+    chk.add_argument("--report", type=Path, help="write a .md or .html report here")
+    chk.add_argument("--details", type=int, default=20, help="failures shown in full (default 20)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """The `check` command; returns the exit status."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from harness.check.engine import Selection
+    from harness.check.junit import write_junit
+    from harness.check.report import COLUMNS, describe
+    from harness.check.run import check_paths
+    from harness.check.xfail import ExpectedFailures
+    from harness.core.errors import TokconfError
+    from harness.core.files import BUNDLED_RECORDINGS, atomic_write
+
+    for output in (args.junit, args.report):
+        if output is not None and not output.parent.is_dir():
+            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+    console = Console(highlight=False, width=max(120, Console().width))
+    paths = args.recordings or [BUNDLED_RECORDINGS]
+    recordings_arg = " ".join(str(p) for p in paths)
+    selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case))
+    xfails = ExpectedFailures.load(args.xfail)
+    run = check_paths(paths, args.impl, selection, xfails, args.vocab_dir, args.timeout)
+    summary = run.summary
+    shown = summary.problems[: args.details]
+    details = [describe(r, run.vocabs.get(r.vocab), args.impl, recordings_arg) for r in shown]
+    for text in details:
+        console.print(text, markup=False, soft_wrap=True)  # a repro command must stay one line
+        console.print()
+    if len(summary.problems) > len(shown):
+        console.print(f"... and {len(summary.problems) - len(shown)} more problems (--details N shows more)")
+    title = f"tokconf check: {run.impl_name} against {recordings_arg}"
+    table = Table(title=title)
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("vocab", "mode") else "right")
+    for row in summary.rows():
+        table.add_row(*row)
+    console.print(table)
+    if args.junit:
+        index = {id(r): i for i, r in enumerate(run.results)}
+        write_junit(args.junit, run.results, {index[id(r)]: d for r, d in zip(shown, details, strict=True)})
+    if args.report:
+        text = summary.html(title, details) if args.report.suffix == ".html" else summary.markdown(title, details)
+        atomic_write(args.report, text, "report")
+    return 0 if summary.ok else 1

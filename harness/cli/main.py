@@ -1,0 +1,50 @@
+"""`tokconf`: the parser of every command, and the one place errors become messages and exit codes.
+
+Every user-fixable failure is a `TokconfError`: printed as one message, exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from harness.cli import check, diff, export, fuzz, llama, record
+from harness.core.errors import TokconfError
+
+COMMANDS = (llama, record, check, fuzz, diff, export)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tokconf", description="Tokenizer conformance against a pinned llama.cpp.")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from harness import __version__
+
+        print(f"tokconf {__version__}")
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        status: int = args.run(args)
+        return status
+    except TokconfError as error:
+        print(f"tokconf: error: {error}", file=sys.stderr)
+        return 2
+    except BrokenPipeError:  # `tokconf ... | head`: the reader left, which is not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        resume = " (run the same command again: recording resumes from its journal)" if args.command == "record" else ""
+        print(f"tokconf: interrupted{resume}", file=sys.stderr)
+        return 130

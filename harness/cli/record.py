@@ -1,0 +1,71 @@
+"""`tokconf record` and `tokconf record-decoding`: llama.cpp's answers into recordings."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from harness.cli.llama import add_build
+from harness.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+
+
+def add_parser(commands: Any) -> None:
+    rec = commands.add_parser("record", help="record llama.cpp's ids for the corpus, tests, specials and fuzz")
+    rec.set_defaults(run=run)
+    add_build(rec)
+    rec.add_argument("--vocab", action="append", default=[], help="a vocab name (qwen2) or GGUF path; repeatable")
+    rec.add_argument("--corpus", action="append", type=Path, default=[], help="corpus file or folder; repeatable")
+    rec.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"fuzz seed (default {DEFAULT_SEED})")
+    rec.add_argument("--fuzz-count", type=int, default=DEFAULT_COUNT, help=f"fuzz strings (default {DEFAULT_COUNT})")
+    rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the repository)")
+    rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
+    rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
+    rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
+    rec.add_argument("--no-decoding", action="store_true", help="record ids only (no *.decoding.yaml)")
+
+    rdec = commands.add_parser(
+        "record-decoding", help="record llama.cpp's pieces and detokenizations beside existing recordings"
+    )
+    rdec.set_defaults(run=run_decoding)
+    rdec.add_argument("recordings", nargs="*", type=Path, help="recording files or folders (default: the bundled)")
+    rdec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.core.files import CORPUS, REPO_ROOT
+    from harness.corpus.files import load_corpus
+    from harness.llama.build import require_build
+    from harness.llama.vocabs import resolve_vocabs, vocab_name
+    from harness.record.crosscheck import crosscheck_vocab
+    from harness.record.recorder import Plan, record
+
+    made = require_build(args.build)
+    corpus = load_corpus(args.corpus or [CORPUS])
+    vocabs = resolve_vocabs(args.vocab, made)
+    out = args.out or REPO_ROOT / "recordings" / f"b{args.build}"
+    plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out, not args.no_decoding)
+    if args.backend == "libllama":
+        record(plan, vocabs, args.jobs)
+        return 0
+    failures = 0
+    for vocab in vocabs:
+        compared, found = crosscheck_vocab(plan, made, vocab, args.sample)
+        print(
+            f"{vocab_name(vocab)}: {compared - len(found)}/{compared} answers agree (libllama worker vs llama-tokenize)"
+        )
+        for d in found:
+            print(f"  {d.case} [{d.mode}]: libllama {d.libllama} != llama-tokenize {d.cli}")
+        failures += len(found)
+    return 1 if failures else 0
+
+
+def run_decoding(args: argparse.Namespace) -> int:
+    from harness.core.files import BUNDLED_RECORDINGS
+    from harness.record.decoding import record_decoding
+    from harness.record.recorder import in_parallel
+    from harness.recordings.format import recording_files
+
+    in_parallel(record_decoding, recording_files(args.recordings or [BUNDLED_RECORDINGS]), args.jobs)
+    return 0

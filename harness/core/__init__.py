@@ -1,0 +1,5 @@
+"""The data every stage shares: outcomes and modes, vocab facts and provenance, errors, files, text rendering.
+
+Imports nothing from the other stages (and nothing heavy), so the pytest plugin and the command line
+can load it at start-up.
+"""

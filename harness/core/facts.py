@@ -1,0 +1,111 @@
+"""What a vocabulary is besides its ids, as llama.cpp reports it, and where a recording came from.
+
+`VocabFacts` is what the oracle reads through llama.h (`harness.oracle.libllama.Vocab.facts`) and
+every recording stores under `facts:`. `Fact` is the part of it an implementation is checked on:
+one table of names, used by the check engine, every implementation adapter and the line protocol.
+`Provenance` is a recording's `provenance:` block.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+from typing import Any, TypedDict
+
+
+class VocabFacts(TypedDict):
+    """The vocab facts of one GGUF file as llama.cpp loads it (vocab_only)."""
+
+    vocab_type: str  # llama_vocab_type: none, spm, bpe, wpm, ugm, rwkv, plamo2, test
+    model: str | None  # tokenizer.ggml.model
+    pre: str | None  # tokenizer.ggml.pre
+    n_tokens: int
+    add_bos: bool
+    add_eos: bool
+    add_sep: bool
+    special_ids: dict[str, int]  # bos, eos, eot, sep, nl, pad, mask, fim_*: -1 when absent
+    eog_ids: list[int]  # llama_vocab_is_eog
+    token_attributes: dict[int, str]  # `control|lstrip`, only tokens that are not just `normal`
+    special_texts: dict[int, bytes]  # the text of every control and user-defined token
+
+
+def facts_to_json(facts: VocabFacts) -> bytes:
+    """The worker's wire form: JSON, with int keys as strings and texts in base64."""
+    wire: dict[str, Any] = dict(facts)
+    wire["token_attributes"] = {str(k): v for k, v in facts["token_attributes"].items()}
+    wire["special_texts"] = {str(k): base64.b64encode(v).decode() for k, v in facts["special_texts"].items()}
+    return json.dumps(wire).encode()
+
+
+def facts_from_json(raw: bytes) -> VocabFacts:
+    """The inverse of `facts_to_json`."""
+    wire = json.loads(raw)
+    wire["token_attributes"] = {int(k): v for k, v in wire["token_attributes"].items()}
+    wire["special_texts"] = {int(k): base64.b64decode(v) for k, v in wire["special_texts"].items()}
+    facts: VocabFacts = wire
+    return facts
+
+
+class Fact(enum.Enum):
+    """A fact an implementation may expose and is then checked on; the value is its name in reports,
+    the line protocol and the recordings' `special_ids` where it is one of them."""
+
+    ADD_BOS = "add_bos"
+    ADD_EOS = "add_eos"
+    BOS = "bos"
+    EOS = "eos"
+    EOG_IDS = "eog_ids"
+
+    @property
+    def attribute(self) -> str:
+        """The attribute a Python implementation exposes it as (the reference's names)."""
+        return {Fact.BOS: "bos_id", Fact.EOS: "eos_id"}.get(self, self.value)
+
+    def recorded(self, facts: VocabFacts) -> bool | int | list[int]:
+        """Its value in llama.cpp's facts."""
+        if self is Fact.ADD_BOS:
+            return facts["add_bos"]
+        if self is Fact.ADD_EOS:
+            return facts["add_eos"]
+        if self is Fact.EOG_IDS:
+            return sorted(facts["eog_ids"])
+        return facts["special_ids"][self.value]
+
+
+ExposedFacts = dict[Fact, bool | int | list[int]]
+
+
+class LlamaCppProvenance(TypedDict):
+    build: int
+    source: str  # pypi-sdist, git, folder
+    origin: str
+    sha256: str | None
+    commit: str | None
+
+
+class VocabProvenance(TypedDict):
+    name: str
+    file: str
+    sha256: str
+    model: str | None
+    pre: str | None
+
+
+class FuzzProvenance(TypedDict):
+    seed: int
+    generator: int
+    count: int
+
+
+class Provenance(TypedDict):
+    """Everything that decided a recording's content (docs/recording-format.md)."""
+
+    llama_cpp: LlamaCppProvenance
+    backend: str
+    vocab: VocabProvenance
+    corpus: dict[str, str]  # corpus file name -> sha256
+    upstream_tests: dict[str, str]  # .inp file name -> sha256
+    fuzz: FuzzProvenance
+    harness: str
+    modes: dict[str, dict[str, bool]]

@@ -1,0 +1,48 @@
+"""What a tokenizer answered for one input in one mode: token ids, or a refusal of a typed kind.
+
+The three modes are the `add_special`/`parse_special` pairs every recording holds, as
+`llama_tokenize` takes them.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Literal
+
+Mode = Literal["plain", "special", "bos"]
+
+# mode -> (add_special, parse_special)
+MODES: dict[Mode, tuple[bool, bool]] = {
+    "plain": (False, False),  # llama.cpp's own tests/test-tokenizer-0 setting
+    "special": (False, True),
+    "bos": (True, True),  # llama-tokenize's default for vocabs that add BOS
+}
+
+Request = tuple[bytes, bool, bool]  # data, add_special, parse_special: one input to any tokenizer
+
+
+class RefusalKind(enum.Enum):
+    """Why no ids came back, which decides the verdict (`harness.check.engine.judge`)."""
+
+    REFUSED = "refused"  # the tokenizer declined the input: llama.cpp aborted or hung, a port raised
+    UNSUPPORTED = "unsupported"  # the implementation cannot be given this input at all: counted, never judged
+    BROKEN = "broken"  # the implementation broke (crashed, hung, spoke garbage): an error, never a pass
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """No ids: `reason` is stable text (a recording stores only the reasons of llama.cpp's refusals)."""
+
+    reason: str
+    kind: RefusalKind = RefusalKind.REFUSED
+
+
+Outcome = list[int] | Refusal
+
+
+def render_outcome(outcome: Outcome) -> str:
+    """One outcome on one line, as every report shows it: `1 2 3`, `(no ids)` or `refused: reason`."""
+    if isinstance(outcome, Refusal):
+        return f"{outcome.kind.value}: {outcome.reason}"
+    return " ".join(map(str, outcome)) or "(no ids)"

@@ -1,0 +1,72 @@
+"""Text for people: inputs with their whitespace visible, code points, token pieces, and the window of
+ids around the first divergence. Every report (check, diff, fuzz, explain) renders with these."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+# Every Unicode White_Space character (and CRLF as a unit), in a fixed order: the seeded generator
+# draws from this tuple by index, so its order is part of `GENERATOR_VERSION`.
+WHITESPACE = (
+    "\t", "\n", "\x0b", "\x0c", "\r", " ", "\x85", "\xa0", "\u1680", "\u2000", "\u2001", "\u2002",
+    "\u2003", "\u2004", "\u2005", "\u2006", "\u2007", "\u2008", "\u2009", "\u200a", "\u2028",
+    "\u2029", "\u202f", "\u205f", "\u3000", "\r\n",
+)  # fmt: skip
+
+VISIBLE = {" ": "·", "\t": "→", "\n": "↵", "\r": "←", "\x0b": "⇣", "\x0c": "⇟"}
+# Shown as <U+XXXX>: every other Unicode whitespace, and the zero-width and format characters.
+INVISIBLE = set("".join(WHITESPACE)) - set(VISIBLE) | set("\u200b\u200c\u200d\u2060\ufeff\u00ad")
+
+
+def visible(data: bytes, limit: int = 200) -> str:
+    """The input with whitespace and controls made visible, invalid bytes as \\xNN."""
+    text = data.decode("utf-8", errors="backslashreplace")
+    shown = []
+    for ch in text[:limit]:
+        if ch in VISIBLE:
+            shown.append(VISIBLE[ch])
+        elif ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F or ch in INVISIBLE:
+            shown.append(f"<U+{ord(ch):04X}>")
+        else:
+            shown.append(ch)
+    return "".join(shown) + (f"… ({len(data)} bytes)" if len(text) > limit else "")
+
+
+def code_points(data: bytes, limit: int = 24) -> str:
+    """`U+0048 U+0069 \\xFF`: each character's code point, each invalid byte as itself."""
+    text = data.decode("utf-8", errors="surrogateescape")
+    points = [f"\\x{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF else f"U+{ord(c):04X}" for c in text[:limit]]
+    return " ".join(points) + (" …" if len(text) > limit else "")
+
+
+@lru_cache(maxsize=4)
+def _token_texts(vocab: Path) -> list[str]:
+    """Token texts from the GGUF file (read once per vocab, only when a mismatch is shown; the reader
+    pulls in numpy through gguf, so it is imported here, not at start-up)."""
+    from reference_impl.gguf_reader import read_tokenizer_fields
+
+    tokens: list[str] = read_tokenizer_fields(vocab)["tokenizer.ggml.tokens"]
+    return tokens
+
+
+def piece(vocab: Path | None, token: int) -> str:
+    """The text of a token in a GGUF vocab, for reports ("" when the file is not at hand)."""
+    if vocab is None:
+        return ""
+    texts = _token_texts(vocab)
+    return repr(texts[token]) if 0 <= token < len(texts) else "<out of range>"
+
+
+def first_divergence(expected: list[int], actual: list[int]) -> int:
+    """The first index where two id lists differ (the shorter length when one is a prefix)."""
+    for i, (a, b) in enumerate(zip(expected, actual, strict=False)):
+        if a != b:
+            return i
+    return min(len(expected), len(actual))
+
+
+def ids_window(ids: list[int], at: int, vocab: Path | None, width: int) -> str:
+    """The ids within `width` of index `at`, each with its piece, `at` marked with `>`."""
+    window = range(max(0, at - width), min(len(ids), at + width + 1))
+    return "  ".join(f"{'>' if i == at else ' '}{ids[i]} {piece(vocab, ids[i])}".rstrip() for i in window)

@@ -1,0 +1,123 @@
+"""The corpus: YAML files of input cases by theme (`corpora/*.yaml`), loaded and validated.
+
+A file is `{theme, description, cases: [...]}`; a case has a stable `id` (unique in its file; the
+recorded id is `<file stem>/<id>`), exactly one of `text` (a string, YAML escapes allowed) or
+`bytes_hex` (raw bytes, so invalid UTF-8 is recordable), an optional `repeat` count (a 10,000-space
+input is stored as one space and `repeat: 10000`, losslessly), and a `why` unless the file says it was
+`generated_by` a script. Any deviation is an error naming the file and the case, before anything runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.core.errors import TokconfError
+from harness.core.files import yaml_files
+
+ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
+FILE_KEYS = {"theme", "description", "cases", "generated_by", "source", "license"}
+
+
+@dataclass(frozen=True)
+class Case:
+    """One input: its recorded id, its exact bytes, and why it is in the corpus."""
+
+    id: str
+    data: bytes
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class CorpusFile:
+    """One loaded corpus file and the sha256 of its bytes (part of every recording's provenance)."""
+
+    path: Path
+    sha256: str
+    cases: tuple[Case, ...]
+
+
+def _bad(path: Path, where: str, problem: str) -> TokconfError:
+    return TokconfError(f"{path}: {where}: {problem}", "fix the corpus file; nothing was recorded")
+
+
+def _load_yaml(path: Path, raw: bytes) -> Any:
+    try:
+        return yaml.load(raw, Loader=yaml.CSafeLoader)
+    except yaml.YAMLError as error:
+        raise _bad(path, "YAML", str(error).replace("\n", " ")) from None
+
+
+def _case_data(path: Path, where: str, entry: dict[str, Any]) -> bytes:
+    if ("text" in entry) == ("bytes_hex" in entry):
+        raise _bad(path, where, "needs exactly one of `text` or `bytes_hex`")
+    if "text" in entry:
+        if not isinstance(entry["text"], str):
+            raise _bad(path, where, "`text` must be a string (quote it)")
+        try:
+            data = entry["text"].encode("utf-8")
+        except UnicodeEncodeError:
+            raise _bad(path, where, "`text` has a lone surrogate; use `bytes_hex` for invalid UTF-8") from None
+    else:
+        try:
+            data = bytes.fromhex(str(entry["bytes_hex"]))
+        except ValueError:
+            raise _bad(path, where, "`bytes_hex` is not hexadecimal") from None
+    repeat = entry.get("repeat", 1)
+    if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
+        raise _bad(path, where, "`repeat` must be a positive integer")
+    return data * repeat
+
+
+def load_corpus_file(path: Path) -> CorpusFile:
+    """Load and validate one corpus file."""
+    raw = path.read_bytes()
+    doc = _load_yaml(path, raw)
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        raise _bad(path, "top level", "must be a mapping with a `cases` list")
+    unknown = set(doc) - FILE_KEYS
+    if unknown:
+        raise _bad(path, "top level", f"unknown keys {sorted(unknown)}")
+    generated = "generated_by" in doc
+    seen: set[str] = set()
+    cases = []
+    for index, entry in enumerate(doc["cases"]):
+        where = f"case #{index}"
+        if not isinstance(entry, dict):
+            raise _bad(path, where, "must be a mapping")
+        case_id = entry.get("id")
+        if not isinstance(case_id, str) or not ID_PATTERN.match(case_id):
+            raise _bad(path, where, f"`id` {case_id!r} must match {ID_PATTERN.pattern}")
+        where = f"case {case_id!r}"
+        if case_id in seen:
+            raise _bad(path, where, "duplicate id")
+        seen.add(case_id)
+        unknown = set(entry) - CASE_KEYS
+        if unknown:
+            raise _bad(path, where, f"unknown keys {sorted(unknown)}")
+        why = entry.get("why")
+        if not generated and not (isinstance(why, str) and why.strip()):
+            raise _bad(path, where, "hand-written cases need a `why`")
+        cases.append(Case(f"{path.stem}/{case_id}", _case_data(path, where, entry), why))
+    return CorpusFile(path, hashlib.sha256(raw).hexdigest(), tuple(cases))
+
+
+def load_corpus(paths: Iterable[Path]) -> list[CorpusFile]:
+    """Load every `*.yaml` under the given files or folders, sorted by path for a stable order."""
+    loaded = [load_corpus_file(p) for p in yaml_files(paths, "corpus")]
+    stems: dict[str, Path] = {}
+    for corpus_file in loaded:
+        other = stems.setdefault(corpus_file.path.stem, corpus_file.path)
+        if other != corpus_file.path:
+            raise TokconfError(
+                f"corpus files {other} and {corpus_file.path} share the name {corpus_file.path.stem!r}",
+                "case ids are <file name>/<id>; rename one of them",
+            )
+    return loaded

@@ -1,0 +1,77 @@
+"""What a campaign found: each shrunk divergence, appended to `found-<vocab>.yaml` as a corpus case (so
+the next `tokconf record` keeps it), and the report lines both front ends print."""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_write
+from harness.core.outcome import Mode, Outcome, render_outcome
+from harness.core.render import code_points, visible
+
+
+@dataclass
+class Finding:
+    vocab: str
+    mode: Mode
+    data: bytes
+    expected: Outcome
+    actual: Outcome
+    reason: str
+
+
+def write_findings(found_dir: Path, findings: list[Finding], seed: int | None, impl_name: str) -> list[Path]:
+    """Append each finding as a corpus case in `found-<vocab>.yaml` (deduplicated by input)."""
+    written = []
+    today = datetime.date.today().isoformat()
+    for vocab in sorted({f.vocab for f in findings}):
+        path = found_dir / f"found-{vocab}.yaml"
+        doc = _load_found(path, vocab)
+        known = {case["id"] for case in doc["cases"]}
+        for finding in (f for f in findings if f.vocab == vocab):
+            case_id = "fuzz-" + hashlib.sha256(finding.data).hexdigest()[:12]
+            if case_id in known:
+                continue
+            known.add(case_id)
+            case: dict[str, object] = {"id": case_id}
+            try:
+                case["text"] = finding.data.decode("utf-8")
+            except UnicodeDecodeError:
+                case["bytes_hex"] = finding.data.hex()
+            case["why"] = (
+                f"found by tokconf fuzz on {today}: vocab {vocab}, mode {finding.mode}, "
+                f"{'random seed' if seed is None else f'seed {seed}'}, "
+                f"implementation {impl_name}: {finding.reason}"
+            )
+            doc["cases"].append(case)
+        found_dir.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True), "found cases")
+        written.append(path)
+    return written
+
+
+def _load_found(path: Path, vocab: str) -> dict[str, Any]:
+    if not path.is_file():
+        return {"theme": f"found-{vocab}", "description": "inputs on which a fuzz campaign found a divergence",
+                "cases": []}  # fmt: skip
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
+        raise TokconfError(f"{path} is not a corpus file", "move it away; tokconf fuzz writes found cases there")
+    return doc
+
+
+def describe_finding(finding: Finding, impl_name: str) -> list[str]:
+    """A shrunk divergence as the report lines both front ends print."""
+    return [
+        f"{finding.vocab} [{finding.mode}] {finding.reason}",
+        f"  input:     {visible(finding.data)}   ({code_points(finding.data)})",
+        f"  llama.cpp: {render_outcome(finding.expected)}",
+        f"  {impl_name}: {render_outcome(finding.actual)}",
+    ]

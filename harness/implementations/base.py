@@ -1,0 +1,65 @@
+"""The interface every implementation under test has, and what it is told about a vocabulary.
+
+An `Implementation` opens a `Session` per vocabulary; `Session.encode_many` answers many inputs at
+once, so a check spends its time in the implementation, not in the harness. An answer is ids or a
+`Refusal` whose kind says whether the implementation declined the input (judged against llama.cpp),
+cannot be given it at all (unsupported), or broke (an error).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from harness.core.facts import ExposedFacts
+from harness.core.outcome import Outcome, Request
+
+
+class Unsupported(Exception):
+    """The implementation does not handle this vocabulary, or this input (unsupported, never passed).
+
+    Raised by a factory for a whole vocabulary, or by `encode` for one input it cannot be given (a
+    `str` API handed invalid UTF-8)."""
+
+
+class Decoder(Protocol):
+    """Decoding as llama.cpp does it: `llama_token_to_piece` of every id, and `llama_detokenize`."""
+
+    def pieces(self, special: bool) -> list[bytes]: ...
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes: ...
+
+
+class Session(Protocol):
+    """One vocabulary loaded into an implementation."""
+
+    def encode_many(self, requests: list[Request]) -> list[Outcome]: ...
+
+    def decoder(self) -> Decoder | None:
+        """Its decoding, if it exposes one (checked against decoding recordings)."""
+        ...
+
+    def facts(self) -> ExposedFacts:
+        """The facts it exposes; the others are not checked (and the report says so)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class VocabInfo:
+    """What an implementation is told about the vocabulary it loads."""
+
+    path: Path
+    vocab_type: str
+    model: str | None
+    pre: str | None
+
+
+class Implementation(Protocol):
+    name: str
+
+    def open(self, vocab: VocabInfo) -> Session: ...
+
+    def close(self) -> None: ...

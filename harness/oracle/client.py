@@ -1,0 +1,219 @@
+"""`LibllamaOracle`: the live llama.cpp for one vocabulary, crash-isolated in a worker process.
+
+The worker calls llama_tokenize in-process through cffi, ~25,000 inputs/s. When llama.cpp aborts on
+an input, the worker's fork server reports it and carries on (`harness.oracle.worker`); when the
+worker hangs past the timeout or dies itself, it is killed and the next call starts a fresh one.
+Either way that input's answer is a `Refusal` carrying the reason: one bad input never stops a
+recording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import struct
+import subprocess
+import sys
+import tempfile
+from array import array
+from pathlib import Path
+
+from harness.core.errors import TokconfError
+from harness.core.facts import VocabFacts, facts_from_json
+from harness.core.outcome import Outcome, Refusal, Request
+from harness.llama.build import Build
+from harness.oracle.crash import crash_reason
+
+DEFAULT_TIMEOUT = 60.0
+BATCH_COUNT = 256  # inputs per round trip
+BATCH_BYTES = 1 << 20  # and about this much text
+
+
+class WorkerGone(Exception):
+    """The worker closed its pipe or did not answer in time."""
+
+
+class LibllamaOracle:
+    """llama_tokenize in a worker subprocess, restarted after every crash."""
+
+    def __init__(self, build: Build, vocab: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+        self.build = build
+        self.vocab = vocab
+        self.timeout = timeout
+        self.restarts = 0
+        self.crashes = 0
+        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the oracle; closed in close())
+        self._proc: subprocess.Popen[bytes] | None = None
+        try:
+            self._start()
+        except BaseException:
+            self._stderr.close()
+            raise
+
+    def _start(self) -> None:
+        self._stderr.seek(0)
+        self._stderr.truncate()
+        command = [sys.executable, "-m", "harness.oracle.worker", "--lib", str(self.build.libllama)]
+        command += ["--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
+        for path in self.build.include_dirs:
+            command += ["--include", str(path)]
+        # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
+        env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
+        self._proc = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env
+        )
+        try:
+            ready = self._read()
+        except WorkerGone as gone:
+            raise TokconfError(
+                f"llama.cpp b{self.build.build} could not load {self.vocab}: {self._died(str(gone))}",
+                "check that the file is a GGUF vocabulary (tokconf llama info lists the shipped ones)",
+            ) from None
+        if ready[:1] != b"R":
+            self._kill()
+            raise TokconfError(
+                f"llama.cpp b{self.build.build} could not load {self.vocab}: {ready[1:].decode(errors='replace')}",
+                "check that the file is a complete GGUF vocabulary; re-download or re-fetch it if truncated",
+            )
+
+    def _read_exact(self, size: int) -> bytes:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        chunks: list[bytes] = []
+        while size:
+            ready, _, _ = select.select([fd], [], [], self.timeout)
+            if not ready:
+                raise WorkerGone(f"no answer within {self.timeout:g} s")
+            chunk = os.read(fd, size)
+            if not chunk:
+                raise WorkerGone("worker exited")
+            chunks.append(chunk)
+            size -= len(chunk)
+        return b"".join(chunks)
+
+    def _read(self) -> bytes:
+        (size,) = struct.unpack("<I", self._read_exact(4))
+        return self._read_exact(size)
+
+    def _request(self, payload: bytes) -> bytes:
+        if self._proc is None:
+            self.restarts += 1
+            self._start()
+        assert self._proc is not None and self._proc.stdin is not None
+        try:
+            self._proc.stdin.write(struct.pack("<I", len(payload)) + payload)
+        except BrokenPipeError:
+            raise WorkerGone("worker exited") from None
+        return self._read()
+
+    def _died(self, why: str) -> str:
+        returncode = self._kill()
+        self._stderr.seek(0)
+        tail = self._stderr.read()[-8192:].decode("utf-8", errors="replace")
+        if why.startswith("no answer"):
+            return f"hang: {why}"
+        return crash_reason(tail, returncode)
+
+    def _kill(self) -> int | None:
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.kill()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        return proc.wait()
+
+    def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
+        return self.tokenize_many([(data, add_special, parse_special)])[0]
+
+    def tokenize_many(self, requests: list[Request]) -> list[Outcome]:
+        """Many inputs in few round trips; a batch that crashes is retried one input at a time."""
+        outcomes: list[Outcome] = []
+        start = 0
+        while start < len(requests):
+            end, size = start, 0
+            while end < len(requests) and end - start < BATCH_COUNT and size < BATCH_BYTES:
+                size += len(requests[end][0])
+                end += 1
+            chunk = requests[start:end]
+            answered, crashed = self._batch(chunk)
+            if crashed and len(chunk) > 1:
+                answered = [self.tokenize(*one) for one in chunk]
+            elif crashed:
+                self.crashes += 1
+            outcomes.extend(answered)
+            start = end
+        return outcomes
+
+    def _batch(self, requests: list[Request]) -> tuple[list[Outcome], bool]:
+        """One round trip: the outcomes, and whether the worker crashed (then all are that Refusal)."""
+        parts = [b"M", struct.pack("<I", len(requests))]
+        for data, add_special, parse_special in requests:
+            parts.append(struct.pack("<BI", (1 if add_special else 0) | (2 if parse_special else 0), len(data)))
+            parts.append(data)
+        try:
+            answer = self._request(b"".join(parts))
+        except WorkerGone as gone:
+            return [Refusal(self._died(str(gone)))] * len(requests), True
+        if answer[:1] == b"X":
+            return [Refusal(answer[1:].decode())] * len(requests), True
+        if answer[:1] != b"O":
+            return [Refusal(answer[1:].decode(errors="replace"))] * len(requests), False
+        outcomes: list[Outcome] = []
+        pos = 1
+        for _ in requests:
+            (n,) = struct.unpack_from("<i", answer, pos)
+            ids = array("i")
+            ids.frombytes(answer[pos + 4 : pos + 4 + 4 * n])
+            outcomes.append(ids.tolist())
+            pos += 4 + 4 * n
+        return outcomes, False
+
+    def facts(self) -> VocabFacts:
+        """The vocab's facts as llama.cpp reports them (see `libllama.Vocab.facts`)."""
+        try:
+            answer = self._request(b"F")
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died reading the facts of {self.vocab}: {self._died(str(gone))}") from None
+        return facts_from_json(answer[1:])
+
+    def pieces(self, special: bool = True) -> list[bytes]:
+        """llama_token_to_piece of every id (special=True renders control tokens' text)."""
+        try:
+            answer = self._request(b"P" + bytes([int(special)]))
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died listing the pieces of {self.vocab}: {self._died(str(gone))}") from None
+        pieces, pos = [], 1
+        while pos < len(answer):
+            (size,) = struct.unpack_from("<I", answer, pos)
+            pieces.append(answer[pos + 4 : pos + 4 + size])
+            pos += 4 + size
+        return pieces
+
+    def detokenize(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        """llama_detokenize of `ids`."""
+        flags = (1 if remove_special else 0) | (2 if unparse_special else 0)
+        try:
+            answer = self._request(b"D" + bytes([flags]) + array("i", ids).tobytes())
+        except WorkerGone as gone:
+            raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
+        return answer[1:]
+
+    def close(self) -> None:
+        proc = self._proc
+        if proc is not None:
+            assert proc.stdin is not None
+            proc.stdin.close()  # the worker's read loop ends at end of input
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+            self._kill()
+        self._stderr.close()
+
+    def __enter__(self) -> LibllamaOracle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

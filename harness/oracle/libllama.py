@@ -1,0 +1,144 @@
+"""libllama through cffi, as llama.cpp's own tests/test-tokenizer-random.py loads it.
+
+This module is imported only inside the oracle worker process (`harness.oracle.worker`): llama.cpp
+aborts the whole process on some inputs, so it must never run in the harness's own process.
+
+The declarations come from the build's own `llama.h`, run through `gcc -E` with the same pycparser
+workarounds test-tokenizer-random.py uses, so the binding always matches the pinned build's ABI.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import cffi
+
+from harness.core.facts import VocabFacts
+
+VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
+
+# enum llama_token_attr in llama.h, bit by bit.
+TOKEN_ATTRS = (
+    "unknown",
+    "unused",
+    "normal",
+    "control",
+    "user_defined",
+    "byte",
+    "normalized",
+    "lstrip",
+    "rstrip",
+    "single_word",
+)
+
+# The llama_vocab_<name> getters of llama.h for single special ids.
+SPECIAL_IDS: tuple[str, ...] = ("bos", "eos", "eot", "sep", "nl", "pad", "mask")
+SPECIAL_IDS += ("fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
+
+
+def attr_names(attr: int) -> str:
+    """A token attribute bit set as `control|lstrip`, or `undefined` for 0 (llama_token_attr)."""
+    names = [name for bit, name in enumerate(TOKEN_ATTRS) if attr & (1 << bit)]
+    return "|".join(names) or "undefined"
+
+
+def _cdef_source(llama_h: Path, include_dirs: tuple[Path, ...], ffi: Any) -> str:
+    command = ["gcc", "-O0", "-E", "-P", "-D__restrict=", "-D__attribute__(x)=", "-D__asm__(x)="]
+    command += [f"-I{path}" for path in include_dirs] + [str(llama_h)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    if result.returncode != 0:
+        raise RuntimeError(f"gcc -E {llama_h} failed: {result.stderr[-2000:]}")
+    source = "typedef struct { } __builtin_va_list;\n" + result.stdout
+    for expr, ctype in (
+        ("sizeof (int)", "int"),
+        ("sizeof (void *)", "void*"),
+        ("sizeof (size_t)", "size_t"),
+        ("sizeof(int32_t)", "int32_t"),
+    ):
+        source = source.replace(expr, str(ffi.sizeof(ctype)))
+    return source
+
+
+class Vocab:
+    """One vocabulary loaded with `vocab_only`, exposing llama_tokenize and the vocab's facts."""
+
+    def __init__(self, libllama: Path, llama_h: Path, include_dirs: tuple[Path, ...], vocab: Path) -> None:
+        self.ffi = cffi.FFI()
+        self.ffi.cdef(_cdef_source(llama_h, include_dirs, self.ffi), override=True)
+        self.lib: Any = self.ffi.dlopen(str(libllama))
+        self.lib.llama_backend_init()
+        params = self.lib.llama_model_default_params()
+        params.vocab_only = True
+        self.model = self.lib.llama_model_load_from_file(str(vocab).encode(), params)
+        if self.model == self.ffi.NULL:
+            raise RuntimeError(f"llama_model_load_from_file could not load {vocab}")
+        self.vocab = self.lib.llama_model_get_vocab(self.model)
+        self._ids = self.ffi.new("llama_token[]", 4096)
+
+    def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        """llama_tokenize, growing the output buffer when it reports the size it needs."""
+        n = self.lib.llama_tokenize(self.vocab, data, len(data), self._ids, len(self._ids), add_special, parse_special)
+        if n < 0:
+            self._ids = self.ffi.new("llama_token[]", -n)
+            n = self.lib.llama_tokenize(
+                self.vocab, data, len(data), self._ids, len(self._ids), add_special, parse_special
+            )
+        return list(self.ffi.unpack(self._ids, n))
+
+    def pieces(self, special: bool) -> list[bytes]:
+        """llama_token_to_piece of every id: the bytes each token decodes to."""
+        buf = self.ffi.new("char[]", 256)
+        out = []
+        for token in range(self.lib.llama_vocab_n_tokens(self.vocab)):
+            n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+            if n < 0:
+                buf = self.ffi.new("char[]", -n)
+                n = self.lib.llama_token_to_piece(self.vocab, token, buf, len(buf), 0, special)
+            out.append(bytes(self.ffi.buffer(buf, n)))
+        return out
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        """llama_detokenize, growing the buffer when it reports the size it needs."""
+        tokens = self.ffi.new("llama_token[]", ids or [0])
+        size = max(64, 8 * len(ids))
+        while True:
+            buf = self.ffi.new("char[]", size)
+            n = self.lib.llama_detokenize(self.vocab, tokens, len(ids), buf, size, remove_special, unparse_special)
+            if n >= 0:
+                return bytes(self.ffi.buffer(buf, n))
+            size = -n
+
+    def meta(self, key: str) -> str | None:
+        """A scalar GGUF metadata value as llama.cpp reads it, or None when the key is absent."""
+        buf = self.ffi.new("char[]", 4096)
+        n = self.lib.llama_model_meta_val_str(self.model, key.encode(), buf, len(buf))
+        return None if n < 0 else self.ffi.string(buf).decode("utf-8", errors="replace")
+
+    def facts(self) -> VocabFacts:
+        """Everything a port must agree on besides ids: model, special ids, add flags, EOG set, attributes."""
+        lib, vocab = self.lib, self.vocab
+        n_tokens = lib.llama_vocab_n_tokens(vocab)
+        special = {name: int(getattr(lib, f"llama_vocab_{name}")(vocab)) for name in SPECIAL_IDS}
+        attributes: dict[int, str] = {}
+        texts: dict[int, bytes] = {}
+        for token in range(n_tokens):
+            attr = int(lib.llama_vocab_get_attr(vocab, token))
+            if attr != 1 << TOKEN_ATTRS.index("normal"):
+                attributes[token] = attr_names(attr)
+            if attr & ((1 << TOKEN_ATTRS.index("control")) | (1 << TOKEN_ATTRS.index("user_defined"))):
+                texts[token] = self.ffi.string(lib.llama_vocab_get_text(vocab, token))
+        return {
+            "vocab_type": VOCAB_TYPES.get(int(lib.llama_vocab_type(vocab)), "unknown"),
+            "model": self.meta("tokenizer.ggml.model"),
+            "pre": self.meta("tokenizer.ggml.pre"),
+            "n_tokens": int(n_tokens),
+            "add_bos": bool(lib.llama_vocab_get_add_bos(vocab)),
+            "add_eos": bool(lib.llama_vocab_get_add_eos(vocab)),
+            "add_sep": bool(lib.llama_vocab_get_add_sep(vocab)),
+            "special_ids": special,
+            "eog_ids": [t for t in range(n_tokens) if lib.llama_vocab_is_eog(vocab, t)],
+            "token_attributes": attributes,
+            "special_texts": texts,
+        }

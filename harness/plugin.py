@@ -1,0 +1,45 @@
+"""The pytest plugin (`pytest11` entry point `tokconf`): options and ini keys, nothing else at load.
+
+Installing tokconf must not slow or break anyone's pytest, so this module imports only the option
+table; the check engine (`harness.check.pytest_items`) and the fuzz campaign
+(`harness.fuzz.pytest_items`, which needs hypothesis) are imported and registered only when a run
+names recordings or a fuzz target, as hypothesis's own plugin defers its work.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.options import CHECK, FUZZ, add_to_pytest
+
+INI_RECORDINGS = "tokconf_recordings"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_to_pytest(parser.getgroup("tokconf", "tokenizer conformance against llama.cpp recordings"), "tokconf", CHECK)
+    fuzz = parser.getgroup("tokconf-fuzz", "differential fuzz campaign against the live llama.cpp")
+    add_to_pytest(fuzz, "tokconf-fuzz", FUZZ)
+    parser.addini(INI_RECORDINGS, "recordings checked on every run", type="paths", default=[])
+
+
+def recordings(config: pytest.Config) -> list[Path]:
+    """The recordings a run checks: `--tokconf-recordings`, else the ini key."""
+    given = [Path(p) for p in config.getoption("tokconf_recordings")]
+    return given or [Path(p) for p in config.getini(INI_RECORDINGS)]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    paths = recordings(config)
+    fuzz = config.getoption("tokconf_fuzz")
+    if paths or fuzz:
+        config.addinivalue_line("markers", "xdist_group(name): pytest-xdist keeps a group on one worker (loadgroup)")
+    if paths:
+        from harness.check.pytest_items import CheckPlugin
+
+        config.pluginmanager.register(CheckPlugin(config, paths), CheckPlugin.NAME)
+    if fuzz:
+        from harness.fuzz.pytest_items import FuzzPlugin
+
+        config.pluginmanager.register(FuzzPlugin(config), FuzzPlugin.NAME)

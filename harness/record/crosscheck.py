@@ -1,0 +1,63 @@
+"""`tokconf record --backend cli --sample K`: the two oracle backends must agree.
+
+The default backend calls llama_tokenize through cffi in a worker; `llama-tokenize` is llama.cpp's
+own program around the same function (via common_tokenize). A sample of K cases per vocab, in every
+mode llama-tokenize can express, is run through both; any difference is a bug in our binding, our
+framing or our flags, and is reported case by case.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.core.outcome import MODES, Mode, Outcome, Refusal
+from harness.corpus.files import Case
+from harness.corpus.generator import SplitMix64
+from harness.llama.build import Build
+from harness.llama.vocabs import vocab_name
+from harness.oracle.client import LibllamaOracle
+from harness.oracle.llama_tokenize import CliOracle
+from harness.record.recorder import Plan, all_cases
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    vocab: str
+    case: str
+    mode: Mode
+    libllama: Outcome
+    cli: Outcome
+
+
+def sample(cases: list[Case], k: int, seed: int) -> list[Case]:
+    """K cases spread deterministically over the list, always including the first."""
+    rng = SplitMix64(seed)
+    picked = {0} | {rng.below(len(cases)) for _ in range(max(0, k - 1))}
+    return [cases[i] for i in sorted(picked)][:k]
+
+
+def _same(a: Outcome, b: Outcome) -> bool:
+    if isinstance(a, Refusal) or isinstance(b, Refusal):
+        return isinstance(a, Refusal) and isinstance(b, Refusal)
+    return a == b
+
+
+def crosscheck_vocab(plan: Plan, build: Build, vocab: Path, k: int) -> tuple[int, list[Disagreement]]:
+    """Compare the backends on K sampled cases of one vocab; returns (comparisons, disagreements)."""
+    with LibllamaOracle(build, vocab) as worker:
+        facts = worker.facts()
+        cases = sample(all_cases(plan, vocab, facts), k, plan.seed)
+        cli = CliOracle(build, vocab, add_bos=facts["add_bos"])
+        compared = 0
+        found = []
+        for case in cases:
+            for mode, (add_special, parse_special) in MODES.items():
+                if not cli.expresses(add_special, parse_special):
+                    continue
+                expected = worker.tokenize(case.data, add_special, parse_special)
+                actual = cli.tokenize(case.data, add_special, parse_special)
+                compared += 1
+                if not _same(expected, actual):
+                    found.append(Disagreement(vocab_name(vocab), case.id, mode, expected, actual))
+    return compared, found

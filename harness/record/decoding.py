@@ -1,0 +1,59 @@
+"""`tokconf record-decoding`: llama.cpp's piece of every id and each recorded case detokenized,
+written beside a recording (`harness.recordings.decoding` is the format)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from harness import __version__
+from harness.core.files import sha256_file
+from harness.llama.build import require_build
+from harness.llama.vocabs import vocab_file
+from harness.oracle.client import LibllamaOracle
+from harness.recordings.decoding import DETOKENIZE, Decoding, Edit, splice
+from harness.recordings.decoding import path_for as decoding_path
+from harness.recordings.decoding import write as write_decoding
+from harness.recordings.format import Recording, load
+
+
+def record_decoding(recording_path: Path, recording: Recording | None = None) -> Path:
+    """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from.
+
+    A few seconds per vocabulary: the pieces come in one request each way, and the detokenizations
+    are small requests to the same worker; nothing here can abort llama.cpp on recorded ids.
+    """
+    recording = recording or load(recording_path)  # just written by record_vocab, or read here
+    build = require_build(recording.build)
+    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, build.build, build.models_dir)
+    started = time.monotonic()
+    with LibllamaOracle(build, vocab) as oracle:
+        pieces = oracle.pieces(True)
+        plain = {i: p for i, p in enumerate(oracle.pieces(False)) if p != pieces[i]}
+        detokenized: dict[str, dict[str, Edit]] = {setting: {} for setting in DETOKENIZE}
+        for case in recording.cases:
+            ids = case.outcomes.get("bos")
+            if isinstance(ids, list):
+                for setting, (remove, unparse) in DETOKENIZE.items():
+                    text = oracle.detokenize(ids, remove, unparse)
+                    if text != case.data:
+                        detokenized[setting][case.id] = splice(case.data, text)
+    provenance = {
+        "llama_cpp": recording.provenance["llama_cpp"],
+        "backend": "libllama (vocab_only, in a crash-isolated worker): llama_token_to_piece, llama_detokenize",
+        "vocab": recording.provenance["vocab"],
+        "recording": {"file": recording_path.name, "sha256": sha256_file(recording_path)},
+        "detokenize_input": "each case's `bos` ids",
+        "harness": __version__,
+    }
+    out = decoding_path(recording_path)
+    write_decoding(out, Decoding(provenance, pieces, plain, detokenized))
+    changed = {setting: len(cases) for setting, cases in detokenized.items()}
+    print(
+        f"{recording.vocab_name}: {len(pieces)} pieces ({len(plain)} differ without special), "
+        f"cases not round-tripping {changed}, {time.monotonic() - started:.1f} s -> {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out

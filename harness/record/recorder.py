@@ -1,0 +1,156 @@
+"""`tokconf record`: drive the pinned llama.cpp over the corpus, llama.cpp's tests, the vocab's special
+tokens and seeded fuzz, in every mode, and write one recording per vocabulary; then its decoding
+(`harness.record.decoding`). Progress is journaled (`harness.record.journal`), so an interrupted
+run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+
+from harness import __version__
+from harness.core.errors import TokconfError
+from harness.core.facts import Provenance, VocabFacts
+from harness.core.files import sha256_file
+from harness.core.outcome import MODES, Refusal
+from harness.corpus.files import Case, CorpusFile
+from harness.corpus.generator import GENERATOR_VERSION, fuzz_strings
+from harness.corpus.upstream import upstream_cases
+from harness.corpus.vocab_cases import vocab_cases
+from harness.llama.build import Build
+from harness.llama.vocabs import vocab_name
+from harness.oracle.client import LibllamaOracle
+from harness.record.decoding import record_decoding
+from harness.record.journal import Journal
+from harness.recordings.format import RecordedCase, Recording, write
+
+JOURNAL_CHUNK = 512  # answers asked for, and journaled, at a time
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything that decides a recording's content, shared by all vocabs of one run."""
+
+    build: Build
+    corpus: tuple[CorpusFile, ...]
+    seed: int
+    fuzz_count: int
+    out_dir: Path
+    decoding: bool = True  # also write each recording's decoding (record_decoding)
+
+
+def _provenance(plan: Plan, vocab: Path, vocab_sha: str, facts: VocabFacts) -> Provenance:
+    source = plan.build.source
+    inp = vocab.with_name(vocab.name + ".inp")
+    return {
+        "llama_cpp": {
+            "build": plan.build.build,
+            "source": source.kind,
+            "origin": source.origin,
+            "sha256": source.sha256,
+            "commit": source.commit,
+        },
+        "backend": "libllama (vocab_only, in a crash-isolated worker)",
+        "vocab": {
+            "name": vocab_name(vocab),
+            "file": vocab.name,
+            "sha256": vocab_sha,
+            "model": facts["model"],
+            "pre": facts["pre"],
+        },
+        "corpus": {f.path.name: f.sha256 for f in plan.corpus},
+        "upstream_tests": {inp.name: sha256_file(inp)} if inp.is_file() else {},
+        "fuzz": {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count},
+        "harness": __version__,
+        "modes": {m: {"add_special": a, "parse_special": p} for m, (a, p) in MODES.items()},
+    }
+
+
+def all_cases(plan: Plan, vocab: Path, facts: VocabFacts) -> list[Case]:
+    """Corpus, llama.cpp's tests, the vocab's own special-token cases, then fuzz: in that order."""
+    cases = [case for corpus_file in plan.corpus for case in corpus_file.cases]
+    cases += upstream_cases(vocab)
+    cases += vocab_cases(facts)
+    fuzz = fuzz_strings(plan.seed, plan.fuzz_count)
+    cases += [Case(f"fuzz/{i:04d}", data) for i, data in enumerate(fuzz)]
+    return cases
+
+
+def record_vocab(plan: Plan, vocab: Path) -> Path:
+    """Record one vocabulary into `<out_dir>/<name>.yaml`; resumes from its journal if one is there."""
+    _require_writable(plan.out_dir)
+    if not vocab.is_file():
+        raise TokconfError(f"vocab file {vocab} does not exist", "`tokconf llama info` lists the shipped vocabs")
+    name = vocab_name(vocab)
+    out = plan.out_dir / f"{name}.yaml"
+    started = time.monotonic()
+    vocab_sha = sha256_file(vocab)
+    with LibllamaOracle(plan.build, vocab) as oracle:
+        facts = oracle.facts()
+        provenance = _provenance(plan, vocab, vocab_sha, facts)
+        cases = all_cases(plan, vocab, facts)
+        key_source = json.dumps([provenance, [c.id for c in cases]], sort_keys=True)
+        key = hashlib.sha256(key_source.encode() + b"".join(c.data for c in cases)).hexdigest()
+        journal = Journal(plan.out_dir / f".{name}.journal", key)
+        resumed = len(journal.done)
+        try:
+            pending = [(i, m) for i in range(len(cases)) for m in MODES if (i, m) not in journal.done]
+            for start in range(0, len(pending), JOURNAL_CHUNK):
+                chunk = pending[start : start + JOURNAL_CHUNK]
+                answers = oracle.tokenize_many([(cases[i].data, *MODES[m]) for i, m in chunk])
+                journal.add(list(zip(chunk, answers, strict=True)))
+        except BaseException:
+            journal.close()
+            raise
+        recorded = [
+            RecordedCase(case.id, case.data, {m: journal.done[(i, m)] for m in MODES}, case.why)
+            for i, case in enumerate(cases)
+        ]
+        crashes, restarts = oracle.crashes, oracle.restarts
+    recording = Recording(provenance, facts, recorded)
+    write(out, recording)
+    journal.finish()
+    if plan.decoding:
+        record_decoding(out, recording)
+    refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
+    seconds = time.monotonic() - started
+    note = f", {resumed} answers resumed from the journal" if resumed else ""
+    print(
+        f"{name}: {len(recorded)} cases x {len(MODES)} modes in {seconds:.1f} s "
+        f"({refused} refusals, {crashes} crashes, {restarts} worker restarts{note}) -> {out}",
+        file=sys.stderr,
+        flush=True,
+    )
+    return out
+
+
+def _require_writable(folder: Path) -> None:
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / ".tokconf-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise TokconfError(f"output folder {folder} is not writable: {error.strerror}", "pass --out") from None
+
+
+def record(plan: Plan, vocabs: list[Path], jobs: int) -> list[Path]:
+    """Record several vocabularies, `jobs` at a time (one recorder process and one worker each)."""
+    _require_writable(plan.out_dir)
+    return in_parallel(partial(record_vocab, plan), vocabs, jobs)
+
+
+def in_parallel(work: Callable[[Path], Path], items: list[Path], jobs: int) -> list[Path]:
+    """`work` on each item, `jobs` processes at a time (each with its own llama.cpp worker)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [work(item) for item in items]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        return list(pool.map(work, items))

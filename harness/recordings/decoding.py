@@ -1,0 +1,170 @@
+"""Decoding recordings: llama.cpp's `llama_token_to_piece` of every id and `llama_detokenize` of every
+recorded case (docs/recording-format.md, "Decoding recordings").
+
+One file per vocabulary next to its id recording (`qwen2.decoding.yaml` beside `qwen2.yaml`), so
+the id recordings stay small to load and unchanged when decodings are added. The file names the
+id recording it decodes by sha256: detokenize inputs are that recording's `bos` ids.
+
+Pieces are written one per id in id order (UTF-8 as text, anything else as `{hex: …}`); pieces
+with special=false only where they differ from special=true (control and unknown tokens render
+empty then). A case's detokenized text is written only where it differs from the case's input,
+so the usual round trip costs nothing, and as one edit of that input (`{at, cut, put}`: replace
+`cut` bytes at offset `at` by `put`), so a rendered BOS costs a few bytes. Every case with ids is
+decoded and compared all the same.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_write, sha256_file
+from harness.recordings.format import SUFFIX_DECODING
+from harness.recordings.yaml_io import Flow, corrupt, dump_yaml, parse_yaml, read_yaml
+
+SCHEMA = "tokconf-decoding/1"
+# llama_detokenize settings recorded for each case's `bos` ids.
+DETOKENIZE = {
+    "remove-special": (True, False),  # what a user is shown: BOS/EOS dropped, control tokens empty
+    "unparse-special": (False, True),  # everything rendered: the text that tokenizes back
+}
+PIECE_KINDS = {"pieces-special": True, "pieces-plain": False}
+
+
+@dataclass
+class Decoding:
+    """A decoding file in memory: every piece, and each case's detokenized text per setting."""
+
+    provenance: dict[str, Any]
+    pieces: list[bytes]
+    pieces_plain: dict[int, bytes]  # only ids whose special=false piece differs
+    # setting -> case id -> the edit of the case's input that gives llama.cpp's text (`splice`)
+    detokenized: dict[str, dict[str, Edit]] = field(default_factory=dict)
+
+    def piece_list(self, special: bool) -> list[bytes]:
+        if special:
+            return self.pieces
+        return [self.pieces_plain.get(i, piece) for i, piece in enumerate(self.pieces)]
+
+    def detokenized_text(self, setting: str, case_id: str, data: bytes) -> bytes:
+        """The recorded text; a case not listed round-tripped to its own input."""
+        edit = self.detokenized.get(setting, {}).get(case_id)
+        return data if edit is None else edit.apply(data)
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace `cut` bytes at offset `at` by `put`."""
+
+    at: int
+    cut: int
+    put: bytes
+
+    def apply(self, data: bytes) -> bytes:
+        if not (self.at >= 0 and self.cut >= 0 and self.at + self.cut <= len(data)):
+            raise ValueError(f"an edit at {self.at} cutting {self.cut} bytes does not fit an input of {len(data)}")
+        return data[: self.at] + self.put + data[self.at + self.cut :]
+
+
+def splice(data: bytes, text: bytes) -> Edit:
+    """`text` as one edit of the input `data`: replace `cut` bytes at `at` by `put` (minimal span).
+
+    Most differences are a rendered BOS, a leading space or one cleaned-up space: a few bytes,
+    where writing the whole text again would repeat the input.
+    """
+    at = 0
+    limit = min(len(data), len(text))
+    while at < limit and data[at] == text[at]:
+        at += 1
+    tail = 0
+    while tail < limit - at and data[len(data) - 1 - tail] == text[len(text) - 1 - tail]:
+        tail += 1
+    return Edit(at, len(data) - at - tail, text[at : len(text) - tail])
+
+
+def path_for(recording_path: Path) -> Path:
+    """Where the decoding of a recording file lives."""
+    return recording_path.with_name(recording_path.stem + SUFFIX_DECODING)
+
+
+def _bytes_node(data: bytes) -> Any:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"hex": data.hex()}
+
+
+def _bytes(path: Path, node: Any, where: str) -> bytes:
+    if isinstance(node, str):
+        return node.encode("utf-8")
+    if isinstance(node, dict) and isinstance(node.get("hex"), str):
+        try:
+            return bytes.fromhex(node["hex"])
+        except ValueError:
+            pass
+    raise corrupt(path, f"{where}: expected text or {{hex: …}}, found {node!r}")
+
+
+def dumps(decoding: Decoding) -> str:
+    doc = {
+        "schema": SCHEMA,
+        "provenance": decoding.provenance,
+        "pieces": [_bytes_node(p) for p in decoding.pieces],
+        "pieces_plain": {i: _bytes_node(p) for i, p in sorted(decoding.pieces_plain.items())},
+        "detokenize": {
+            setting: {
+                case: Flow(at=edit.at, cut=edit.cut, put=_bytes_node(edit.put))
+                for case, edit in decoding.detokenized.get(setting, {}).items()
+            }
+            for setting in DETOKENIZE
+        },
+    }
+    return dump_yaml(doc)
+
+
+def from_document(path: Path, doc: Any) -> Decoding:
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise corrupt(path, f"not a {SCHEMA} file (schema: {found!r})")
+    try:
+        pieces = [_bytes(path, node, f"piece {i}") for i, node in enumerate(doc["pieces"])]
+        plain = {int(i): _bytes(path, node, f"plain piece {i}") for i, node in (doc["pieces_plain"] or {}).items()}
+        detok = {
+            setting: {
+                str(case): Edit(int(node["at"]), int(node["cut"]), _bytes(path, node["put"], f"{setting} {case}"))
+                for case, node in (doc["detokenize"].get(setting) or {}).items()
+            }
+            for setting in DETOKENIZE
+        }
+        return Decoding(doc["provenance"], pieces, plain, detok)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+
+
+def load(path: Path) -> Decoding:
+    return from_document(path, read_yaml(path, "decoding"))
+
+
+def load_for(recording_path: Path) -> Decoding | None:
+    """The decoding beside a recording, if there is one; refused if it decodes another recording."""
+    path = path_for(recording_path)
+    if not path.is_file():
+        return None
+    decoding = load(path)
+    if decoding.provenance.get("recording", {}).get("sha256") != sha256_file(recording_path):
+        raise TokconfError(
+            f"{path} decodes another version of {recording_path.name} (sha256 differs)",
+            f"re-record it: tokconf record-decoding {recording_path}",
+        )
+    return decoding
+
+
+def write(path: Path, decoding: Decoding) -> None:
+    """Atomic, and only after the text reads back to the same decoding."""
+    text = dumps(decoding)
+    again = from_document(path, parse_yaml(text))
+    if again != decoding:
+        raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
+    atomic_write(path, text, "decoding")

@@ -1,0 +1,196 @@
+"""Recordings: YAML files of what llama.cpp answered, one per vocabulary (docs/recording-format.md).
+
+Ids are one string of space-separated decimals, as in llama.cpp's own `.out` files: a YAML list makes
+every id a scalar the loader must resolve, and the bundled set then takes a minute to load, not
+seconds. Every write is atomic and is read back and compared before it replaces anything, so a
+recording is never half written or silently lossy. Reading checks the fields every consumer relies
+on, so a damaged file is refused with its path and the field, never a traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.errors import TokconfError
+from harness.core.facts import Provenance, VocabFacts
+from harness.core.files import atomic_write, yaml_files
+from harness.core.outcome import MODES, Mode, Outcome, Refusal
+from harness.recordings.yaml_io import Flow, FlowList, corrupt, dump_yaml, parse_yaml, read_yaml, text_fields
+
+SCHEMA = "tokconf-recording/1"
+SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.recordings.decoding)
+
+
+@dataclass
+class RecordedCase:
+    """One input and its outcome in every recorded mode."""
+
+    id: str
+    data: bytes
+    outcomes: dict[Mode, Outcome]
+    why: str | None = None
+
+
+@dataclass
+class Recording:
+    """A whole recording file in memory."""
+
+    provenance: Provenance
+    facts: VocabFacts
+    cases: list[RecordedCase] = field(default_factory=list)
+
+    @property
+    def vocab_name(self) -> str:
+        return self.provenance["vocab"]["name"]
+
+    @property
+    def vocab_sha256(self) -> str:
+        return self.provenance["vocab"]["sha256"]
+
+    @property
+    def build(self) -> int:
+        return self.provenance["llama_cpp"]["build"]
+
+
+def _outcome_node(outcome: Outcome) -> Any:
+    return Flow(error=outcome.reason) if isinstance(outcome, Refusal) else " ".join(map(str, outcome))
+
+
+def _facts_node(facts: VocabFacts) -> dict[str, Any]:
+    node: dict[Any, Any] = {k: v for k, v in facts.items() if k not in ("token_attributes", "special_texts")}
+    node["special_ids"] = Flow(facts["special_ids"])
+    node["eog_ids"] = FlowList(facts["eog_ids"])
+    node["token_attributes"] = dict(sorted(facts["token_attributes"].items()))
+    node["special_texts"] = {i: Flow(text_fields(t)) for i, t in sorted(facts["special_texts"].items())}
+    return node
+
+
+def to_document(recording: Recording) -> dict[str, Any]:
+    """The plain-data form written to YAML."""
+    cases = []
+    for case in recording.cases:
+        node: dict[str, Any] = {"id": case.id, **text_fields(case.data)}
+        if case.why:
+            node["why"] = case.why
+        node.update({mode: _outcome_node(o) for mode, o in case.outcomes.items()})
+        cases.append(node)
+    source: dict[str, Any] = dict(recording.provenance)
+    provenance = {k: Flow(v) if isinstance(v, dict) and k != "corpus" else v for k, v in source.items()}
+    if "modes" in provenance:
+        provenance["modes"] = {m: Flow(flags) for m, flags in source["modes"].items()}
+    return {"schema": SCHEMA, "provenance": provenance, "facts": _facts_node(recording.facts), "cases": cases}
+
+
+def dumps(recording: Recording) -> str:
+    """The YAML text of a recording: stable order, leaf lists in flow style, no line folding."""
+    return dump_yaml(to_document(recording))
+
+
+def _case_data(path: Path, node: dict[str, Any]) -> bytes:
+    if "text" in node and isinstance(node["text"], str):
+        return node["text"].encode("utf-8")
+    if "bytes_hex" in node:
+        return bytes.fromhex(node["bytes_hex"])
+    raise corrupt(path, f"case {node.get('id')!r} has neither `text` nor `bytes_hex`")
+
+
+def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
+    if isinstance(node, str):
+        try:
+            return [int(i) for i in node.split()]
+        except ValueError:
+            pass
+    elif isinstance(node, int) and not isinstance(node, bool):  # a lone id someone wrote unquoted
+        return [node]
+    elif isinstance(node, dict) and isinstance(node.get("error"), str):
+        return Refusal(node["error"])
+    raise corrupt(path, f"case {case_id!r}: an outcome must be a string of ids ('1 2 3') or {{error: reason}}")
+
+
+# The fields every consumer reads, with the type each must have: a file lacking one is refused by name.
+_REQUIRED: dict[str, tuple[type, ...]] = {
+    "provenance.llama_cpp.build": (int,),
+    "provenance.vocab.name": (str,),
+    "provenance.vocab.file": (str,),
+    "provenance.vocab.sha256": (str,),
+    "facts.vocab_type": (str,),
+    "facts.n_tokens": (int,),
+    "facts.add_bos": (bool,),
+    "facts.add_eos": (bool,),
+    "facts.special_ids": (dict,),
+    "facts.eog_ids": (list,),
+}
+
+
+def _require(path: Path, doc: dict[str, Any]) -> None:
+    for dotted, types in _REQUIRED.items():
+        node: Any = doc
+        for key in dotted.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        if not isinstance(node, types) or (types == (int,) and isinstance(node, bool)):
+            wanted = " or ".join(t.__name__ for t in types)
+            raise corrupt(path, f"`{dotted}` must be {'an' if wanted == 'int' else 'a'} {wanted}, found {node!r}")
+    for name in ("bos", "eos"):
+        if not isinstance(doc["facts"]["special_ids"].get(name), int):
+            raise corrupt(path, f"`facts.special_ids.{name}` must be an int")
+
+
+def _facts(node: dict[str, Any]) -> VocabFacts:
+    facts: dict[str, Any] = dict(node)
+    facts["special_texts"] = {
+        int(i): (t["text"].encode("utf-8") if "text" in t else bytes.fromhex(t["bytes_hex"]))
+        for i, t in (node.get("special_texts") or {}).items()
+    }
+    facts["token_attributes"] = {int(i): a for i, a in (node.get("token_attributes") or {}).items()}
+    typed: VocabFacts = facts  # type: ignore[assignment]  # the keys consumers read are checked by _require
+    return typed
+
+
+def from_document(path: Path, doc: Any) -> Recording:
+    """Validate a loaded YAML document and build the in-memory recording."""
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
+        raise corrupt(path, f"not a {SCHEMA} recording (schema: {found!r})")
+    for key in ("provenance", "facts", "cases"):
+        if key not in doc:
+            raise corrupt(path, f"missing `{key}`")
+    cases = []
+    seen: set[str] = set()
+    try:
+        for node in doc["cases"]:
+            case_id = str(node["id"])
+            if case_id in seen:
+                raise corrupt(path, f"duplicate case id {case_id!r}")
+            seen.add(case_id)
+            outcomes: dict[Mode, Outcome] = {
+                mode: _outcome(path, case_id, node[mode]) for mode in MODES if mode in node
+            }
+            cases.append(RecordedCase(case_id, _case_data(path, node), outcomes, node.get("why")))
+        _require(path, doc)
+        return Recording(doc["provenance"], _facts(doc["facts"]), cases)
+    except (KeyError, TypeError, ValueError, AttributeError) as error:
+        raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+
+
+def load(path: Path) -> Recording:
+    """Read one recording file."""
+    return from_document(path, read_yaml(path, "recording"))
+
+
+def recording_files(paths: list[Path]) -> list[Path]:
+    """Recording files under the given files or folders, sorted."""
+    found = [p for p in yaml_files(paths, "recording") if not p.name.endswith(SUFFIX_DECODING)]
+    if not found:
+        raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")
+    return found
+
+
+def write(path: Path, recording: Recording) -> None:
+    """Write atomically, after proving the YAML reads back to exactly the same recording."""
+    text = dumps(recording)
+    again = from_document(path, parse_yaml(text))
+    if again.cases != recording.cases or again.facts != recording.facts:
+        raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
+    atomic_write(path, text, "recording")

@@ -1,0 +1,94 @@
+"""The YAML style recordings and decodings share, and their one reader.
+
+Written with libyaml in a fixed key order, leaf mappings and lists on one line, no line folding,
+so re-recording unchanged inputs gives a byte-identical file and `git diff` shows changed cases line
+by line. Read with the C loader: the whole bundled set loads in seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.core.errors import TokconfError
+
+
+class Flow(dict[str, Any]):
+    """A small mapping written on one line (`{error: …}`, `{text: …}`, a provenance entry)."""
+
+
+class FlowList(list[Any]):
+    """A list of scalars written on one line (`eog_ids`)."""
+
+
+class Text(str):
+    """An input text: double-quoted (escapes visible) when it holds control characters or edge spaces.
+
+    The rule looks only at ASCII and C1 controls, never at the running Python's Unicode tables, so
+    the output is the same on every Python version; libyaml escapes the rest as YAML requires.
+    """
+
+
+class _Dumper(yaml.CSafeDumper):
+    """libyaml's dumper; cases and lists of cases in block style, `Flow` mappings on one line."""
+
+
+def _represent_text(dumper: yaml.CSafeDumper, text: Text) -> yaml.ScalarNode:
+    visible = not any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in text) and text == text.strip(" ")
+    style = None if visible and text else '"'
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(text), style=style)
+
+
+_Dumper.add_representer(Text, _represent_text)
+_Dumper.add_representer(Flow, lambda d, v: d.represent_mapping("tag:yaml.org,2002:map", v, flow_style=True))
+_Dumper.add_representer(FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
+def text_fields(data: bytes) -> dict[str, str]:
+    """An input as `{text: …}` when it is UTF-8, else `{bytes_hex: …}` (the corpus's own two forms)."""
+    try:
+        return {"text": Text(data.decode("utf-8"))}
+    except UnicodeDecodeError:
+        return {"bytes_hex": data.hex()}
+
+
+def dump_yaml(doc: dict[str, Any]) -> str:
+    """Recordings' YAML style: keys in the given order, block style, no line folding."""
+    return yaml.dump(
+        doc,
+        Dumper=_Dumper,
+        sort_keys=False,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=1 << 30,
+    )
+
+
+def parse_yaml(text: str | bytes) -> Any:
+    """YAML text parsed with the C safe loader."""
+    return yaml.load(text, Loader=yaml.CSafeLoader)
+
+
+class CorruptRecording(TokconfError):
+    """A recording or decoding file that cannot be read back as the schema says."""
+
+
+def corrupt(path: Path, problem: str) -> CorruptRecording:
+    return CorruptRecording(
+        f"{path}: {problem}",
+        "restore it from git or re-record it with `tokconf record` (see docs/recording-format.md)",
+    )
+
+
+def read_yaml(path: Path, what: str) -> Any:
+    """A recording-style YAML file, parsed; an unreadable or invalid file is a `TokconfError`."""
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
+    try:
+        return parse_yaml(raw)
+    except yaml.YAMLError as error:
+        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None

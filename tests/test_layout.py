@@ -1,0 +1,78 @@
+"""The package's architecture, held as data: every import points down the data flow, and the pytest
+plugin loads nothing heavy into a pytest run that does not use it."""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+HARNESS = ROOT / "harness"
+
+# The stages in data-flow order: a module may import from its own stage and the ones before it.
+STAGES = (
+    "core", "llama", "oracle", "corpus", "recordings", "record", "implementations", "check", "fuzz",
+    "options", "cli", "plugin",
+)  # fmt: skip
+
+
+def _stage(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "harness" else None
+
+
+def _is_module(name: str) -> bool:
+    return (HARNESS / name).is_dir() or (HARNESS / f"{name}.py").is_file()
+
+
+def _imports(path: Path) -> list[str]:
+    """Every `harness.*` module a file imports, at module level or inside functions."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module != "harness":
+                found.append(node.module)
+            else:  # `from harness import x`: a stage when x is a subpackage or module, else a public name
+                found += [f"harness.{a.name}" for a in node.names if _is_module(a.name)]
+        elif isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+    return [name for name in found if name.startswith("harness.")]
+
+
+def test_every_import_points_down_the_data_flow() -> None:
+    wrong = []
+    for path in sorted(HARNESS.rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        own = _stage(module)
+        if own is None or own in ("__init__", "__main__"):
+            continue
+        for imported in _imports(path):
+            stage = _stage(imported)
+            if stage in ("__init__", "__main__"):
+                continue
+            if stage not in STAGES or STAGES.index(stage) > STAGES.index(own):
+                wrong.append(f"{module} imports {imported}")
+    assert wrong == []
+
+
+def test_every_module_belongs_to_a_stage() -> None:
+    stages = {path.relative_to(HARNESS).parts[0].removesuffix(".py") for path in HARNESS.rglob("*.py")}
+    assert stages - {"__init__", "__main__"} == set(STAGES)
+
+
+def test_the_reference_imports_nothing_of_the_harness() -> None:
+    offenders = [str(p) for p in (ROOT / "reference_impl").rglob("*.py") if _imports(p)]
+    assert offenders == []
+
+
+def test_the_pytest_plugin_loads_nothing_heavy() -> None:
+    """What `import harness.plugin` adds to a pytest process that has pytest loaded already."""
+    probe = (
+        "import sys, json, pytest; before = set(sys.modules); import harness.plugin; "
+        "print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
+    )
+    added = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
+    assert set(added) <= {"harness"}, added
