@@ -7,8 +7,12 @@ silently passing) check.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from harness.check import run as check_run
+from harness.check.run import CheckRun
 from harness.core.errors import TokconfError
 from harness.llama.build import Build, require_build
 from harness.llama.pins import DEFAULT_BUILD
@@ -23,3 +27,26 @@ def llama_build() -> Build:
         return require_build(DEFAULT_BUILD)
     except TokconfError as error:
         pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture
+def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
+    """Every check run the test makes, as the command computed it (summary, results): tests assert on
+    these, not on the drawn table."""
+    runs: list[CheckRun] = []
+    real = check_run.check_paths
+
+    def spy(*args: Any, **kwargs: Any) -> CheckRun:
+        runs.append(real(*args, **kwargs))
+        return runs[-1]
+
+    monkeypatch.setattr(check_run, "check_paths", spy)
+    return runs
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the pinned build (it asks for `llama_build`) is marked `oracle`, so
+    `-m "not oracle"` runs the rest without llama.cpp."""
+    for item in items:
+        if "llama_build" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.oracle)

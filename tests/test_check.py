@@ -9,7 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from harness.check.engine import Verdict
+from harness.check.run import CheckRun
 from harness.cli.main import main
+from harness.llama.build import Build
 from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,27 +32,40 @@ def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
     return status, captured.out + captured.err
 
 
-def _row(output: str, mode: str) -> list[str]:
-    line = next(line for line in output.splitlines() if f"qwen2 │ {mode} " in line.replace("  ", " "))
-    return [cell.strip() for cell in line.split("│") if cell.strip()]
+RUNS: list[CheckRun] = []
 
 
-def test_llama_cpp_passes_its_own_recording(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.fixture(autouse=True)
+def _keep_runs(check_runs: list[CheckRun]) -> None:
+    """The runs of each test, for `_counts`."""
+    global RUNS
+    RUNS = check_runs
+
+
+def _counts(section: str, vocab: str = "qwen2") -> list[int]:
+    """The last run's counts for one vocab and section, in `Verdict` order: passed, failed, error,
+    unsupported, xfailed, xpassed."""
+    counts = RUNS[-1].summary.counts[(vocab, section)]  # type: ignore[index]
+    return [counts[verdict] for verdict in Verdict]
+
+
+def test_llama_cpp_passes_its_own_recording(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     status, output = check(capsys, "--impl", "llama.cpp@11192")
     assert status == 0, output
-    assert "│ all" in output and "100.00%" in output
+    summary = RUNS[-1].summary
+    assert summary.conformance(summary.totals()) == "100.00%"
     cases = len(load(QWEN2).cases)
-    assert _row(output, "plain")[2:4] == [str(cases), "0"]
+    assert _counts("plain")[0:2] == [cases, 0]
 
 
 def test_one_changed_id_is_reported_with_divergence_pieces_and_repro(
-    llama_build: object, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, output = check(capsys, "--impl", "fake_impls:one_id_changed")
     assert status == 1
     hello = _hello_cases()
     for mode in ("plain", "special", "bos"):
-        assert _row(output, mode)[3] == str(hello)  # failed column
+        assert _counts(mode)[1] == hello  # failed
     assert "qwen2 [plain] edge/hello-world: failed — different ids" in output
     assert "input:       Hello·world" in output
     assert "first divergence at index 1 (expected 2 ids, got 2)" in output
@@ -59,7 +75,7 @@ def test_one_changed_id_is_reported_with_divergence_pieces_and_repro(
 
 
 def test_a_dropped_case_and_a_missing_refusal_are_failures(
-    llama_build: object, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, output = check(capsys, "--impl", "fake_impls:one_case_dropped", *FEW)
     assert status == 1 and "first divergence at index 0 (expected 2 ids, got 0)" in output
@@ -69,44 +85,41 @@ def test_a_dropped_case_and_a_missing_refusal_are_failures(
     assert "code points: \\xF4 \\x90 \\x80 \\x80" in output
 
 
-def test_wrong_facts_fail(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_wrong_facts_fail(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--mode", "plain")
     assert status == 1
     assert "bos: the implementation says 151644, llama.cpp says 151643" in output
-    assert _row(output, "facts")[2:4] == ["4", "1"]
+    assert _counts("facts")[0:2] == [4, 1]
 
 
-def test_unsupported_vocabs_are_counted_never_passed(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
     status = main(["check", "--recordings", str(spm), "--impl", "fake_impls:bpe_only", "--mode", "plain"])
-    output = capsys.readouterr().out
     cases = len(load(spm).cases)
     assert status == 1  # nothing passed
-    row = next(line for line in output.splitlines() if "llama-spm" in line and "plain" in line)
-    assert [c.strip() for c in row.split("│") if c.strip()][2:6] == ["0", "0", "0", str(cases)]
-    assert "n/a" in row
+    assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
+    summary = RUNS[-1].summary
+    assert summary.conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
 
 
-def test_expected_failures_and_an_xpass(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_expected_failures_and_an_xpass(llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     xfail = tmp_path / "xfail.yaml"
     hello = [c.id for c in load(QWEN2).cases if c.data == b"Hello world"]
     entries = "".join(f"  - {{case: 'qwen2/*/{case}', reason: known, link: 'https://x/1'}}\n" for case in hello)
     xfail.write_text("expected_failures:\n" + entries)
     status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW)
     assert status == 0, output
-    assert _row(output, "plain")[6] == "1"  # xfailed column (edge/hello-world is in FEW)
+    assert _counts("plain")[4] == 1  # xfailed (edge/hello-world is in FEW)
     status, output = check(capsys, "--impl", "llama.cpp@11192", "--xfail", str(xfail), *FEW)
     assert status == 1
     assert "listed as an expected failure (known) but it passes now" in output
 
 
 def test_a_vocab_file_with_another_hash_is_refused(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     gguf = tmp_path / "ggml-vocab-qwen2.gguf"
-    shutil.copy(llama_build.models_dir / gguf.name, gguf)  # type: ignore[attr-defined]
+    shutil.copy(llama_build.models_dir / gguf.name, gguf)
     with gguf.open("ab") as handle:
         handle.write(b"\0")
     status, output = check(capsys, "--impl", "llama.cpp@11192", "--vocab-dir", str(tmp_path))
@@ -114,7 +127,7 @@ def test_a_vocab_file_with_another_hash_is_refused(
 
 
 def test_junit_markdown_and_html_reports(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     junit, md, page = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.html"
     check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--junit", str(junit), "--report", str(md))
@@ -136,10 +149,10 @@ def _cmd(*extra: str) -> str:
 
 
 @pytest.mark.usefixtures("adapter_path")
-def test_the_adapter_example_passes_through_cmd(llama_build: object, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_adapter_example_passes_through_cmd(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     status, output = check(capsys, "--impl", _cmd(), "--mode", "special")
     assert status == 0, output
-    assert _row(output, "special")[3] == "0"
+    assert _counts("special")[1] == 0
 
 
 @pytest.mark.usefixtures("adapter_path")
@@ -153,22 +166,21 @@ def test_the_adapter_example_passes_through_cmd(llama_build: object, capsys: pyt
     ],
 )
 def test_a_misbehaving_program_is_an_error_and_the_run_goes_on(
-    llama_build: object, capsys: pytest.CaptureFixture[str], breakage: str, message: str
+    llama_build: Build, capsys: pytest.CaptureFixture[str], breakage: str, message: str
 ) -> None:
     status, output = check(capsys, "--impl", _cmd("--break", breakage), "--timeout", "2", *FEW)
     assert status == 1
     assert f"qwen2 [plain] edge/hello-world: error — {message}" in output
-    row = _row(output, "plain")
-    assert row[2:5] == ["4", "0", "1"]  # the other cases passed after the restart
+    assert _counts("plain")[0:3] == [4, 0, 1]  # the other cases passed after the restart
 
 
 @pytest.mark.usefixtures("adapter_path")
 def test_cmd_program_declaring_other_types_makes_the_vocab_unsupported(
-    llama_build: object, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, output = check(capsys, "--impl", _cmd("--vocab-types", "spm"), *FEW)
     assert status == 1 and "unsupported" in output
-    assert _row(output, "plain")[2:6] == ["0", "0", "0", "5"]
+    assert _counts("plain")[0:4] == [0, 0, 0, 5]
 
 
 def test_unknown_implementations_are_clear_errors(capsys: pytest.CaptureFixture[str]) -> None:
@@ -178,3 +190,26 @@ def test_unknown_implementations_are_clear_errors(capsys: pytest.CaptureFixture[
     assert status == 2 and "unknown implementation 'nonsense'" in output
     status, output = check(capsys, "--impl", "cmd:/no/such/program")
     assert status == 2 and "cannot start /no/such/program" in output
+
+
+LOAD_FAILS = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "hello":
+        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
+    else:
+        sys.exit(4)  # dies on every load
+"""
+
+
+def test_a_program_that_dies_loading_gives_errors_not_a_traceback(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "load_fails.py"
+    program.write_text(LOAD_FAILS)
+    status, output = check(capsys, "--impl", f"cmd:{sys.executable} {program}", *FEW)
+    assert status == 1, output
+    assert _counts("plain")[0:3] == [0, 0, 5]  # every selected case an error
+    assert "error — the program failed loading ggml-vocab-qwen2.gguf: the program exited with status 4" in output
+    assert "Traceback" not in output

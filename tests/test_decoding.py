@@ -8,10 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from harness.check.engine import Verdict
+from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.core.errors import TokconfError
+from harness.core.files import sha256_file
+from harness.llama.build import Build
 from harness.record.decoding import record_decoding
-from harness.recordings.decoding import load, load_for, path_for
+from harness.recordings.decoding import load, load_for, path_for, read_provenance
 from harness.recordings.format import load as load_recording
 from harness.recordings.format import recording_files
 
@@ -20,7 +24,7 @@ BUNDLED = ROOT / "recordings" / "b11192"
 
 
 @pytest.fixture(scope="module")
-def qwen2(tmp_path_factory: pytest.TempPathFactory, llama_build: object) -> Path:
+def qwen2(tmp_path_factory: pytest.TempPathFactory, llama_build: Build) -> Path:
     """A copy of the bundled qwen2 recording with a freshly recorded decoding beside it."""
     folder = tmp_path_factory.mktemp("decoding")
     recording = folder / "qwen2.yaml"
@@ -41,19 +45,34 @@ def test_the_recorded_decoding_is_the_bundled_one(qwen2: Path) -> None:
 
 def test_every_bundled_recording_has_its_decoding() -> None:
     for recording in recording_files([BUNDLED]):
-        decoding = load(path_for(recording))
-        assert decoding.provenance["recording"]["file"] == recording.name
-        assert decoding.provenance["vocab"] == load_recording(recording).provenance["vocab"]
+        provenance = read_provenance(path_for(recording))
+        assert provenance["recording"]["file"] == recording.name
+        assert provenance["recording"]["sha256"] == sha256_file(recording)
+        assert provenance["vocab"] == load_recording(recording).provenance["vocab"]
 
 
-def test_llama_cpp_and_the_reference_decode_as_recorded(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_provenance_read_alone_is_the_whole_files() -> None:
+    assert read_provenance(path_for(BUNDLED / "gpt-2.yaml")) == load(path_for(BUNDLED / "gpt-2.yaml")).provenance
+
+
+def _decode_counts(runs: list[CheckRun]) -> list[int]:
+    """passed, failed, error, unsupported of the last run's decoding checks."""
+    counts = runs[-1].summary.counts[("qwen2", "decode")]
+    return [counts[v] for v in (Verdict.PASSED, Verdict.FAILED, Verdict.ERROR, Verdict.UNSUPPORTED)]
+
+
+def test_llama_cpp_and_the_reference_decode_as_recorded(
+    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
     for impl in ("llama.cpp@11192", "reference"):
         status, output = _check(capsys, qwen2, impl)
         assert status == 0, output
-        assert "│ qwen2 │ decode │      4 │      0 │" in output
+        assert _decode_counts(check_runs)[0:2] == [4, 0]
 
 
-def test_a_wrong_piece_rule_is_reported_with_the_ids(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_wrong_piece_rule_is_reported_with_the_ids(
+    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
     status, output = _check(capsys, qwen2, "fake_impls:control_text_always")
     assert status == 1
     assert (
@@ -62,15 +81,15 @@ def test_a_wrong_piece_rule_is_reported_with_the_ids(qwen2: Path, capsys: pytest
     )
     assert "qwen2 [decode] remove-special: failed" in output
     assert "reproduce:   tokconf check --impl fake_impls:control_text_always" in output
-    assert "│ qwen2 │ decode │      2 │      2 │" in output  # pieces-special and unparse-special agree
+    assert _decode_counts(check_runs)[0:2] == [2, 2]  # pieces-special and unparse-special agree
 
 
 def test_implementations_without_decoding_are_unsupported_not_passed(
-    qwen2: Path, capsys: pytest.CaptureFixture[str]
+    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
     adapter = ROOT / "examples" / "line_protocol_adapter.py"  # the line protocol has no decoding requests
-    status, output = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} reference_impl.tokenizer:from_gguf")
-    assert "│ qwen2 │ decode │      0 │      0 │     0 │           4 │" in output
+    status, _output = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} reference_impl.tokenizer:from_gguf")
+    assert _decode_counts(check_runs) == [0, 0, 0, 4]
     assert status == 1  # nothing passed: unsupported is never counted as a pass
 
 

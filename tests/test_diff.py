@@ -16,7 +16,8 @@ from harness.recordings.format import RecordedCase, Recording, write
 def _recording(folder: Path, sha: str, bos: int, cases: list[RecordedCase]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     facts = {"vocab_type": "bpe", "model": "gpt2", "n_tokens": 10, "add_bos": False, "add_eos": False,
-             "special_ids": {"bos": bos, "eos": 2}, "eog_ids": [2], "token_attributes": {}, "special_texts": {}}  # fmt: skip
+             "special_ids": {"bos": bos, "eos": 2}, "eog_ids": [2],
+             "token_attributes": {}, "special_texts": {}}  # fmt: skip
     provenance = {"llama_cpp": {"build": 1}, "vocab": {"name": "v", "file": "v.gguf", "sha256": sha}}
     write(folder / "v.yaml", Recording(provenance, facts, cases))  # type: ignore[arg-type]  # partial on purpose
 

@@ -8,6 +8,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.corpus.files import load_corpus_file
+from harness.llama.build import Build
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -17,7 +18,7 @@ def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 
 def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, out = fuzz(
         capsys, "--impl", "fake_impls:ideographic_space_is_space", "--vocab", "qwen2", "--mode", "plain",
@@ -32,7 +33,7 @@ def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
 
 
 def test_the_example_database_replays_a_failure_first(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "special"]
     args += ["--db", str(tmp_path / "db"), "--found-dir", str(tmp_path / "found")]
@@ -44,7 +45,7 @@ def test_the_example_database_replays_a_failure_first(
 
 
 def test_llama_cpp_against_itself_finds_nothing(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     for vocab in ("llama-spm", "bert-bge"):
         status, out = fuzz(
@@ -57,7 +58,7 @@ def test_llama_cpp_against_itself_finds_nothing(
 
 
 def test_an_unsupported_vocab_is_reported(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     status, out = fuzz(
         capsys, "--impl", "fake_impls:bpe_only", "--vocab", "llama-spm", "--no-db", "--found-dir", str(tmp_path)
@@ -67,7 +68,7 @@ def test_an_unsupported_vocab_is_reported(
 
 
 def test_a_short_campaign_finds_no_divergence_in_the_reference(
-    llama_build: object, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """CI's campaign: the bundled reference against the live llama.cpp, one vocab of each type it supports."""
     args = ["--impl", "reference", "--profile", "dev", "--seed", "3", "--no-db", "--found-dir", str(tmp_path)]

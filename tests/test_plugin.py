@@ -8,6 +8,7 @@ import pytest
 
 from harness.core.files import cache_root
 from harness.corpus.files import load_corpus_file
+from harness.llama.build import Build
 from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +35,7 @@ def test_every_case_and_mode_is_an_addressable_item(sandbox: pytest.Pytester) ->
     assert "tokconf/b11192/qwen2::qwen2-facts" in lines
 
 
-def test_llama_cpp_passes_and_the_table_is_printed(sandbox: pytest.Pytester, llama_build: object) -> None:
+def test_llama_cpp_passes_and_the_table_is_printed(sandbox: pytest.Pytester, llama_build: Build) -> None:
     result = sandbox.runpytest(
         "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "llama.cpp@11192", "-k", "hello or facts"
     )
@@ -42,7 +43,7 @@ def test_llama_cpp_passes_and_the_table_is_printed(sandbox: pytest.Pytester, lla
     result.stdout.fnmatch_lines(["*tokconf conformance*", "*qwen2*plain*3*0*100.00%*", "*all*14*"])
 
 
-def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.Pytester, llama_build: object) -> None:
+def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.Pytester, llama_build: Build) -> None:
     result = sandbox.runpytest(
         "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:one_id_changed", "-k", "hello"
     )
@@ -59,7 +60,7 @@ def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.
     )
 
 
-def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: object) -> None:
+def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: Build) -> None:
     result = sandbox.runpytest(
         "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:wrong_bos", "-k", "facts"
     )
@@ -74,7 +75,7 @@ def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: obje
     result.stdout.fnmatch_lines([f"*llama-spm*plain*0*0*0*{cases}*n/a*"])
 
 
-def test_xdist_spreads_vocabs_over_workers(sandbox: pytest.Pytester, llama_build: object) -> None:
+def test_xdist_spreads_vocabs_over_workers(sandbox: pytest.Pytester, llama_build: Build) -> None:
     spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
     result = sandbox.runpytest_subprocess(
         "-n", "2", "--dist", "loadgroup", "--tokconf-recordings", str(QWEN2), "--tokconf-recordings", str(spm),
@@ -93,7 +94,7 @@ def test_without_recordings_the_plugin_adds_nothing(sandbox: pytest.Pytester) ->
 
 
 def test_the_reference_passes_a_whole_recording_through_the_plugin(
-    sandbox: pytest.Pytester, llama_build: object
+    sandbox: pytest.Pytester, llama_build: Build
 ) -> None:
     gpt2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
     result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "-q")  # --tokconf-impl defaults to reference
@@ -102,7 +103,7 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
 
 
 def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
-    sandbox: pytest.Pytester, llama_build: object, tmp_path: Path
+    sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path
 ) -> None:
     found = tmp_path / "found"
     result = sandbox.runpytest_subprocess(

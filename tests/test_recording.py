@@ -95,7 +95,10 @@ def test_writing_twice_is_byte_identical_and_ids_are_one_line_per_mode(tmp_path:
             "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases:\n- {id: a, text: x}\n- {id: a, text: y}\n",
             "duplicate case id 'a'",
         ),
-        ("schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases: []\n", "`provenance.llama_cpp.build` must be an int"),
+        (
+            "schema: tokconf-recording/1\nprovenance: {}\nfacts: {}\ncases: []\n",
+            "`provenance.llama_cpp.build` must be an int",
+        ),
     ],
 )
 def test_corrupt_recordings_are_refused_with_file_and_remedy(tmp_path: Path, content: str, message: str) -> None:

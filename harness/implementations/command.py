@@ -105,6 +105,7 @@ class CommandSession:
     def __init__(self, owner: CommandImplementation, vocab: VocabInfo) -> None:
         self.owner = owner
         self.vocab = vocab
+        self.dead: str | None = None  # why the program could not be (re)started: every later case is an error
 
     def _load(self) -> None:
         message = {"op": "load", "path": str(self.vocab.path), "vocab_type": self.vocab.vocab_type}
@@ -112,14 +113,31 @@ class CommandSession:
         if answer.get("ok") is not True:
             raise Unsupported(str(answer.get("error") or f"the program did not load {self.vocab.path.name}"))
 
+    def start(self) -> None:
+        """Load the vocabulary into the program, restarting it first when it failed; a program that
+        cannot be brought back makes the session dead, not the run."""
+        try:
+            self._load()
+        except ProgramFailed as failure:
+            self.dead = f"the program failed loading {self.vocab.path.name}: {failure}"
+
+    def _restart(self) -> None:
+        try:
+            self.owner.restart()
+        except TokconfError as error:
+            self.dead = f"the program could not be restarted: {error.problem}"
+            return
+        self.start()
+
     def encode_one(self, request: Request) -> Outcome:
+        if self.dead is not None:
+            return Refusal(self.dead, RefusalKind.BROKEN)
         data, add_special, parse_special = request
         message = {"op": "encode", "text_b64": base64.b64encode(data).decode()}
         try:
             answer = self.owner.program().ask({**message, "add_special": add_special, "parse_special": parse_special})
         except ProgramFailed as failure:
-            self.owner.restart()
-            self._load()
+            self._restart()
             return Refusal(str(failure), RefusalKind.BROKEN)
         if "error" in answer:
             return Refusal(str(answer["error"]))
@@ -184,7 +202,7 @@ class CommandImplementation:
         if vocab.vocab_type not in self.info["vocab_types"]:
             raise Unsupported(f"the program supports {self.info['vocab_types']}, not {vocab.vocab_type}")
         session = CommandSession(self, vocab)
-        session._load()
+        session.start()
         return session
 
     def close(self) -> None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, sha256_file
 from harness.recordings.format import SUFFIX_DECODING
@@ -147,18 +149,41 @@ def load(path: Path) -> Decoding:
     return from_document(path, read_yaml(path, "decoding"))
 
 
+def read_provenance(path: Path) -> dict[str, Any]:
+    """The `provenance:` block alone, parsed from the head of the file (the pieces that follow it are
+    megabytes): what `load_for` checks before it reads the rest."""
+    head: list[bytes] = []
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                if line.startswith(b"pieces:"):
+                    break
+                head.append(line)
+    except OSError as error:
+        raise TokconfError(f"cannot read decoding {path}: {error.strerror}") from None
+    try:
+        doc = parse_yaml(b"".join(head))
+    except yaml.YAMLError as error:
+        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("provenance"), dict):
+        raise corrupt(path, f"not a {SCHEMA} file with a provenance")
+    provenance: dict[str, Any] = doc["provenance"]
+    return provenance
+
+
 def load_for(recording_path: Path) -> Decoding | None:
-    """The decoding beside a recording, if there is one; refused if it decodes another recording."""
+    """The decoding beside a recording, if there is one; refused, before the bulk of it is read, if it
+    decodes another recording."""
     path = path_for(recording_path)
     if not path.is_file():
         return None
-    decoding = load(path)
-    if decoding.provenance.get("recording", {}).get("sha256") != sha256_file(recording_path):
+    recorded = read_provenance(path).get("recording")
+    if not isinstance(recorded, dict) or recorded.get("sha256") != sha256_file(recording_path):
         raise TokconfError(
             f"{path} decodes another version of {recording_path.name} (sha256 differs)",
             f"re-record it: tokconf record-decoding {recording_path}",
         )
-    return decoding
+    return load(path)
 
 
 def write(path: Path, decoding: Decoding) -> None:
