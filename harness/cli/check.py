@@ -7,7 +7,6 @@ otherwise. With --junit, --report (.md or .html) the same results are also writt
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
