@@ -9,6 +9,7 @@ The regex table itself is compared with llama.cpp's source at the pinned build.
 from __future__ import annotations
 
 import re
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -43,26 +44,53 @@ def texts() -> list[bytes]:
     return cases[::2] + prose + list(fuzz_strings())[:300]
 
 
-def _with_pre(folder: Path, fields: dict[str, Any], pre: str) -> Path:
-    path = folder / f"gpt-2-{pre}.gguf"
+def _write_vocab(path: Path, fields: dict[str, Any], pre: str) -> None:
+    """The gpt-2 vocabulary with another pre name, `tokenizer.ggml.pre` written last."""
     writer = GGUFWriter(str(path), "gpt2")
     writer.add_string("tokenizer.ggml.model", "gpt2")
-    writer.add_string("tokenizer.ggml.pre", pre)
     writer.add_array("tokenizer.ggml.tokens", fields["tokenizer.ggml.tokens"])
     writer.add_array("tokenizer.ggml.token_type", fields["tokenizer.ggml.token_type"])
     writer.add_array("tokenizer.ggml.merges", fields["tokenizer.ggml.merges"])
     writer.add_uint32("tokenizer.ggml.eos_token_id", fields["tokenizer.ggml.eos_token_id"])
+    writer.add_string("tokenizer.ggml.pre", pre)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.close()
+
+
+@pytest.fixture(scope="module")
+def vocab_head(gpt2_fields: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """Everything of such a file before the pre name's length: written once (GGUFWriter takes most
+    of a second for 50,000 tokens), then each name is appended with its length."""
+    path = tmp_path_factory.mktemp("vocab") / "head.gguf"
+    _write_vocab(path, gpt2_fields, MARK)
+    raw = path.read_bytes()
+    at = raw.rindex(struct.pack("<Q", len(MARK)) + MARK.encode())
+    return raw[:at]
+
+
+MARK = "pre-name-goes-here"
+
+
+def _with_pre(folder: Path, head: bytes, pre: str) -> Path:
+    path = folder / f"gpt-2-{pre}.gguf"
+    path.write_bytes(head + struct.pack("<Q", len(pre.encode())) + pre.encode())  # no tensors: no padding
     return path
+
+
+def test_the_spliced_file_is_the_file_gguf_writes(
+    vocab_head: bytes, gpt2_fields: dict[str, Any], tmp_path: Path
+) -> None:
+    written = tmp_path / "written.gguf"
+    _write_vocab(written, gpt2_fields, "deepseek-llm")
+    assert _with_pre(tmp_path, vocab_head, "deepseek-llm").read_bytes() == written.read_bytes()
 
 
 @pytest.mark.parametrize("pre", sorted(name for name in PRE_NAMES if name is not None))
 def test_the_pre_name_tokenizes_as_llama_cpp(
-    pre: str, gpt2_fields: dict[str, Any], texts: list[bytes], llama_build: Build, tmp_path: Path
+    pre: str, vocab_head: bytes, texts: list[bytes], llama_build: Build, tmp_path: Path
 ) -> None:
-    path = _with_pre(tmp_path, gpt2_fields, pre)
+    path = _with_pre(tmp_path, vocab_head, pre)
     tok = Tokenizer.from_gguf(path)
     requests = [(data, *flags) for data in texts for flags in MODES.values()]
     with LibllamaOracle(llama_build, path) as oracle:
@@ -82,10 +110,10 @@ def test_the_pre_name_tokenizes_as_llama_cpp(
     assert not wrong, wrong[:3]
 
 
-def test_names_llama_cpp_does_not_know_are_refused_by_name(gpt2_fields: dict[str, Any], tmp_path: Path) -> None:
+def test_names_llama_cpp_does_not_know_are_refused_by_name(vocab_head: bytes, tmp_path: Path) -> None:
     for pre in NOT_REPRODUCED:
         with pytest.raises(UnsupportedVocab, match=f"pre-tokenizer '{pre}'"):
-            Tokenizer.from_gguf(_with_pre(tmp_path, gpt2_fields, pre))
+            Tokenizer.from_gguf(_with_pre(tmp_path, vocab_head, pre))
 
 
 def test_the_regex_table_is_llama_cpps(llama_build: Build) -> None:
