@@ -46,7 +46,7 @@ IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', l
 TIMEOUT = Option("timeout", "per-case timeout for cmd: programs, in seconds", float, 10.0)
 
 CHECK = (
-    Option("impl", IMPL_HELP, default="reference"),
+    Option("impl", IMPL_HELP + " (tokconf check: default reference; pytest: required, or the tokconf_impl ini key)"),
     Option("recordings", "recording file or folder (repeatable; default: the bundled b11192 set)", Path, many=True),
     Option("vocab", "only these vocabs (repeatable)", many=True),
     Option("mode", "only these modes (repeatable; decode: the decoding checks)", many=True, choices=(*MODES, "decode")),

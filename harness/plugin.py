@@ -15,30 +15,44 @@ import pytest
 from harness.options import CHECK, FUZZ, add_to_pytest
 
 INI_RECORDINGS = "tokconf_recordings"
+INI_IMPL = "tokconf_impl"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     add_to_pytest(parser.getgroup("tokconf", "tokenizer conformance against llama.cpp recordings"), "tokconf", CHECK)
     fuzz = parser.getgroup("tokconf-fuzz", "differential fuzz campaign against the live llama.cpp")
     add_to_pytest(fuzz, "tokconf-fuzz", FUZZ)
-    parser.addini(INI_RECORDINGS, "recordings checked on every run", type="paths", default=[])
+    parser.addini(INI_RECORDINGS, "recordings to check (default: the bundled b11192 set)", type="paths", default=[])
+    parser.addini(INI_IMPL, "the implementation checked on every run (as --tokconf-impl)", default="")
+
+
+def implementation(config: pytest.Config) -> str:
+    """The implementation a run checks: `--tokconf-impl`, else the ini key; "" for none."""
+    return str(config.getoption("tokconf_impl") or config.getini(INI_IMPL) or "")
 
 
 def recordings(config: pytest.Config) -> list[Path]:
-    """The recordings a run checks: `--tokconf-recordings`, else the ini key."""
+    """The recordings a run checks: `--tokconf-recordings`, else the ini key, else the bundled set."""
     given = [Path(p) for p in config.getoption("tokconf_recordings")]
     return given or [Path(p) for p in config.getini(INI_RECORDINGS)]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    impl = implementation(config)
     paths = recordings(config)
     fuzz = config.getoption("tokconf_fuzz")
-    if paths or fuzz:
+    if paths and not impl:
+        raise pytest.UsageError(
+            "tokconf: recordings are named but no implementation: add --tokconf-impl mypkg.tok:load "
+            f"(or the {INI_IMPL} ini key); tokconf checks only what you name"
+        )
+    if impl or fuzz:
         config.addinivalue_line("markers", "xdist_group(name): pytest-xdist keeps a group on one worker (loadgroup)")
-    if paths:
+    if impl:
         from harness.check.pytest_items import CheckPlugin
+        from harness.core.files import BUNDLED_RECORDINGS
 
-        config.pluginmanager.register(CheckPlugin(config, paths), CheckPlugin.NAME)
+        config.pluginmanager.register(CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS]), CheckPlugin.NAME)
     if fuzz:
         from harness.fuzz.pytest_items import FuzzPlugin
 

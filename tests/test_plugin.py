@@ -37,7 +37,9 @@ JUNIT = "--junitxml=report.xml"
 
 
 def test_every_case_and_mode_is_an_addressable_item(sandbox: pytest.Pytester) -> None:
-    result = sandbox.runpytest("--tokconf-recordings", str(QWEN2), "--collect-only", "-q")
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "reference", "--collect-only", "-q"
+    )
     lines = result.outlines
     cases = len(load(QWEN2).cases)
     assert f"{3 * cases + 1 + 4} tests collected" in "\n".join(lines)  # the facts, and 4 decoding checks
@@ -111,7 +113,7 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
     sandbox: pytest.Pytester, llama_build: Build
 ) -> None:
     gpt2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
-    result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "-q", JUNIT)  # --tokconf-impl: reference
+    result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "--tokconf-impl", "reference", "-q", JUNIT)
     cases = len(load(gpt2).cases)
     result.assert_outcomes(passed=3 * cases + 1 + 4)  # every case and mode, facts, decoding
     expected = {f"gpt-2 {mode} passed": cases for mode in ("plain", "special", "bos")}
@@ -140,3 +142,17 @@ def test_a_fuzz_campaign_collects_only_the_campaign(sandbox: pytest.Pytester) ->
     sandbox.makepyfile("def test_x():\n    pass\n")
     result = sandbox.runpytest("--tokconf-fuzz", "reference", "--tokconf-fuzz-vocab", "qwen2", "--collect-only", "-q")
     result.stdout.fnmatch_lines(["*qwen2-plain*", "*qwen2-special*", "*qwen2-bos*", "3 tests collected*"])
+
+
+def test_recordings_without_an_implementation_are_a_usage_error(sandbox: pytest.Pytester) -> None:
+    sandbox.makepyprojecttoml(f'[tool.pytest.ini_options]\ntokconf_recordings = ["{QWEN2}"]\n')
+    sandbox.makepyfile("def test_x():\n    pass\n")
+    result = sandbox.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*recordings are named but no implementation: add --tokconf-impl*"])
+
+
+def test_the_ini_implementation_gates_the_bundled_recordings(sandbox: pytest.Pytester) -> None:
+    sandbox.makepyprojecttoml('[tool.pytest.ini_options]\ntokconf_impl = "reference"\n')
+    result = sandbox.runpytest("--collect-only", "-q", "--tokconf-vocab", "qwen2", "-k", "hello-world")
+    result.stdout.fnmatch_lines(["tokconf/b11192/qwen2::qwen2-plain-edge-hello-world"])

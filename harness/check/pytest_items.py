@@ -108,9 +108,9 @@ class CheckPlugin:
     STASH = pytest.StashKey["CheckPlugin"]()
     NAME = "tokconf-check"
 
-    def __init__(self, config: pytest.Config, paths: list[Path]) -> None:
+    def __init__(self, config: pytest.Config, spec: str, paths: list[Path]) -> None:
         config.stash[self.STASH] = self
-        self.spec = str(config.getoption("tokconf_impl"))
+        self.spec = spec
         self.paths = paths
         self.selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),

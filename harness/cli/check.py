@@ -43,10 +43,11 @@ def run(args: argparse.Namespace) -> int:
     recordings_arg = " ".join(str(p) for p in paths)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case))
     xfails = ExpectedFailures.load(args.xfail)
-    run = check_paths(paths, args.impl, selection, xfails, args.vocab_dir, args.timeout)
+    impl = args.impl or "reference"
+    run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout)
     summary = run.summary
     shown = summary.problems[: args.details]
-    details = [describe(r, run.vocabs.get(r.vocab), args.impl, recordings_arg) for r in shown]
+    details = [describe(r, run.vocabs.get(r.vocab), impl, recordings_arg) for r in shown]
     for text in details:
         console.print(text, markup=False, soft_wrap=True)  # a repro command must stay one line
         console.print()

@@ -1,0 +1,37 @@
+"""The test suite's wall time on this machine, as tox runs it and without the oracle tests.
+
+    python benchmarks/suite.py
+
+Runs `pytest -n auto --dist worksteal` (tox's tests environment) and `pytest -m "not oracle"` (the
+tests that need no llama.cpp build) from the repository root, and prints each wall time with its
+pytest summary line. Targets: under 4 minutes, and under 60 s without the oracle.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = {
+    "whole suite (tox)": ["-n", "auto", "--dist", "worksteal"],
+    'without the oracle (-m "not oracle")': ["-n", "auto", "--dist", "worksteal", "-m", "not oracle"],
+}
+
+
+def main() -> None:
+    for label, args in RUNS.items():
+        started = time.monotonic()
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+            cwd=ROOT, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        seconds = time.monotonic() - started
+        last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else f"exit {result.returncode}"
+        print(f"{label}: {seconds:.0f} s wall ({last})")
+
+
+if __name__ == "__main__":
+    main()
