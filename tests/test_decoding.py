@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import shutil
-from importlib.metadata import version
 import sys
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest

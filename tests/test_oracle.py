@@ -12,6 +12,7 @@ from harness.corpus.files import load_corpus
 from harness.llama.build import Build
 from harness.llama.vocabs import shipped_vocabs, vocab_name
 from harness.oracle.client import LibllamaOracle
+from harness.oracle.libllama import binding
 from harness.oracle.llama_tokenize import CliOracle
 from harness.record.crosscheck import crosscheck_vocab
 from harness.record.recorder import Plan
@@ -82,3 +83,15 @@ def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Buil
         assert batch[0] == single[0] and batch[2] == single[1] and batch[3] == single[2] == []
         assert isinstance(batch[1], Refusal) and "invalid codepoint" in batch[1].reason
         assert oracle.crashes == 1
+
+
+def test_the_parsed_binding_is_kept_and_reused(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path))
+    ffi = binding(llama_build.llama_h, llama_build.include_dirs)
+    (kept,) = (tmp_path / "cffi").glob("_tokconf_llama_*.py")
+    written = kept.stat().st_mtime_ns
+    again = binding(llama_build.llama_h, llama_build.include_dirs)
+    assert kept.stat().st_mtime_ns == written and list((tmp_path / "cffi").iterdir()) == [kept]
+    assert ffi.sizeof("llama_token") == again.sizeof("llama_token") == 4

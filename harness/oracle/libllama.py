@@ -5,17 +5,24 @@ aborts the whole process on some inputs, so it must never run in the harness's o
 
 The declarations come from the build's own `llama.h`, run through `gcc -E` with the same pycparser
 workarounds test-tokenizer-random.py uses, so the binding always matches the pinned build's ABI.
+Parsing them costs 0.6 s, at every worker start; so they are parsed once per set of headers into
+cffi's out-of-line ABI module (plain Python, no compiler), kept in the cache and imported after.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
+import os
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import cffi
 
 from harness.core.facts import VocabFacts
+from harness.core.files import cache_root
 
 VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
 
@@ -61,12 +68,37 @@ def _cdef_source(llama_h: Path, include_dirs: tuple[Path, ...], ffi: Any) -> str
     return source
 
 
+def binding(llama_h: Path, include_dirs: tuple[Path, ...]) -> Any:
+    """The FFI of these headers: imported from the cache, or parsed and written there first.
+
+    The module's name is a hash of every header it may read and of the cffi version, so another
+    build (or an edited folder source) gets its own; it is written beside its final name and renamed,
+    so workers starting together never import half a file."""
+    digest = hashlib.sha256(cffi.__version__.encode())
+    for header in sorted({llama_h, *(h for folder in include_dirs for h in folder.glob("*.h"))}):
+        digest.update(str(header.name).encode() + header.read_bytes())
+    name = f"_tokconf_llama_{digest.hexdigest()[:20]}"
+    folder = cache_root() / "cffi"
+    module = folder / f"{name}.py"
+    if not module.is_file():
+        builder = cffi.FFI()
+        builder.cdef(_cdef_source(llama_h, include_dirs, builder), override=True)
+        builder.set_source(name, None)  # out-of-line ABI mode: a .py file, nothing to compile
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as tmp:
+            os.replace(builder.compile(tmpdir=tmp), module)
+    spec = importlib.util.spec_from_file_location(name, module)
+    assert spec is not None and spec.loader is not None
+    loaded = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(loaded)
+    return loaded.ffi
+
+
 class Vocab:
     """One vocabulary loaded with `vocab_only`, exposing llama_tokenize and the vocab's facts."""
 
     def __init__(self, libllama: Path, llama_h: Path, include_dirs: tuple[Path, ...], vocab: Path) -> None:
-        self.ffi = cffi.FFI()
-        self.ffi.cdef(_cdef_source(llama_h, include_dirs, self.ffi), override=True)
+        self.ffi = binding(llama_h, include_dirs)
         self.lib: Any = self.ffi.dlopen(str(libllama))
         self.lib.llama_backend_init()
         params = self.lib.llama_model_default_params()
