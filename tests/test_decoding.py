@@ -18,6 +18,7 @@ from harness.llama.build import Build
 from harness.record.decoding import record_decoding
 from harness.recordings.decoding import load, load_for, path_for, read_provenance
 from harness.recordings.format import load as load_recording
+from harness.recordings.format import read_provenance as read_recording_provenance
 from harness.recordings.format import recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,11 +54,12 @@ def test_every_bundled_recording_has_its_decoding() -> None:
         provenance = read_provenance(path_for(recording))
         assert provenance["recording"]["file"] == recording.name
         assert provenance["recording"]["sha256"] == sha256_file(recording)
-        assert provenance["vocab"] == load_recording(recording).provenance["vocab"]
+        assert provenance["vocab"] == read_recording_provenance(recording)["vocab"]
 
 
 def test_the_provenance_read_alone_is_the_whole_files() -> None:
     assert read_provenance(path_for(BUNDLED / "gpt-2.yaml")) == load(path_for(BUNDLED / "gpt-2.yaml")).provenance
+    assert read_recording_provenance(BUNDLED / "gpt-2.yaml") == load_recording(BUNDLED / "gpt-2.yaml").provenance
 
 
 def _decode_counts(runs: list[CheckRun]) -> list[int]:

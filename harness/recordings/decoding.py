@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, sha256_file
 from harness.recordings.format import SUFFIX_DECODING
-from harness.recordings.yaml_io import Flow, corrupt, dump_yaml, parse_yaml, read_yaml
+from harness.recordings.yaml_io import Flow, corrupt, dump_yaml, parse_yaml, read_head, read_yaml
 
 SCHEMA = "tokconf-decoding/1"
 # llama_detokenize settings recorded for each case's `bos` ids.
@@ -150,23 +148,11 @@ def load(path: Path) -> Decoding:
 
 
 def read_provenance(path: Path) -> dict[str, Any]:
-    """The `provenance:` block alone, parsed from the head of the file (the pieces that follow it are
-    megabytes): what `load_for` checks before it reads the rest."""
-    head: list[bytes] = []
-    try:
-        with path.open("rb") as handle:
-            for line in handle:
-                if line.startswith(b"pieces:"):
-                    break
-                head.append(line)
-    except OSError as error:
-        raise TokconfError(f"cannot read decoding {path}: {error.strerror}") from None
-    try:
-        doc = parse_yaml(b"".join(head))
-    except yaml.YAMLError as error:
-        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("provenance"), dict):
-        raise corrupt(path, f"not a {SCHEMA} file with a provenance")
+    """The `provenance:` block alone, from the head of the file (the pieces that follow are megabytes):
+    what `load_for` checks before it reads the rest."""
+    doc = read_head(path, b"pieces:", "decoding")
+    if doc.get("schema") != SCHEMA:
+        raise corrupt(path, f"not a {SCHEMA} file (schema: {doc.get('schema')!r})")
     provenance: dict[str, Any] = doc["provenance"]
     return provenance
 

@@ -17,7 +17,16 @@ from harness.core.errors import TokconfError
 from harness.core.facts import Provenance, VocabFacts
 from harness.core.files import atomic_write, yaml_files
 from harness.core.outcome import MODES, Mode, Outcome, Refusal
-from harness.recordings.yaml_io import Flow, FlowList, corrupt, dump_yaml, parse_yaml, read_yaml, text_fields
+from harness.recordings.yaml_io import (
+    Flow,
+    FlowList,
+    corrupt,
+    dump_yaml,
+    parse_yaml,
+    read_head,
+    read_yaml,
+    text_fields,
+)
 
 SCHEMA = "tokconf-recording/1"
 SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.recordings.decoding)
@@ -172,6 +181,15 @@ def from_document(path: Path, doc: Any) -> Recording:
         return Recording(doc["provenance"], _facts(doc["facts"]), cases)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+
+
+def read_provenance(path: Path) -> Provenance:
+    """A recording's provenance alone, from the head of the file (the cases are megabytes)."""
+    doc = read_head(path, b"facts:", "recording")
+    if doc.get("schema") != SCHEMA:
+        raise corrupt(path, f"not a {SCHEMA} recording (schema: {doc.get('schema')!r})")
+    provenance: Provenance = doc["provenance"]
+    return provenance
 
 
 def load(path: Path) -> Recording:

@@ -92,3 +92,24 @@ def read_yaml(path: Path, what: str) -> Any:
         return parse_yaml(raw)
     except yaml.YAMLError as error:
         raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+
+
+def read_head(path: Path, stop: bytes, what: str) -> dict[str, Any]:
+    """The top-level keys before the line that starts with `stop` (`facts:`, `pieces:`), parsed alone:
+    a recording's or decoding's provenance without reading the megabytes that follow it."""
+    head: list[bytes] = []
+    try:
+        with path.open("rb") as handle:
+            for line in handle:
+                if line.startswith(stop):
+                    break
+                head.append(line)
+    except OSError as error:
+        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
+    try:
+        doc = parse_yaml(b"".join(head))
+    except yaml.YAMLError as error:
+        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
+        raise corrupt(path, f"no `provenance` before `{stop.decode().rstrip(':')}`")
+    return doc
