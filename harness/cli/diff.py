@@ -15,6 +15,9 @@ def add_parser(commands: Any) -> None:
     dif.add_argument("after", type=Path, help="recording file or folder (e.g. recordings/b11434)")
     dif.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
     dif.add_argument("--limit", type=int, default=10, help="changed cases shown per vocab (default 10)")
+    dif.add_argument(
+        "--exit-code", action="store_true", help="exit 1 when any outcome, fact, vocab file or case set changed"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,4 +39,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(text)
     changed = sum(len(d.changes) for d in diffs if isinstance(d, VocabDiff))
     print(f"{changed} changed outcomes in {len(diffs)} vocabs", file=sys.stderr)
-    return 0
+    # A vocabulary recorded on one side only (a str) is a change too.
+    return 1 if args.exit_code and any(isinstance(d, str) or d.changed for d in diffs) else 0

@@ -36,7 +36,6 @@ def run(args: argparse.Namespace) -> int:
 def _in_process(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness.core.files import REPO_ROOT
     from harness.core.outcome import MODES
     from harness.fuzz import PROFILES
     from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
@@ -62,7 +61,7 @@ def _in_process(args: argparse.Namespace) -> int:
         print("\n".join(describe_finding(finding, impl.name)))
     for line in stats.unsupported:
         print(f"unsupported: {line}")
-    written = write_findings(args.found_dir or REPO_ROOT / "corpora" / "found", stats.findings, args.seed, impl.name)
+    written = write_findings(args.found_dir, stats.findings, args.seed, impl.name)
     rate = stats.examples / max(stats.seconds, 1e-9)
     share = 100 * stats.oracle_seconds / max(stats.oracle_seconds + stats.impl_seconds, 1e-9)
     print(

@@ -16,10 +16,16 @@ def add_parser(commands: Any) -> None:
     rec.set_defaults(run=run)
     add_build(rec)
     rec.add_argument("--vocab", action="append", default=[], help="a vocab name (qwen2) or GGUF path; repeatable")
-    rec.add_argument("--corpus", action="append", type=Path, default=[], help="corpus file or folder; repeatable")
+    rec.add_argument(
+        "--corpus",
+        action="append",
+        type=Path,
+        default=[],
+        help="corpus file or folder; repeatable (default: the bundled)",
+    )
     rec.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"fuzz seed (default {DEFAULT_SEED})")
     rec.add_argument("--fuzz-count", type=int, default=DEFAULT_COUNT, help=f"fuzz strings (default {DEFAULT_COUNT})")
-    rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the repository)")
+    rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the current folder)")
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
@@ -31,10 +37,12 @@ def add_parser(commands: Any) -> None:
     rdec.set_defaults(run=run_decoding)
     rdec.add_argument("recordings", nargs="*", type=Path, help="recording files or folders (default: the bundled)")
     rdec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
+    rdec.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the build's models/)")
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.files import CORPUS, REPO_ROOT
+    from harness.core.errors import TokconfError
+    from harness.core.files import CORPUS
     from harness.corpus.files import load_corpus
     from harness.llama.build import require_build
     from harness.llama.vocabs import resolve_vocabs, vocab_name
@@ -43,8 +51,13 @@ def run(args: argparse.Namespace) -> int:
 
     made = require_build(args.build)
     corpus = load_corpus(args.corpus or [CORPUS])
+    if not any(corpus_file.cases for corpus_file in corpus):
+        raise TokconfError(
+            f"no corpus cases under {' '.join(map(str, args.corpus or [CORPUS]))}",
+            "give --corpus the corpus folder (a recording without it would silently record far fewer cases)",
+        )
     vocabs = resolve_vocabs(args.vocab, made)
-    out = args.out or REPO_ROOT / "recordings" / f"b{args.build}"
+    out = args.out or Path("recordings") / f"b{args.build}"
     plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out, not args.no_decoding)
     if args.backend == "libllama":
         record(plan, vocabs, args.jobs)
@@ -62,10 +75,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def run_decoding(args: argparse.Namespace) -> int:
+    from functools import partial
+
     from harness.core.files import BUNDLED_RECORDINGS
     from harness.record.decoding import record_decoding
     from harness.record.recorder import in_parallel
     from harness.recordings.format import recording_files
 
-    in_parallel(record_decoding, recording_files(args.recordings or [BUNDLED_RECORDINGS]), args.jobs)
+    work = partial(record_decoding, recording=None, vocab_dir=args.vocab_dir)
+    in_parallel(work, recording_files(args.recordings or [BUNDLED_RECORDINGS]), args.jobs)
     return 0

@@ -76,7 +76,12 @@ def yaml_files(paths: Iterable[Path], what: str) -> list[Path]:
     return found
 
 
-# The checkout an editable install runs from: corpora/ and recordings/ live beside harness/.
-REPO_ROOT = Path(__file__).resolve().parents[2]
-BUNDLED_RECORDINGS = REPO_ROOT / "recordings" / "b11192"  # what `tokconf check` checks by default
-CORPUS = REPO_ROOT / "corpora"
+def _bundled(name: str, in_checkout: str) -> Path:
+    """A folder the wheel installs inside the package (harness/bundled/NAME, pyproject.toml's
+    package-dir), or the same folder of the checkout an editable install runs from."""
+    installed = Path(__file__).resolve().parents[1] / "bundled" / name
+    return installed if installed.is_dir() else Path(__file__).resolve().parents[2] / in_checkout
+
+
+BUNDLED_RECORDINGS = _bundled("recordings", "recordings/b11192")  # what `tokconf check` checks by default
+CORPUS = _bundled("corpora", "corpora")  # what `tokconf record` records

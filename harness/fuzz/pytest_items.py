@@ -19,7 +19,6 @@ from typing import Any
 import pytest
 
 from harness.check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
-from harness.core.files import REPO_ROOT
 from harness.core.outcome import MODES, Mode
 from harness.fuzz import PROFILES
 from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
@@ -73,7 +72,7 @@ class FuzzPlugin:
         self.budget: int = option("tokconf_fuzz_examples") or PROFILES[option("tokconf_fuzz_profile")]
         self.seed: int | None = option("tokconf_fuzz_seed")
         self.db = Path(option("tokconf_fuzz_db")) if option("tokconf_fuzz_db") else None
-        self.found_dir: Path = option("tokconf_fuzz_found_dir") or REPO_ROOT / "corpora" / "found"
+        self.found_dir: Path = option("tokconf_fuzz_found_dir")
         self.timeout: float = option("tokconf_fuzz_timeout")
         self.vocab_names: list[str] = option("tokconf_fuzz_vocab")
         self.modes: list[Mode] = option("tokconf_fuzz_mode") or list(MODES)

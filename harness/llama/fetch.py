@@ -21,6 +21,8 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+import subprocess_tee
+
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root, sha256_file
 from harness.llama.pins import PINNED_SDIST_SHA256
@@ -164,9 +166,10 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
 def _pip_download(requirement: str, dest: Path) -> None:
     # --no-binary for this package only: pip must not build the sdist's build tools from source.
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST_PACKAGE]
-    command += ["--dest", str(dest), requirement]
+    # pip's own progress bar on a terminal (its output is streamed to stderr and kept for errors).
+    command += ["--progress-bar", "on" if sys.stderr.isatty() else "off", "--dest", str(dest), requirement]
     print(f"downloading {requirement} from PyPI ...", file=sys.stderr, flush=True)
-    result = subprocess.run(command, capture_output=True, text=True, check=False)
+    result = subprocess_tee.run(command, quiet=False, stdout=sys.stderr)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])
         raise TokconfError(

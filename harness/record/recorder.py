@@ -119,7 +119,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     write(out, recording)
     journal.finish()
     if plan.decoding:
-        record_decoding(out, recording)
+        record_decoding(out, recording, vocab.parent)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
     note = f", {resumed} answers resumed from the journal" if resumed else ""

@@ -39,6 +39,13 @@ class VocabDiff:
     only_after: list[str] = field(default_factory=list)
     compared: int = 0
 
+    @property
+    def changed(self) -> bool:
+        """Anything differs: an outcome, a fact, the vocab file, or the set of cases."""
+        return bool(self.changes or self.facts or self.only_before or self.only_after) or (
+            self.sha_before != self.sha_after
+        )
+
 
 def _facts_changed(before: Mapping[str, object], after: Mapping[str, object]) -> dict[str, tuple[Any, Any]]:
     changed = {}
