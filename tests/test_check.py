@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.engine import Verdict
+from harness.check.engine import CaseResult, Verdict
+from harness.check.report import describe_group, group_problems
 from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.llama.build import Build
@@ -52,6 +53,7 @@ def _counts(section: str, vocab: str = "qwen2") -> list[int]:
 def test_llama_cpp_passes_its_own_recording(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     status, output = check(capsys, "--impl", "llama.cpp@11192")
     assert status == 0, output
+    assert "\nPASS: " in output
     summary = RUNS[-1].summary
     assert summary.conformance(summary.totals()) == "100.00%"
     cases = len(load(QWEN2).cases)
@@ -100,6 +102,10 @@ def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys:
     assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
     summary = RUNS[-1].summary
     assert summary.conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
+    assert summary.unsupported == {("llama-spm", "only BPE vocabularies"): cases}
+    output = capsys.readouterr().out
+    assert f"unsupported: {cases} of llama-spm: only BPE vocabularies" in output
+    assert output.rstrip().endswith(f"FAIL: nothing passed ({cases} unsupported)")
 
 
 def test_expected_failures_and_an_xpass(llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -130,10 +136,14 @@ def test_junit_markdown_and_html_reports(
     llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     junit, md, page = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.html"
-    check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--junit", str(junit), "--report", str(md))
+    junit_args = ["--junit", str(junit), "--report", str(md), "--details", "0"]
+    _, output = check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, *junit_args)
+    assert "\nFAIL: 12 passed, 3 failed\n" in output and "1 more failing cases" in output
     check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--report", str(page))
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("name") == "qwen2" and suite.get("failures") == "3"
+    bodies = [f.text or "" for f in suite.iter("failure")]  # each failure's whole story, though none was shown
+    assert len(bodies) == 3 and all("first divergence at index 1" in b and "reproduce:" in b for b in bodies)
     assert "| qwen2 | plain | 4 | 1 |" in md.read_text() and "first divergence" in md.read_text()
     assert "<table" in page.read_text() and "first divergence" in page.read_text()
 
@@ -213,3 +223,26 @@ def test_a_program_that_dies_loading_gives_errors_not_a_traceback(
     assert _counts("plain")[0:3] == [0, 0, 5]  # every selected case an error
     assert "error — the program failed loading ggml-vocab-qwen2.gguf: the program exited with status 4" in output
     assert "Traceback" not in output
+
+
+def _result(case: str, section: str, verdict: Verdict, data: bytes) -> CaseResult:
+    return CaseResult("v", section, case, verdict, data, [1], [2], "r")  # type: ignore[arg-type]
+
+
+def test_problems_are_grouped_by_case_errors_first_and_shortest_first() -> None:
+    problems = [
+        _result("long", "plain", Verdict.FAILED, b"a long input"),
+        _result("long", "bos", Verdict.FAILED, b"a long input"),
+        _result("short", "plain", Verdict.FAILED, b"ab"),
+        _result("crash", "special", Verdict.ERROR, b"the longest input of all"),
+        _result("short", "special", Verdict.XPASSED, b"ab"),
+    ]
+    groups = group_problems(problems)
+    assert [[(r.case, r.section) for r in g] for g in groups] == [
+        [("crash", "special")],
+        [("short", "plain"), ("short", "special")],
+        [("long", "plain"), ("long", "bos")],
+    ]
+    story = describe_group(groups[2], None, "x:y", "r.yaml")
+    assert story.splitlines()[0] == "v [plain] long: failed — r"
+    assert story.splitlines()[-1] == "  in modes:    plain (failed), bos (failed)"

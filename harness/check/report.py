@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check.engine import DECODE, FACTS, CaseResult, Section, Verdict
-from harness.core.outcome import render_outcome
+from harness.core.outcome import Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 
 WINDOW = 4
@@ -45,9 +45,44 @@ def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str)
                 lines.append(f"  {label:9}[{max(0, at - WINDOW)}:]: {ids_window(ids, at, vocab, WINDOW)}")
         else:
             for label, outcome in (("expected", expected), ("actual", actual)):
-                lines.append(f"  {label}: {render_outcome(outcome) if outcome is not None else '(not asked)'}")
+                lines.append(f"  {label:9}: {_outcome_line(outcome, vocab)}")
     lines.append(f"  reproduce:   {repro_command(result, impl, recordings)}")
     return "\n".join(lines)
+
+
+def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
+    """An outcome on one line: a refusal's reason, or its first ids with their pieces (long lists cut)."""
+    if outcome is None:
+        return "(not asked)"
+    if isinstance(outcome, Refusal) or not outcome:
+        return render_outcome(outcome)
+    shown = ids_window(outcome[: 2 * WINDOW], 0, vocab, 2 * WINDOW).replace(">", " ", 1).strip()
+    return shown + (f"  … ({len(outcome)} ids)" if len(outcome) > 2 * WINDOW else "")
+
+
+_PRIORITY = {Verdict.ERROR: 0, Verdict.FAILED: 1, Verdict.XPASSED: 2}
+
+
+def group_problems(problems: list[CaseResult]) -> list[list[CaseResult]]:
+    """Problems grouped by vocab and case (one group holds the case's modes), errors first, then
+    failures, then unexpected passes, each by shortest input first: the order a porter reads them."""
+    groups: dict[tuple[str, str, str], list[CaseResult]] = {}
+    for result in problems:
+        section = "decode" if result.section == DECODE else "facts" if result.section == FACTS else "case"
+        groups.setdefault((result.vocab, section, result.case), []).append(result)
+    return sorted(
+        groups.values(),
+        key=lambda group: (min(_PRIORITY[r.verdict] for r in group), len(group[0].data), group[0].vocab, group[0].case),
+    )
+
+
+def describe_group(group: list[CaseResult], vocab: Path | None, impl: str, recordings: str) -> str:
+    """One case's story, told once for all the modes it fails in."""
+    first = min(group, key=lambda r: _PRIORITY[r.verdict])
+    text = describe(first, vocab, impl, recordings)
+    if len(group) > 1:
+        text += "\n  in modes:    " + ", ".join(f"{r.section} ({r.verdict.value})" for r in group)
+    return text
 
 
 class Summary:
@@ -56,12 +91,15 @@ class Summary:
     def __init__(self) -> None:
         self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
         self.problems: list[CaseResult] = []
+        self.unsupported: Counter[tuple[str, str]] = Counter()  # (vocab, reason) -> cases
 
     def add(self, results: Iterable[CaseResult]) -> None:
         for result in results:
             self.count(result.vocab, result.section, result.verdict)
             if result.verdict.is_problem:
                 self.problems.append(result)
+            elif result.verdict is Verdict.UNSUPPORTED:
+                self.unsupported[(result.vocab, result.reason)] += 1
 
     def count(self, vocab: str, section: Section, verdict: Verdict) -> None:
         self.counts[(vocab, section)][verdict] += 1
@@ -77,6 +115,16 @@ class Summary:
         """The gate: something passed, and nothing failed, broke or unexpectedly passed."""
         totals = self.totals()
         return totals[Verdict.PASSED] > 0 and not any(totals[v] for v in Verdict if v.is_problem)
+
+    def verdict_line(self) -> str:
+        """The last line of a run: PASS or FAIL, and why."""
+        totals = self.totals()
+        counts = ", ".join(f"{totals[v]} {v.value}" for v in Verdict if totals[v])
+        if self.ok:
+            return f"PASS: {counts}"
+        if not totals[Verdict.PASSED] and not any(totals[v] for v in Verdict if v.is_problem):
+            return f"FAIL: nothing passed ({counts or 'nothing was checked'})"
+        return f"FAIL: {counts}"
 
     @staticmethod
     def conformance(counts: Counter[Verdict]) -> str:

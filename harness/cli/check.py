@@ -19,7 +19,7 @@ def add_parser(commands: Any) -> None:
     add_to_argparse(chk, CHECK)
     chk.add_argument("--junit", type=Path, help="write JUnit XML here")
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
-    chk.add_argument("--details", type=int, default=20, help="failures shown in full (default 20)")
+    chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -29,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.check.engine import Selection
     from harness.check.junit import write_junit
-    from harness.check.report import COLUMNS, describe
+    from harness.check.report import COLUMNS, describe, describe_group, group_problems
     from harness.check.run import check_paths
     from harness.check.xfail import ExpectedFailures
     from harness.core.errors import TokconfError
@@ -46,13 +46,16 @@ def run(args: argparse.Namespace) -> int:
     impl = args.impl or "reference"
     run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout)
     summary = run.summary
-    shown = summary.problems[: args.details]
-    details = [describe(r, run.vocabs.get(r.vocab), impl, recordings_arg) for r in shown]
-    for text in details:
+    groups = group_problems(summary.problems)
+    details = [describe_group(g, run.vocabs.get(g[0].vocab), impl, recordings_arg) for g in groups]
+    shown = details[: args.details]  # on the terminal; the report files hold every one
+    for text in shown:
         console.print(text, markup=False, soft_wrap=True)  # a repro command must stay one line
         console.print()
-    if len(summary.problems) > len(shown):
-        console.print(f"... and {len(summary.problems) - len(shown)} more problems (--details N shows more)")
+    if len(details) > len(shown):
+        console.print(f"... and {len(details) - len(shown)} more failing cases (--details N shows more)")
+    for (vocab, reason), cases in sorted(summary.unsupported.items()):
+        console.print(f"unsupported: {cases} of {vocab}: {reason}", markup=False, soft_wrap=True)
     title = f"tokconf check: {run.impl_name} against {recordings_arg}"
     table = Table(title=title)
     for column in COLUMNS:
@@ -60,10 +63,12 @@ def run(args: argparse.Namespace) -> int:
     for row in summary.rows():
         table.add_row(*row)
     console.print(table)
-    if args.junit:
-        index = {id(r): i for i, r in enumerate(run.results)}
-        write_junit(args.junit, run.results, {index[id(r)]: d for r, d in zip(shown, details, strict=True)})
+    if args.junit:  # every problem's story, not only the ones shown
+        stories = {i: describe(r, run.vocabs.get(r.vocab), impl, recordings_arg) for i, r in enumerate(run.results)
+                   if r.verdict.is_problem}  # fmt: skip
+        write_junit(args.junit, run.results, stories)
     if args.report:
         text = summary.html(title, details) if args.report.suffix == ".html" else summary.markdown(title, details)
         atomic_write(args.report, text, "report")
+    console.print(summary.verdict_line(), markup=False, soft_wrap=True)
     return 0 if summary.ok else 1
