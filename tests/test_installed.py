@@ -1,0 +1,98 @@
+"""tokconf as a port author gets it: the wheel installed into a fresh venv outside this checkout,
+used from a temporary folder that is the port's own repository."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.core.files import cache_root
+from harness.llama.build import Build
+
+ROOT = Path(__file__).resolve().parent.parent
+
+PORT = """
+from reference_impl import Tokenizer
+
+
+class Port:
+    def __init__(self, path):
+        self.tok = Tokenizer.from_gguf(path)
+
+    def encode(self, data, add_special, parse_special):
+        ids = self.tok.encode(data, add_special, parse_special)
+        return [198 if i == 220 else i for i in ids] if BROKEN else ids  # the planted bug: " " becomes "\\n"
+
+
+BROKEN = {broken}
+
+
+def load(path):
+    return Port(path)
+"""
+
+UNRELATED = "def test_unrelated():\n    assert sum([1, 2]) == 3\n"
+
+
+def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(cwd), "TOKCONF_CACHE": str(cache_root())}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [str(venv / "bin" / args[0]), *args[1:]], cwd=cwd, env=env, capture_output=True, text=True, check=False
+    )
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with the wheel built from this checkout (and pytest, as a port's CI has)."""
+    folder = tmp_path_factory.mktemp("installed")
+    wheels = folder / "dist"
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", str(folder / "venv")], check=True)
+    pip = [str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, *map(str, wheels.glob("*.whl")), "pytest"], check=True)
+    return folder / "venv"
+
+
+def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_path: Path, llama_build: Build) -> None:
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    before = _tree(site)
+    port = tmp_path / "port"
+    port.mkdir()
+    (port / "test_unrelated.py").write_text(UNRELATED)
+    (port / "myport.py").write_text(PORT.format(broken=False))
+    args = ("--impl", "myport:load", "--vocab", "gpt-2", "--mode", "plain")
+
+    good = _run(venv, "tokconf", "check", *args, cwd=port)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "PASS:" in good.stdout and "failed" not in good.stdout.split("PASS:")[1]
+
+    unrelated = _run(venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=port)
+    assert unrelated.returncode == 0 and "1 passed" in unrelated.stdout, unrelated.stdout + unrelated.stderr
+    assert "tokconf" not in unrelated.stdout
+
+    gated = _run(venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tokconf-impl", "myport:load",
+                 "--tokconf-vocab", "gpt-2", "--tokconf-mode", "plain", "-k", "hello", cwd=port)  # fmt: skip
+    assert gated.returncode == 0 and "tokconf conformance: myport:load" in gated.stdout, gated.stdout
+
+    (port / "myport.py").write_text(PORT.format(broken=True))
+    bad = _run(venv, "tokconf", "check", *args, cwd=port)
+    assert bad.returncode == 1
+    assert "gpt-2 [plain] edge/single-space: failed — different ids" in bad.stdout  # the shortest first
+    assert "\nFAIL: " in bad.stdout
+
+    fuzz = _run(venv, "tokconf", "fuzz", "--impl", "myport:load", cwd=port)  # hypothesis is an extra
+    assert fuzz.returncode == 2 and "pip install 'tokconf[fuzz]'" in fuzz.stderr
+
+    assert _tree(site) == before  # nothing written inside the installed package
+    assert sorted(p.name for p in port.iterdir() if p.name != "__pycache__") == ["myport.py", "test_unrelated.py"]
