@@ -25,12 +25,16 @@ class Option:
     type: Callable[[str], Any] = str
     default: Any = None
     many: bool = False  # repeatable, collected into a list
+    flag: bool = False  # on when given, takes no value
     choices: tuple[str, ...] | None = None
     metavar: str | None = None
     pytest_name: str | None = None  # the pytest flag's suffix, when it is not NAME ("" for the bare prefix)
 
     def kwargs(self) -> dict[str, Any]:
-        extra: dict[str, Any] = {"help": self.help, "metavar": self.metavar}
+        extra: dict[str, Any] = {"help": self.help}
+        if self.flag:
+            return {**extra, "action": "store_true"}
+        extra["metavar"] = self.metavar
         if self.many:
             extra.update(action="append", default=[])
         else:
@@ -52,6 +56,7 @@ CHECK = (
     Option("mode", "only these modes (repeatable; decode: the decoding checks)", many=True, choices=(*MODES, "decode")),
     Option("case", "only these case ids (repeatable)", many=True),
     Option("xfail", "expected-failure file (docs/checking.md)", Path),
+    Option("strict-xfail", "fail when an expected-failure entry matches no checked case", flag=True),
     Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
     TIMEOUT,
 )

@@ -119,6 +119,27 @@ def test_expected_failures_and_an_xpass(llama_build: Build, tmp_path: Path, caps
     status, output = check(capsys, "--impl", "llama.cpp@11192", "--xfail", str(xfail), *FEW)
     assert status == 1
     assert "listed as an expected failure (known) but it passes now" in output
+    assert "now:         the implementation answers as llama.cpp does" in output
+    assert "first divergence" not in output  # an xpass has no divergence to show
+
+
+def test_expected_failure_globs_and_entries_that_match_nothing(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    xfail = tmp_path / "xfail.yaml"
+    xfail.write_text(
+        "expected_failures:\n"
+        "  - {case: 'qwen2/*/edge/hello-*', reason: one glob for every mode}\n"
+        "  - {case: 'qwen2/plain/edge/no-such-case', reason: a typo}\n"
+        "  - {case: 'gpt-2/*/edge/*', reason: another vocab, not checked here}\n"
+    )
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW)
+    assert status == 0, output
+    assert [_counts(mode)[4] for mode in ("plain", "special", "bos")] == [1, 1, 1]  # xfailed
+    assert "warning: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no checked case" in output
+    assert "gpt-2/*/edge/*" not in output
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), "--strict-xfail", *FEW)
+    assert status == 1 and "error: expected-failure entry 'qwen2/plain/edge/no-such-case'" in output
 
 
 def test_a_vocab_file_with_another_hash_is_refused(

@@ -156,3 +156,17 @@ def test_the_ini_implementation_gates_the_bundled_recordings(sandbox: pytest.Pyt
     sandbox.makepyprojecttoml('[tool.pytest.ini_options]\ntokconf_impl = "reference"\n')
     result = sandbox.runpytest("--collect-only", "-q", "--tokconf-vocab", "qwen2", "-k", "hello-world")
     result.stdout.fnmatch_lines(["tokconf/b11192/qwen2::qwen2-plain-edge-hello-world"])
+
+
+def test_an_expected_failure_entry_matching_nothing_fails_a_strict_run(
+    sandbox: pytest.Pytester, llama_build: Build
+) -> None:
+    xfail = sandbox.path / "xfail.yaml"
+    xfail.write_text("expected_failures:\n  - {case: 'qwen2/plain/edge/no-such-case', reason: a typo}\n")
+    args = ["--tokconf-recordings", str(QWEN2), "--tokconf-impl", "llama.cpp@11192", "-k", "hello-world"]
+    result = sandbox.runpytest(*args, "--tokconf-xfail", str(xfail))
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["warning: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no*"])
+    result = sandbox.runpytest(*args, "--tokconf-xfail", str(xfail), "--tokconf-strict-xfail")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED  # though every item passed:
+    result.assert_outcomes(passed=3 * sum(1 for c in load(QWEN2).cases if "hello-world" in c.id))

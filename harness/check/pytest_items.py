@@ -18,7 +18,7 @@ import pytest
 
 from harness.check.engine import DECODE, FACTS, CaseResult, Section, Selection, Verdict, check_file
 from harness.check.report import Summary, describe
-from harness.check.xfail import ExpectedFailures
+from harness.check.xfail import Entry, ExpectedFailures
 from harness.core.errors import TokconfError
 from harness.core.outcome import Mode
 from harness.implementations.base import Implementation
@@ -28,6 +28,7 @@ from harness.recordings.decoding import path_for as decoding_path
 from harness.recordings.format import Recording, load, recording_files
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict"
+XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
 
 
 class ReportedFailure(Exception):
@@ -95,6 +96,9 @@ class CaseItem(TokconfItem):
         result = problems[0]
         if result.verdict is Verdict.UNSUPPORTED:
             pytest.skip(f"unsupported: {result.reason}")
+        if result.verdict in (Verdict.XFAILED, Verdict.XPASSED):
+            entry = plugin.xfails.lookup(result.vocab, result.section, result.case)
+            self.user_properties.append((XFAIL_PROPERTY, entry.pattern if entry else ""))
         if result.verdict is Verdict.XFAILED:
             pytest.xfail(result.reason)
         recordings = " ".join(str(p) for p in plugin.paths)
@@ -118,6 +122,7 @@ class CheckPlugin:
             frozenset(config.getoption("tokconf_case")),
         )
         self.xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
+        self.strict_xfail = bool(config.getoption("tokconf_strict_xfail"))
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout = float(config.getoption("tokconf_timeout"))
         self._impl: Implementation | None = None
@@ -199,6 +204,16 @@ class CheckPlugin:
             if key == PROPERTY and isinstance(value, str):
                 vocab, section, verdict = value.split(" ")
                 self.summary.count(vocab, section, Verdict(verdict))  # type: ignore[arg-type]
+            elif key == XFAIL_PROPERTY and isinstance(value, str):
+                self.xfails.matched.add(value)
+
+    def _stale(self) -> list[Entry]:
+        return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """With --tokconf-strict-xfail, an entry that matched nothing fails the run."""
+        if self.strict_xfail and self._stale() and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.summary.counts:
@@ -206,6 +221,9 @@ class CheckPlugin:
         terminalreporter.section(f"tokconf conformance: {self.spec} against {' '.join(map(str, self.paths))}")
         for line in self.summary.text_table():
             terminalreporter.write_line(line)
+        for entry in self._stale():
+            word = "error" if self.strict_xfail else "warning"
+            terminalreporter.write_line(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case")
 
     def pytest_unconfigure(self) -> None:
         if self._impl is not None:

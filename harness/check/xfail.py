@@ -1,11 +1,15 @@
 """The expected-failure file: known divergences that should not fail the gate, each with its reason.
 
-An entry names `vocab/mode/case` (or `vocab/*/case`). A listed case that fails is `xfailed`; one that
-passes is `xpassed` and fails the run, so a fixed divergence gets its entry removed.
+An entry's `case` is `vocab/mode/case` with shell-style globs in any part (`qwen2/*/whitespace/*`,
+`*/bos/vocab/*-after-bos`). A listed case that fails is `xfailed`; one that passes is `xpassed` and
+fails the run, so a fixed divergence gets its entry removed. An entry that matched nothing in the
+vocabularies checked is reported, and with `--strict-xfail` fails the run: a typo must not hide.
 """
 
 from __future__ import annotations
 
+import fnmatch
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +20,7 @@ from harness.core.errors import TokconfError
 
 @dataclass(frozen=True)
 class Entry:
+    pattern: str
     reason: str
     link: str = ""
 
@@ -25,9 +30,14 @@ class Entry:
 
 @dataclass
 class ExpectedFailures:
-    """`vocab/mode/case` (or `vocab/*/case`) -> its entry, from a YAML file (docs/checking.md)."""
+    """The entries of a YAML file (docs/checking.md), and which of them matched a checked case."""
 
-    entries: dict[str, Entry] = field(default_factory=dict)
+    entries: list[Entry] = field(default_factory=list)
+    matched: set[str] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._exact = {e.pattern: e for e in self.entries if not _is_glob(e.pattern)}
+        self._globs = [(re.compile(fnmatch.translate(e.pattern)), e) for e in self.entries if _is_glob(e.pattern)]
 
     @classmethod
     def load(cls, path: Path | None) -> ExpectedFailures:
@@ -40,12 +50,31 @@ class ExpectedFailures:
         entries = doc.get("expected_failures") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             raise TokconfError(f"{path}: needs an `expected_failures` list", "see docs/checking.md")
-        found = {}
+        found = []
         for entry in entries:
             if not isinstance(entry, dict) or not {"case", "reason"} <= set(entry):
                 raise TokconfError(f"{path}: each entry needs `case` (vocab/mode/case id) and `reason`: {entry}")
-            found[str(entry["case"])] = Entry(str(entry["reason"]), str(entry.get("link", "")))
+            if str(entry["case"]).count("/") < 2:
+                raise TokconfError(f"{path}: `case` {entry['case']!r} is not vocab/mode/case", "see docs/checking.md")
+            found.append(Entry(str(entry["case"]), str(entry["reason"]), str(entry.get("link", ""))))
         return cls(found)
 
     def lookup(self, vocab: str, mode: str, case: str) -> Entry | None:
-        return self.entries.get(f"{vocab}/{mode}/{case}") or self.entries.get(f"{vocab}/*/{case}")
+        key = f"{vocab}/{mode}/{case}"
+        entry = self._exact.get(key) or self._exact.get(f"{vocab}/*/{case}")
+        if entry is None:
+            entry = next((e for regex, e in self._globs if regex.match(key)), None)
+        if entry is not None:
+            self.matched.add(entry.pattern)
+        return entry
+
+    def unmatched(self, vocabs: set[str]) -> list[Entry]:
+        """The entries for the vocabularies checked that matched no case."""
+        return [
+            e for e in self.entries
+            if e.pattern not in self.matched and any(fnmatch.fnmatchcase(v, e.pattern.split("/")[0]) for v in vocabs)
+        ]  # fmt: skip
+
+
+def _is_glob(pattern: str) -> bool:
+    return any(ch in pattern for ch in "*?[")

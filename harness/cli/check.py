@@ -70,5 +70,9 @@ def run(args: argparse.Namespace) -> int:
     if args.report:
         text = summary.html(title, details) if args.report.suffix == ".html" else summary.markdown(title, details)
         atomic_write(args.report, text, "report")
+    stale = xfails.unmatched(set(run.vocabs))
+    for entry in stale:
+        word = "error" if args.strict_xfail else "warning"
+        console.print(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)
     console.print(summary.verdict_line(), markup=False, soft_wrap=True)
-    return 0 if summary.ok else 1
+    return 0 if summary.ok and not (stale and args.strict_xfail) else 1
