@@ -267,3 +267,43 @@ def test_problems_are_grouped_by_case_errors_first_and_shortest_first() -> None:
     story = describe_group(groups[2], None, "x:y", "r.yaml")
     assert story.splitlines()[0] == "v [plain] long: failed — r"
     assert story.splitlines()[-1] == "  in modes:    plain (failed), bos (failed)"
+
+
+STRAY_STDOUT = """
+import json, sys
+with open(sys.argv[1], "a") as starts:
+    starts.write("started\\n")
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "hello":
+        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
+    elif request["op"] == "load":
+        print(json.dumps({"id": request["id"], "ok": True}), flush=True)
+    else:
+        print("debug: encoding", flush=True)  # a stray line where an answer belongs
+        print(json.dumps({"id": request["id"], "ids": []}), flush=True)
+"""
+
+
+def test_a_program_printing_debug_lines_is_given_up_on_with_the_cause(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program, starts = tmp_path / "stray.py", tmp_path / "starts"
+    program.write_text(STRAY_STDOUT)
+    status, output = check(capsys, "--impl", f"cmd:{sys.executable} {program} {starts}", "--vocab", "qwen2")
+    assert status == 1
+    cases = len(load(QWEN2).cases)
+    assert [_counts(mode)[2] for mode in ("plain", "special", "bos")] == [cases] * 3  # every case an error
+    assert len(starts.read_text().splitlines()) == 5  # the first start and 4 restarts, not one per case
+    assert "given up after 5 failures in a row" in output and "log to stderr" in output
+
+
+def test_exitfirst_stops_asking_after_the_first_failing_case(
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "-x")
+    assert status == 1
+    run = RUNS[-1]
+    assert run.stopped and len(group_problems(run.summary.problems)) == 1  # one case (in the modes asked with it)
+    assert len(run.results) < 3 * len(load(QWEN2).cases)  # the rest was never asked
+    assert "stopped after 1 failing case(s) (--maxfail)" in output

@@ -120,12 +120,29 @@ def check_file(
     selection: Selection,
     xfails: ExpectedFailures,
     vocab_dir: Path | None,
+    stop: Stop | None = None,
 ) -> CheckedFile:
     """Load one recording (and its decoding when wanted), find its vocab file, and check it."""
     recording = load(path)
     vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, recording.build, vocab_dir)
     decoding = load_for(path) if selection.wants_decoding else None
-    return CheckedFile(recording, vocab, list(check_recording(recording, impl, vocab, selection, xfails, decoding)))
+    results = list(check_recording(recording, impl, vocab, selection, xfails, decoding, stop))
+    return CheckedFile(recording, vocab, results)
+
+
+@dataclass
+class Stop:
+    """`--maxfail N` / `-x`: stop asking after this many problems (None: never), across vocabularies."""
+
+    maxfail: int | None = None
+    problems: int = 0
+
+    @property
+    def reached(self) -> bool:
+        return self.maxfail is not None and self.problems >= self.maxfail
+
+
+CHUNK = 512  # cases asked for at a time, so a run can stop early
 
 
 def check_recording(
@@ -135,9 +152,11 @@ def check_recording(
     selection: Selection = Selection(),
     xfails: ExpectedFailures | None = None,
     decoding: Decoding | None = None,
+    stop: Stop | None = None,
 ) -> Iterator[CaseResult]:
     """Every selected case and mode of one recording, judged; then the facts the implementation
-    exposes; then, with the recording's decoding, its pieces and detokenized cases."""
+    exposes; then, with the recording's decoding, its pieces and detokenized cases. With `stop`, no
+    more is asked once it is reached (what was not asked is not judged, and not counted)."""
     name = recording.vocab_name
     wanted = [
         (case, mode) for case in recording.cases for mode in MODES if mode in case.outcomes
@@ -151,25 +170,38 @@ def check_recording(
         for case, mode in wanted:
             yield CaseResult(name, mode, case.id, Verdict.UNSUPPORTED, case.data, case.outcomes[mode], None, str(why))
         return
+    stop = stop or Stop()
+    xfails = xfails or ExpectedFailures()
     try:
-        answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in wanted])
-        exposed = session.facts()
-        decoded = _check_decoding(recording, decoding, session, selection) if decoding else []
+        for start in range(0, len(wanted), CHUNK):
+            if stop.reached:
+                return
+            chunk = wanted[start : start + CHUNK]
+            answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in chunk])
+            for (case, mode), actual in zip(chunk, answers, strict=True):
+                result = _judged(name, mode, case.id, case.data, case.outcomes[mode], actual, xfails)
+                stop.problems += result.verdict.is_problem
+                yield result
+        if stop.reached:
+            return
+        if selection.wants_facts:
+            yield from _check_facts(name, facts, session.facts())
+        if decoding:
+            yield from _check_decoding(recording, decoding, session, selection)
     finally:
         session.close()
-    xfails = xfails or ExpectedFailures()
-    for (case, mode), actual in zip(wanted, answers, strict=True):
-        expected = case.outcomes[mode]
-        judged, reason = judge(expected, actual)
-        listed = xfails.lookup(name, mode, case.id)
-        if listed and judged is not Verdict.PASSED:
-            judged, reason = Verdict.XFAILED, listed.describe()
-        elif listed:
-            judged, reason = Verdict.XPASSED, f"listed as an expected failure ({listed.reason}) but it passes now"
-        yield CaseResult(name, mode, case.id, judged, case.data, expected, actual, reason)
-    if selection.wants_facts:
-        yield from _check_facts(name, facts, exposed)
-    yield from decoded
+
+
+def _judged(
+    vocab: str, mode: Mode, case: str, data: bytes, expected: Outcome, actual: Outcome, xfails: ExpectedFailures
+) -> CaseResult:
+    judged, reason = judge(expected, actual)
+    listed = xfails.lookup(vocab, mode, case)
+    if listed and judged is not Verdict.PASSED:
+        judged, reason = Verdict.XFAILED, listed.describe()
+    elif listed:
+        judged, reason = Verdict.XPASSED, f"listed as an expected failure ({listed.reason}) but it passes now"
+    return CaseResult(vocab, mode, case, judged, data, expected, actual, reason)
 
 
 def _check_decoding(

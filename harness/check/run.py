@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.check.engine import CaseResult, Selection, check_file
+from harness.check.engine import CaseResult, Selection, Stop, check_file
 from harness.check.report import Summary
 from harness.check.xfail import ExpectedFailures
 from harness.core.errors import TokconfError
@@ -20,6 +20,7 @@ class CheckRun:
     """Every result of a run, its summary, and the GGUF file of each vocab (for pieces in reports)."""
 
     impl_name: str
+    stopped: bool = False  # --maxfail was reached: part of the recordings was not checked
     summary: Summary = field(default_factory=Summary)
     results: list[CaseResult] = field(default_factory=list)
     vocabs: dict[str, Path] = field(default_factory=dict)
@@ -37,16 +38,23 @@ def check_paths(
     vocab_dir: Path | None,
     timeout: float,
     progress: Callable[[str], None] = _progress,
+    maxfail: int | None = None,
 ) -> CheckRun:
-    """Check an implementation against every selected recording under `paths`."""
+    """Check an implementation against every selected recording under `paths`; with `maxfail`, stop
+    asking once that many problems were found."""
     files = [p for p in recording_files(paths) if not selection.vocabs or p.stem in selection.vocabs]
     if not files:
         raise TokconfError(f"no recording matches --vocab {' '.join(sorted(selection.vocabs))}", "check the names")
     impl = resolve(impl_spec, timeout)
     run = CheckRun(impl.name)
+    stop = Stop(maxfail)
     try:
         for path in files:
-            checked = check_file(path, impl, selection, xfails, vocab_dir)
+            if stop.reached:
+                run.stopped = True
+                break
+            checked = check_file(path, impl, selection, xfails, vocab_dir, stop)
+            run.stopped |= stop.reached
             run.vocabs[checked.recording.vocab_name] = checked.vocab
             run.summary.add(checked.results)
             run.results.extend(checked.results)

@@ -19,6 +19,8 @@ def add_parser(commands: Any) -> None:
     add_to_argparse(chk, CHECK)
     chk.add_argument("--junit", type=Path, help="write JUnit XML here")
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
+    chk.add_argument("--maxfail", type=int, metavar="N", help="stop after N failing cases (errors count)")
+    chk.add_argument("-x", "--exitfirst", action="store_const", const=1, dest="maxfail", help="stop at the first")
     chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
 
 
@@ -44,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case))
     xfails = ExpectedFailures.load(args.xfail)
     impl = args.impl or "reference"
-    run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout)
+    run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail)
     summary = run.summary
     groups = group_problems(summary.problems)
     details = [describe_group(g, run.vocabs.get(g[0].vocab), impl, recordings_arg) for g in groups]
@@ -74,5 +76,7 @@ def run(args: argparse.Namespace) -> int:
     for entry in stale:
         word = "error" if args.strict_xfail else "warning"
         console.print(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)
+    if run.stopped:
+        console.print(f"stopped after {args.maxfail} failing case(s) (--maxfail): the rest was not checked")
     console.print(summary.verdict_line(), markup=False, soft_wrap=True)
     return 0 if summary.ok and not (stale and args.strict_xfail) else 1

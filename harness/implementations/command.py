@@ -13,7 +13,9 @@ import os
 import select
 import shlex
 import subprocess
+import sys
 import tempfile
+import time
 from typing import Any
 
 from harness.core.errors import TokconfError
@@ -99,13 +101,19 @@ class Program:
         self._stderr.close()
 
 
+STOP_AFTER = 5  # consecutive broken answers after which a vocabulary's remaining cases are not sent
+PROGRESS_SECONDS = 5.0
+
+
 class CommandSession:
-    """One vocabulary loaded into the program; the program is restarted after any failure."""
+    """One vocabulary loaded into the program; the program is restarted after any failure, and given
+    up on (its remaining cases errors, with the reason once) after `STOP_AFTER` failures in a row."""
 
     def __init__(self, owner: CommandImplementation, vocab: VocabInfo) -> None:
         self.owner = owner
         self.vocab = vocab
         self.dead: str | None = None  # why the program could not be (re)started: every later case is an error
+        self.failures_in_a_row = 0
 
     def _load(self) -> None:
         message = {"op": "load", "path": str(self.vocab.path), "vocab_type": self.vocab.vocab_type}
@@ -137,8 +145,13 @@ class CommandSession:
         try:
             answer = self.owner.program().ask({**message, "add_special": add_special, "parse_special": parse_special})
         except ProgramFailed as failure:
-            self._restart()
+            self.failures_in_a_row += 1
+            if self.failures_in_a_row >= STOP_AFTER:
+                self.dead = _given_up(self.failures_in_a_row, str(failure))
+            else:
+                self._restart()
             return Refusal(str(failure), RefusalKind.BROKEN)
+        self.failures_in_a_row = 0
         if "error" in answer:
             return Refusal(str(answer["error"]))
         ids = answer.get("ids")
@@ -147,7 +160,17 @@ class CommandSession:
         return ids
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
-        return [self.encode_one(request) for request in requests]
+        """One request at a time, with a progress line every few seconds (a live one on a terminal)."""
+        live = sys.stderr.isatty()
+        shown = time.monotonic()
+        out: list[Outcome] = []
+        for request in requests:
+            out.append(self.encode_one(request))
+            if time.monotonic() - shown >= PROGRESS_SECONDS:
+                shown = time.monotonic()
+                line = f"  {self.vocab.path.name}: {len(out)}/{len(requests)} answered by {self.owner.argv[0]}"
+                print(line, end="\r" if live else "\n", file=sys.stderr, flush=True)
+        return out
 
     def decoder(self) -> Decoder | None:
         """Protocol version 1 has no decoding requests."""
@@ -159,6 +182,13 @@ class CommandSession:
 
     def close(self) -> None:
         """The program stays up for the next vocabulary."""
+
+
+def _given_up(count: int, failure: str) -> str:
+    why = f"given up after {count} failures in a row, the last: {failure}"
+    if "not JSON" in failure:
+        why += " (the program writes other lines on stdout: stdout is for protocol answers only, log to stderr)"
+    return why
 
 
 class CommandImplementation:
