@@ -22,7 +22,7 @@ from harness.check.xfail import ExpectedFailures
 from harness.core.errors import TokconfError
 from harness.core.facts import ExposedFacts, VocabFacts
 from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
-from harness.implementations.base import Decoder, Implementation, Session, Unsupported, VocabInfo
+from harness.implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
 from harness.llama.vocabs import vocab_file
 from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
 from harness.recordings.format import Recording, load
@@ -166,9 +166,10 @@ def check_recording(
     info = VocabInfo(vocab, facts["vocab_type"], facts.get("model"), facts.get("pre"))
     try:
         session = impl.open(info)
-    except Unsupported as why:
+    except (Unsupported, Broken) as why:
+        verdict = Verdict.UNSUPPORTED if isinstance(why, Unsupported) else Verdict.ERROR
         for case, mode in wanted:
-            yield CaseResult(name, mode, case.id, Verdict.UNSUPPORTED, case.data, case.outcomes[mode], None, str(why))
+            yield CaseResult(name, mode, case.id, verdict, case.data, case.outcomes[mode], None, str(why))
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()

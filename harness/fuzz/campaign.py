@@ -27,10 +27,11 @@ from hypothesis import seed as fixed_seed
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, InMemoryExampleDatabase
 
 from harness.check.engine import Verdict, judge
+from harness.core.errors import TokconfError
 from harness.core.outcome import MODES, Mode
 from harness.fuzz.findings import Finding
 from harness.fuzz.strategies import tokenizer_inputs
-from harness.implementations.base import Implementation, Session, Unsupported, VocabInfo
+from harness.implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
 from harness.llama.build import Build
 from harness.llama.vocabs import vocab_name
 from harness.oracle.client import LibllamaOracle
@@ -78,6 +79,8 @@ def fuzz_vocab(
         except Unsupported as why:
             stats.unsupported.append(f"{name}: {why}")
             return
+        except Broken as why:
+            raise TokconfError(f"{name}: {why}", "fix the implementation; nothing was fuzzed") from None
         try:
             for mode in modes:
                 _fuzz_mode(oracle, session, name, mode, words, specials, max_examples, seed, database, stats)

@@ -23,6 +23,11 @@ class Unsupported(Exception):
     `str` API handed invalid UTF-8)."""
 
 
+class Broken(Exception):
+    """The implementation broke while loading a vocabulary (it exited, crashed, raised something it
+    should not): every case of that vocabulary is an error, never unsupported and never passed."""
+
+
 class Decoder(Protocol):
     """Decoding as llama.cpp does it: `llama_token_to_piece` of every id, and `llama_detokenize`."""
 

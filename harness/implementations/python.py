@@ -20,7 +20,7 @@ from typing import Any
 from harness.core.errors import TokconfError
 from harness.core.facts import ExposedFacts, Fact
 from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
-from harness.implementations.base import Decoder, Session, Unsupported, VocabInfo
+from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
 
 
 class PythonSession:
@@ -40,6 +40,9 @@ class PythonSession:
                 continue
             except Exception as error:
                 out.append(Refusal(f"{type(error).__name__}: {error}"))
+                continue
+            except SystemExit as error:  # a gate must not end, green, inside the code it checks
+                out.append(Refusal(f"encode called sys.exit({error.code!r})", RefusalKind.BROKEN))
                 continue
             if all(type(i) is int for i in ids):
                 out.append(ids)
@@ -96,6 +99,8 @@ class PythonImplementation:
             raise Unsupported(
                 f"{self.name} could not load {vocab.path.name}: {type(error).__name__}: {error}"
             ) from None
+        except SystemExit as error:
+            raise Broken(f"{self.name} called sys.exit({error.code!r}) loading {vocab.path.name}") from None
         if tokenizer is None:
             raise Unsupported(f"{self.name} returned no tokenizer for {vocab.path.name}")
         return PythonSession(tokenizer)
@@ -115,6 +120,10 @@ def load_factory(spec: str) -> Callable[[Path], Any]:
         raise TokconfError(
             f"--impl {spec}: cannot import {module_name}: {error}",
             "install the module, or put its folder on PYTHONPATH (e.g. PYTHONPATH=. tokconf check ...)",
+        ) from None
+    except (Exception, SystemExit) as error:  # its own code failed (or exited) at import
+        raise TokconfError(
+            f"--impl {spec}: importing {module_name} failed: {type(error).__name__}: {error}", "fix the module"
         ) from None
     factory = getattr(module, attribute, None)
     if not callable(factory):
