@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -123,3 +124,38 @@ def test_a_failed_write_leaves_the_old_file_untouched(tmp_path: Path, monkeypatc
         write(path, _recording([b"other"]))
     assert path.read_bytes() == before
     assert [p.name for p in tmp_path.iterdir()] == ["t.yaml"]
+
+
+def test_a_truncated_or_edited_recording_is_refused(tmp_path: Path) -> None:
+    bundled = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "gpt-2.yaml"
+    lines = bundled.read_text(encoding="utf-8").splitlines(keepends=True)
+    cut = tmp_path / "gpt-2.yaml"
+    end = max(i for i in range(3000) if lines[i].startswith("- id: "))
+    cut.write_text("".join(lines[:end]), encoding="utf-8")  # still valid YAML, ending after a whole case
+    with pytest.raises(CorruptRecording, match=r"the cases are not the ones recorded: \d+ cases .*cut short or edited"):
+        load(cut)
+    edited = tmp_path / "edited.yaml"
+    edited.write_text("".join(lines).replace("plain: 15496 995\n", "plain: 15496 996\n", 1), encoding="utf-8")
+    with pytest.raises(CorruptRecording, match="the cases are not the ones recorded"):
+        load(edited)
+    unsealed = tmp_path / "unsealed.yaml"
+    unsealed.write_text("".join(line for line in lines if not line.startswith("  cases: {count")), encoding="utf-8")
+    with pytest.raises(CorruptRecording, match=r"`provenance.cases` \(the count and sha256 of the cases\) is missing"):
+        load(unsealed)
+
+
+@pytest.mark.parametrize(
+    ("cases", "message"),
+    [
+        ("cases: []\n", "`cases` must be a non-empty list"),
+        ("cases:\n- {id: a, text: x, plainx: '1', special: '1', bos: '1'}\n", "unknown keys ['plainx']"),
+        ("cases:\n- {id: a, text: x}\n", "no outcome for mode 'plain'"),
+    ],
+)
+def test_cases_without_the_three_modes_are_refused(tmp_path: Path, cases: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    write(path, _recording([b"x"]))
+    head = path.read_text(encoding="utf-8").split("\ncases:\n")[0]
+    path.write_text(head + "\n" + cases, encoding="utf-8")
+    with pytest.raises(CorruptRecording, match=re.escape(message)):
+        load(path)

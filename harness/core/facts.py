@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 import enum
 import json
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class VocabFacts(TypedDict):
@@ -98,8 +98,14 @@ class FuzzProvenance(TypedDict):
     count: int
 
 
+class CasesDigest(TypedDict):
+    count: int
+    sha256: str  # of the `cases:` section's bytes, to the end of the file
+
+
 class Provenance(TypedDict):
-    """Everything that decided a recording's content (docs/recording-format.md)."""
+    """Everything that decided a recording's content (docs/recording-format.md), and (`cases`, added
+    when it is written) what it holds."""
 
     llama_cpp: LlamaCppProvenance
     backend: str
@@ -109,3 +115,4 @@ class Provenance(TypedDict):
     fuzz: FuzzProvenance
     harness: str
     modes: dict[str, dict[str, bool]]
+    cases: NotRequired[CasesDigest]

@@ -9,6 +9,7 @@ on, so a damaged file is refused with its path and the field, never a traceback.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,11 +25,13 @@ from harness.recordings.yaml_io import (
     dump_yaml,
     parse_yaml,
     read_head,
-    read_yaml,
+    read_yaml_raw,
     text_fields,
 )
 
 SCHEMA = "tokconf-recording/1"
+CASES_LINE = b"\ncases:\n"  # where the digested section starts
+CASE_KEYS = {"id", "text", "bytes_hex", "why", *MODES}
 SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.recordings.decoding)
 
 
@@ -93,8 +96,30 @@ def to_document(recording: Recording) -> dict[str, Any]:
 
 
 def dumps(recording: Recording) -> str:
-    """The YAML text of a recording: stable order, leaf lists in flow style, no line folding."""
-    return dump_yaml(to_document(recording))
+    """The YAML text of a recording: stable order, leaf lists in flow style, no line folding, and the
+    count and sha256 of its `cases:` section in `provenance.cases`, so a truncated or edited file is
+    refused on load (`_verify_cases`)."""
+    doc = to_document(recording)
+    cases = dump_yaml({"cases": doc.pop("cases")})
+    digest = Flow(count=len(recording.cases), sha256=hashlib.sha256(cases.encode("utf-8")).hexdigest())
+    doc["provenance"]["cases"] = digest
+    return dump_yaml(doc) + cases
+
+
+def _verify_cases(path: Path, raw: bytes, doc: dict[str, Any], recording: Recording) -> None:
+    """The cases are the ones the provenance counts and hashes: nothing cut off, added or edited."""
+    digest = doc["provenance"].get("cases")
+    if not isinstance(digest, dict) or not isinstance(digest.get("count"), int) or "sha256" not in digest:
+        raise corrupt(path, "`provenance.cases` (the count and sha256 of the cases) is missing")
+    at = raw.find(CASES_LINE)
+    actual = hashlib.sha256(raw[at + 1 :] if at >= 0 else b"").hexdigest()
+    if digest["count"] != len(recording.cases) or digest["sha256"] != actual:
+        raise corrupt(
+            path,
+            f"the cases are not the ones recorded: {len(recording.cases)} cases with sha256 {actual[:16]}…, "
+            f"`provenance.cases` says {digest['count']} with {str(digest['sha256'])[:16]}… "
+            "(the file was cut short or edited)",
+        )
 
 
 def _case_data(path: Path, node: dict[str, Any]) -> bytes:
@@ -177,7 +202,16 @@ def from_document(path: Path, doc: Any) -> Recording:
                 mode: _outcome(path, case_id, node[mode]) for mode in MODES if mode in node
             }
             cases.append(RecordedCase(case_id, _case_data(path, node), outcomes, node.get("why")))
+        for node in doc["cases"]:
+            unknown, missing = set(node) - CASE_KEYS, [m for m in MODES if m not in node]
+            if unknown or missing:
+                found = f"unknown keys {sorted(unknown)}" if unknown else f"no outcome for mode {missing[0]!r}"
+                raise corrupt(
+                    path, f"case {node['id']!r}: {found} (a case has id, text or bytes_hex, why and the modes)"
+                )
         _require(path, doc)
+        if not cases:
+            raise corrupt(path, "`cases` must be a non-empty list")
         return Recording(doc["provenance"], _facts(doc["facts"]), cases)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
         raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
@@ -193,8 +227,11 @@ def read_provenance(path: Path) -> Provenance:
 
 
 def load(path: Path) -> Recording:
-    """Read one recording file."""
-    return from_document(path, read_yaml(path, "recording"))
+    """Read one recording file, and check its cases against their digest."""
+    raw, doc = read_yaml_raw(path, "recording")
+    recording = from_document(path, doc)
+    _verify_cases(path, raw, doc, recording)
+    return recording
 
 
 def recording_files(paths: list[Path]) -> list[Path]:

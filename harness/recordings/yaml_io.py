@@ -84,12 +84,17 @@ def corrupt(path: Path, problem: str) -> CorruptRecording:
 
 def read_yaml(path: Path, what: str) -> Any:
     """A recording-style YAML file, parsed; an unreadable or invalid file is a `TokconfError`."""
+    return read_yaml_raw(path, what)[1]
+
+
+def read_yaml_raw(path: Path, what: str) -> tuple[bytes, Any]:
+    """A recording-style YAML file's bytes, and the document they parse to."""
     try:
         raw = path.read_bytes()
     except OSError as error:
         raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
     try:
-        return parse_yaml(raw)
+        return raw, parse_yaml(raw)
     except yaml.YAMLError as error:
         raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
 
