@@ -47,9 +47,9 @@ def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def _tree(folder: Path) -> dict[str, tuple[int, int]]:
-    return {
-        str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in folder.rglob("*") if p.is_file()
-    }
+    """Every file with its size and time, but Python's own bytecode caches (pytest writes those)."""
+    files = (p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns) for p in files}
 
 
 @pytest.fixture(scope="module")
