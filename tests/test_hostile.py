@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,3 +73,48 @@ def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, mo
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["check", "--impl", "floats:load", *FEW, "--mode", "plain"]) == 1
     assert "error — encode returned something other than ints: [9707.0, 1879.0]" in capsys.readouterr().out
+
+
+HANGING = """
+import json, os, sys, time
+HOW = sys.argv[1]
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "hello":
+        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
+    elif request["op"] == "load":
+        print(json.dumps({"id": request["id"], "ok": True}), flush=True)
+        if HOW == "stops-reading":
+            time.sleep(3600)  # never reads again: a request over the pipe's 64 KB fills it
+        if HOW == "closes-stdout":
+            os.close(1)  # and goes on reading, answering nothing
+    elif HOW == "floods":
+        while True:
+            sys.stdout.write("1 " * 4096)  # never a newline
+            sys.stdout.flush()
+    elif HOW == "trickles":
+        while True:
+            sys.stdout.write("1 ")  # a little, often, never a newline
+            sys.stdout.flush()
+            time.sleep(0.05)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "message"),
+    [
+        ("stops-reading", "error — no answer within 2 s"),
+        ("closes-stdout", "error — it closed its output but kept running, and was killed"),
+        ("floods", "error — answered a line longer than 64 MiB without a newline"),
+        ("trickles", "error — no answer within 2 s"),
+    ],
+)
+def test_a_program_cannot_hang_the_run(
+    how: str, message: str, llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    program = tmp_path / "hanging.py"
+    program.write_text(HANGING)
+    impl = f"cmd:{sys.executable} {program} {how}"
+    args = ["--recordings", str(QWEN2), "--case", "documents/python-reference-50k", "--mode", "special"]
+    assert main(["check", "--impl", impl, "--timeout", "2", *args]) == 1
+    assert message in capsys.readouterr().out

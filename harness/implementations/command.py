@@ -30,8 +30,15 @@ class ProgramFailed(Exception):
     """The program broke the protocol on one request; the message says how."""
 
 
+MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
+STDERR_KEPT = 1 << 20  # the program's stderr is kept up to this much, then started over
+
+
 class Program:
-    """One running instance of the program, with line-based I/O under a timeout."""
+    """One running instance of the program, with line-based I/O that cannot hang: every request has
+    one deadline for writing it and reading the whole answer, writes never block on a program that
+    stopped reading, a closed stdout is noticed while the program lives, and an answer line is
+    bounded (`MAX_LINE`) and gathered in linear time."""
 
     def __init__(self, argv: list[str], timeout: float) -> None:
         self.argv = argv
@@ -44,40 +51,77 @@ class Program:
         except OSError as error:
             self._stderr.close()
             raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
-        self._buffer = b""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)
+        self._buffer = bytearray()
         self._next_id = 0
 
     def stderr_tail(self, lines: int = 5) -> str:
-        self._stderr.seek(0)
-        text = self._stderr.read()[-4000:].decode("utf-8", errors="replace")
+        size = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, size - 4000))
+        text = self._stderr.read().decode("utf-8", errors="replace")
+        if size > STDERR_KEPT:  # a chatty program: keep the disk it uses bounded
+            self._stderr.truncate(0)
         return "\n".join(text.strip().splitlines()[-lines:])
 
-    def _readline(self) -> bytes:
+    def _remaining(self, deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ProgramFailed(f"no answer within {self.timeout:g} s")
+        return left
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        assert self.proc.stdin is not None
+        fd = self.proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            _, ready, _ = select.select([], [fd], [], self._remaining(deadline))
+            if not ready:
+                continue
+            try:
+                view = view[os.write(fd, view) :]
+            except BrokenPipeError:
+                raise ProgramFailed(f"the program closed its input ({self._status()})") from None
+            except BlockingIOError:
+                continue
+
+    def _status(self) -> str:
+        """How the program ended, waiting briefly; a program that closed its pipes but lives is killed."""
+        try:
+            code = self.proc.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            return "it closed its output but kept running, and was killed"
+        tail = self.stderr_tail()
+        return f"the program exited with status {code}" + (f"; stderr: {tail}" if tail else "")
+
+    def _readline(self, deadline: float) -> bytes:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        while b"\n" not in self._buffer:
-            ready, _, _ = select.select([fd], [], [], self.timeout)
+        searched = 0
+        while (end := self._buffer.find(b"\n", searched)) < 0:
+            searched = len(self._buffer)
+            if searched > MAX_LINE:
+                raise ProgramFailed(f"answered a line longer than {MAX_LINE >> 20} MiB without a newline")
+            ready, _, _ = select.select([fd], [], [], self._remaining(deadline))
             if not ready:
-                raise ProgramFailed(f"no answer within {self.timeout:g} s")
+                continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                status = self.proc.wait()
-                tail = self.stderr_tail()
-                raise ProgramFailed(f"the program exited with status {status}" + (f"; stderr: {tail}" if tail else ""))
+                raise ProgramFailed(self._status())
             self._buffer += chunk
-        line, _, self._buffer = self._buffer.partition(b"\n")
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
         return line
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         """Send one request, return its answer, or raise ProgramFailed saying what went wrong."""
-        assert self.proc.stdin is not None
+        deadline = time.monotonic() + self.timeout
         request_id = self._next_id
         self._next_id += 1
-        try:
-            self.proc.stdin.write((json.dumps({**message, "id": request_id}) + "\n").encode())
-        except BrokenPipeError:
-            raise ProgramFailed(f"the program closed its input (status {self.proc.wait()})") from None
-        line = self._readline()
+        self._write((json.dumps({**message, "id": request_id}) + "\n").encode(), deadline)
+        line = self._readline(deadline)
         try:
             answer = json.loads(line)
         except (json.JSONDecodeError, UnicodeDecodeError):
