@@ -18,6 +18,22 @@ from harness.fuzz import PROFILES
 from harness.llama.pins import DEFAULT_BUILD
 
 
+def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An argparse type: `kind`, above zero and finite (a timeout of -1 or nan would never fire)."""
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not (0 < value < float("inf")):
+            raise argparse.ArgumentTypeError(f"{text} must be above zero")
+        return value
+
+    parse.__name__ = f"positive {kind.__name__}"
+    return parse
+
+
 @dataclass(frozen=True)
 class Option:
     name: str  # --NAME on the command line
@@ -47,7 +63,7 @@ class Option:
 
 
 IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N"
-TIMEOUT = Option("timeout", "per-case timeout for cmd: programs, in seconds", float, 10.0)
+TIMEOUT = Option("timeout", "per-case timeout for cmd: programs, in seconds", positive(float), 10.0)
 
 CHECK = (
     Option("impl", IMPL_HELP + " (tokconf check: default reference; pytest: required, or the tokconf_impl ini key)"),
@@ -72,7 +88,7 @@ FUZZ = (
         default="dev",
         choices=tuple(PROFILES),
     ),
-    Option("max-examples", "override the profile's budget", int, pytest_name="examples"),
+    Option("max-examples", "override the profile's budget", positive(int), pytest_name="examples"),
     Option("seed", "a reproducible run (default: random, replaying the example database first)", int),
     Option(
         "db",

@@ -118,3 +118,28 @@ def test_a_program_cannot_hang_the_run(
     args = ["--recordings", str(QWEN2), "--case", "documents/python-reference-50k", "--mode", "special"]
     assert main(["check", "--impl", impl, "--timeout", "2", *args]) == 1
     assert message in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("args", "status", "message"),
+    [
+        (["check", "--timeout", "-1"], 2, "argument --timeout: -1 must be above zero"),
+        (["check", "--timeout", "nan"], 2, "argument --timeout: nan must be above zero"),
+        (["check", "--maxfail", "0"], 2, "argument --maxfail: 0 must be above zero"),
+        (["fuzz", "--impl", "reference", "--max-examples", "-5"], 2, "argument --max-examples: -5 must be above zero"),
+        (["check", "--impl", ":"], 2, "expected module:factory, e.g. mypkg.tok:load"),
+        (["check", "--impl", 'cmd:"unclosed'], 2, "No closing quotation"),
+        (["check", "--junit", "/nonexistent/r.xml"], 2, "folder /nonexistent does not exist"),
+        (["export", str(QWEN2), "-o", "/nonexistent/x.jsonl"], 2, "cannot write export /nonexistent/x.jsonl"),
+    ],
+)
+def test_bad_command_lines_are_one_line_errors(
+    args: list[str], status: int, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        code = main(args)
+    except SystemExit as exit_:  # argparse's own refusals
+        code = int(exit_.code or 0)
+    assert code == status
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err

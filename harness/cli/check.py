@@ -10,7 +10,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.options import CHECK, add_to_argparse
+from harness.options import CHECK, add_to_argparse, positive
 
 
 def add_parser(commands: Any) -> None:
@@ -19,7 +19,7 @@ def add_parser(commands: Any) -> None:
     add_to_argparse(chk, CHECK)
     chk.add_argument("--junit", type=Path, help="write JUnit XML here")
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
-    chk.add_argument("--maxfail", type=int, metavar="N", help="stop after N failing cases (errors count)")
+    chk.add_argument("--maxfail", type=positive(int), metavar="N", help="stop after N failing cases (errors count)")
     chk.add_argument("-x", "--exitfirst", action="store_const", const=1, dest="maxfail", help="stop at the first")
     chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
 

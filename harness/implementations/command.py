@@ -239,7 +239,12 @@ class CommandImplementation:
     """`cmd:PROGRAM ARGS…`, started once and restarted only when it fails."""
 
     def __init__(self, command: str, timeout: float) -> None:
-        self.argv = shlex.split(command)
+        try:
+            self.argv = shlex.split(command)
+        except ValueError as error:  # an unclosed quote
+            raise TokconfError(
+                f"--impl cmd:{command}: {error}", "quote the program and its arguments as a shell would"
+            ) from None
         if not self.argv:
             raise TokconfError("--impl cmd: needs a program", "e.g. --impl 'cmd:./my-tokenizer --serve'")
         self.timeout = timeout
