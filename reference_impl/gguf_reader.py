@@ -111,11 +111,8 @@ class _Cursor:
                     self.pos += size
                 return None
             return self.strings(count, what)
-        if kind == GGUFValueType.ARRAY:
-            self.need(12 * count, f"{what} ({count} arrays)")
-            items = [self.array(what, keep) for _ in range(count)]
-            return items if keep else None
-        raise GGUFError(f"{self.path}: {what} has unknown element type {kind}")
+        # gguf_init_from_file_impl refuses an array of arrays ("has invalid GGUF type"), as any other type.
+        raise GGUFError(f"{self.path}: {what} has invalid element type {kind} (llama.cpp refuses it)")
 
 
 def _text(raw: bytes) -> str:

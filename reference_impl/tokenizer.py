@@ -23,7 +23,7 @@ from typing import Any
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.spm import SentencePieceEncoder
-from reference_impl.ugm import UnigramEncoder
+from reference_impl.ugm import CharsmapError, UnigramEncoder
 from reference_impl.unicode import decode
 from reference_impl.wpm import WordPieceEncoder
 
@@ -136,6 +136,42 @@ class UnsupportedVocab(NotImplementedError):
 
 class MissingSpecialToken(ValueError):
     """The vocabulary adds BOS or EOS but has no such token: llama.cpp's GGML_ASSERT aborts here."""
+
+
+# The value type llama.cpp's typed `llama_model_loader::get_key`/`get_arr` demands of each key it
+# reads (a key of another type fails the load): flags are bools, ids integers, lists of their kind.
+_FLAGS = ("add_bos_token", "add_eos_token", "add_sep_token", "add_space_prefix", "remove_extra_whitespaces",
+          "normalizer.lowercase", "escape_whitespaces", "treat_whitespace_as_suffix")  # fmt: skip
+_IDS = ("bos", "eos", "eot", "eom", "unknown", "seperator", "padding", "mask", "cls",
+        "fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")  # fmt: skip
+
+
+def _check_types(path: Path, fields: dict[str, Any]) -> None:
+    def refuse(key: str, wanted: str) -> GGUFError:
+        return GGUFError(f"{path}: {key} is {type(fields[key]).__name__}, not {wanted} (llama.cpp refuses it)")
+
+    for name in _FLAGS:
+        key = f"tokenizer.ggml.{name}"
+        if key in fields and not isinstance(fields[key], bool):
+            raise refuse(key, "a bool")
+    for name in _IDS:
+        key = f"tokenizer.ggml.{name}_token_id"
+        if key in fields and (not isinstance(fields[key], int) or isinstance(fields[key], bool)):
+            raise refuse(key, "an integer")
+    for key in ("tokenizer.ggml.model", "tokenizer.ggml.pre"):
+        if key in fields and not isinstance(fields[key], str):
+            raise refuse(key, "a string")
+    tokens = fields.get("tokenizer.ggml.tokens")
+    if not isinstance(tokens, list) or not tokens or not all(isinstance(t, str) for t in tokens):
+        raise GGUFError(f"{path}: tokenizer.ggml.tokens is missing or not a list of strings")
+    lists: tuple[tuple[str, type], ...] = (("token_type", int), ("scores", float))
+    for key, kind in lists:
+        values = fields.get(f"tokenizer.ggml.{key}")
+        if values is not None and (not isinstance(values, list) or len(values) != len(tokens)):
+            raise GGUFError(f"{path}: tokenizer.ggml.{key} has {len(values) if isinstance(values, list) else 'no'}"
+                            f" entries for {len(tokens)} tokens")  # fmt: skip
+        if values is not None and not all(isinstance(v, kind) for v in values):
+            raise GGUFError(f"{path}: tokenizer.ggml.{key} is not a list of {kind.__name__}s")
 
 
 class Tokenizer:
@@ -288,8 +324,20 @@ class Tokenizer:
 
     @classmethod
     def from_gguf(cls, path: Path | str) -> Tokenizer:
-        """Load a vocabulary: only the tokenizer keys of the GGUF header are read."""
-        return cls(read_tokenizer_fields(Path(path)))
+        """Load a vocabulary: only the tokenizer keys of the GGUF header are read.
+
+        Every malformed file is a typed error: `GGUFError` (the file or a key's value; llama.cpp's
+        typed `get_key` and its loader refuse the same), `CharsmapError`, `UnsupportedVocab`, or
+        `MissingSpecialToken`.
+        """
+        fields = read_tokenizer_fields(Path(path))
+        _check_types(Path(path), fields)
+        try:
+            return cls(fields)
+        except (UnsupportedVocab, MissingSpecialToken, GGUFError, CharsmapError):
+            raise
+        except (KeyError, IndexError, TypeError, ValueError, AttributeError, OverflowError) as error:
+            raise GGUFError(f"{path}: malformed tokenizer data ({type(error).__name__}: {error})") from None
 
     @property
     def n_tokens(self) -> int:
