@@ -223,29 +223,6 @@ def test_unknown_implementations_are_clear_errors(capsys: pytest.CaptureFixture[
     assert status == 2 and "cannot start /no/such/program" in output
 
 
-LOAD_FAILS = """
-import json, sys
-for line in sys.stdin:
-    request = json.loads(line)
-    if request["op"] == "hello":
-        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
-    else:
-        sys.exit(4)  # dies on every load
-"""
-
-
-def test_a_program_that_dies_loading_gives_errors_not_a_traceback(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    program = tmp_path / "load_fails.py"
-    program.write_text(LOAD_FAILS)
-    status, output = check(capsys, "--impl", f"cmd:{sys.executable} {program}", *FEW)
-    assert status == 1, output
-    assert _counts("plain")[0:3] == [0, 0, 5]  # every selected case an error
-    assert "error — the program failed loading ggml-vocab-qwen2.gguf: the program exited with status 4" in output
-    assert "Traceback" not in output
-
-
 def _result(case: str, section: str, verdict: Verdict, data: bytes) -> CaseResult:
     return CaseResult("v", section, case, verdict, data, [1], [2], "r")  # type: ignore[arg-type]
 
@@ -267,35 +244,6 @@ def test_problems_are_grouped_by_case_errors_first_and_shortest_first() -> None:
     story = describe_group(groups[2], None, "x:y", "r.yaml")
     assert story.splitlines()[0] == "v [plain] long: failed — r"
     assert story.splitlines()[-1] == "  in modes:    plain (failed), bos (failed)"
-
-
-STRAY_STDOUT = """
-import json, sys
-with open(sys.argv[1], "a") as starts:
-    starts.write("started\\n")
-for line in sys.stdin:
-    request = json.loads(line)
-    if request["op"] == "hello":
-        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
-    elif request["op"] == "load":
-        print(json.dumps({"id": request["id"], "ok": True}), flush=True)
-    else:
-        print("debug: encoding", flush=True)  # a stray line where an answer belongs
-        print(json.dumps({"id": request["id"], "ids": []}), flush=True)
-"""
-
-
-def test_a_program_printing_debug_lines_is_given_up_on_with_the_cause(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    program, starts = tmp_path / "stray.py", tmp_path / "starts"
-    program.write_text(STRAY_STDOUT)
-    status, output = check(capsys, "--impl", f"cmd:{sys.executable} {program} {starts}", "--vocab", "qwen2")
-    assert status == 1
-    cases = len(load(QWEN2).cases)
-    assert [_counts(mode)[2] for mode in ("plain", "special", "bos")] == [cases] * 3  # every case an error
-    assert len(starts.read_text().splitlines()) == 5  # the first start and 4 restarts, not one per case
-    assert "given up after 5 failures in a row" in output and "log to stderr" in output
 
 
 def test_exitfirst_stops_asking_after_the_first_failing_case(

@@ -7,8 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.check.engine import Verdict
+from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.llama.build import Build
+from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
@@ -75,29 +78,31 @@ def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, mo
     assert "error — encode returned something other than ints: [9707.0, 1879.0]" in capsys.readouterr().out
 
 
-HANGING = """
-import json, os, sys, time
-HOW = sys.argv[1]
-for line in sys.stdin:
-    request = json.loads(line)
-    if request["op"] == "hello":
-        print(json.dumps({"id": request["id"], "vocab_types": ["bpe"]}), flush=True)
-    elif request["op"] == "load":
-        print(json.dumps({"id": request["id"], "ok": True}), flush=True)
-        if HOW == "stops-reading":
-            time.sleep(3600)  # never reads again: a request over the pipe's 64 KB fills it
-        if HOW == "closes-stdout":
-            os.close(1)  # and goes on reading, answering nothing
-    elif HOW == "floods":
-        while True:
-            sys.stdout.write("1 " * 4096)  # never a newline
-            sys.stdout.flush()
-    elif HOW == "trickles":
-        while True:
-            sys.stdout.write("1 ")  # a little, often, never a newline
-            sys.stdout.flush()
-            time.sleep(0.05)
-"""
+def _program(path: Path, on_load: str = "", on_encode: str = "answer()") -> Path:
+    """A line-protocol program that greets and loads like any other, then misbehaves as told."""
+    path.write_text(
+        "import json, os, sys, time\n"
+        "for line in sys.stdin:\n"
+        "    request = json.loads(line)\n"
+        "    def answer(**fields):\n"
+        "        print(json.dumps({'id': request['id'], **fields}), flush=True)\n"
+        "    if request['op'] == 'hello':\n"
+        "        answer(vocab_types=['bpe'])\n"
+        "    elif request['op'] == 'load':\n"
+        f"        {on_load or 'pass'}\n"
+        "        answer(ok=True)\n"
+        "    else:\n"
+        f"        {on_encode}\n"
+    )
+    return path
+
+
+MISBEHAVIOURS = {
+    "stops-reading": ("", "time.sleep(3600)"),  # a request over the pipe's 64 KB fills it
+    "closes-stdout": ("", "os.close(1)"),  # and goes on reading, answering nothing
+    "floods": ("", "while True: sys.stdout.write('1 ' * 4096); sys.stdout.flush()"),  # never a newline
+    "trickles": ("", "while True: sys.stdout.write('1 '); sys.stdout.flush(); time.sleep(0.05)"),
+}
 
 
 @pytest.mark.parametrize(
@@ -112,9 +117,8 @@ for line in sys.stdin:
 def test_a_program_cannot_hang_the_run(
     how: str, message: str, llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    program = tmp_path / "hanging.py"
-    program.write_text(HANGING)
-    impl = f"cmd:{sys.executable} {program} {how}"
+    program = _program(tmp_path / "hanging.py", *MISBEHAVIOURS[how])
+    impl = f"cmd:{sys.executable} {program}"
     args = ["--recordings", str(QWEN2), "--case", "documents/python-reference-50k", "--mode", "special"]
     assert main(["check", "--impl", impl, "--timeout", "2", *args]) == 1
     assert message in capsys.readouterr().out
@@ -143,3 +147,30 @@ def test_bad_command_lines_are_one_line_errors(
     assert code == status
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_a_program_that_dies_loading_gives_errors_not_a_traceback(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    program = _program(tmp_path / "load_fails.py", on_load="sys.exit(4)")
+    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", *FEW, "--mode", "plain"]) == 1
+    counts = check_runs[-1].summary.counts[("qwen2", "plain")]
+    assert (counts[Verdict.PASSED], counts[Verdict.ERROR]) == (0, 2)  # every selected case an error
+    output = capsys.readouterr().out
+    assert "error — the program failed loading ggml-vocab-qwen2.gguf: the program exited with status 4" in output
+    assert "Traceback" not in output
+
+
+def test_a_program_printing_debug_lines_is_given_up_on_with_the_cause(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    starts = tmp_path / "starts"
+    stray = "print('debug: encoding', flush=True); answer(ids=[])"  # a stray line where an answer belongs
+    program = _program(tmp_path / "stray.py", on_load=f"open({str(starts)!r}, 'a').write('loaded\\n')", on_encode=stray)
+    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", "--recordings", str(QWEN2)]) == 1
+    cases = len(load(QWEN2).cases)
+    summary = check_runs[-1].summary
+    assert [summary.counts[("qwen2", m)][Verdict.ERROR] for m in ("plain", "special", "bos")] == [cases] * 3
+    assert len(starts.read_text().splitlines()) == 5  # the first load and 4 after restarts, not one per case
+    output = capsys.readouterr().out
+    assert "given up after 5 failures in a row" in output and "log to stderr" in output
