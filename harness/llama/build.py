@@ -117,6 +117,9 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False) -> Bu
     if done is not None:
         return done
     source = require_source(build_number)
+    if source.kind != "pypi-sdist":  # the user's tree: its CMakeLists.txt runs as it is
+        print(f"building b{build_number} from {source.describe()}: its build files run as they are",
+              file=sys.stderr, flush=True)  # fmt: skip
     _check_toolchain()
     out = build_dir(build_number)
     out.mkdir(parents=True, exist_ok=True)

