@@ -112,11 +112,6 @@ def pytest_flag(prefix: str, option: Option) -> str:
     return f"--{prefix}-{suffix}" if suffix else f"--{prefix}"
 
 
-def pytest_dest(prefix: str, option: Option) -> str:
-    """The attribute `config.getoption` takes for an option."""
-    return pytest_flag(prefix, option).removeprefix("--").replace("-", "_")
-
-
 def add_to_pytest(group: Any, prefix: str, options: Sequence[Option]) -> None:
     """`group` is a pytest `OptionGroup` (typed loosely so this module need not import pytest)."""
     for option in options:

@@ -121,9 +121,11 @@ def check_file(
     xfails: ExpectedFailures,
     vocab_dir: Path | None,
     stop: Stop | None = None,
+    recording: Recording | None = None,
 ) -> CheckedFile:
-    """Load one recording (and its decoding when wanted), find its vocab file, and check it."""
-    recording = load(path)
+    """Load one recording (unless the caller has it loaded already) and its decoding when wanted,
+    find its vocab file, and check it."""
+    recording = recording or load(path)
     vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, recording.build, vocab_dir)
     decoding = load_for(path) if selection.wants_decoding else None
     results = list(check_recording(recording, impl, vocab, selection, xfails, decoding, stop))

@@ -127,6 +127,7 @@ class CheckPlugin:
         self.timeout = float(config.getoption("tokconf_timeout"))
         self._impl: Implementation | None = None
         self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
+        self._collected: dict[Path, Recording] = {}
         self.vocab_paths: dict[str, Path] = {}
         self.summary = Summary()
 
@@ -143,7 +144,8 @@ class CheckPlugin:
         if path not in self._results:
             if self._impl is None:
                 self._impl = resolve(self.spec, self.timeout)
-            checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir)
+            loaded = self._collected.pop(path, None)  # read once, at collection
+            checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir, recording=loaded)
             self.vocab_paths[checked.recording.vocab_name] = checked.vocab
             self._results[path] = {(r.section, r.case): r for r in checked.results}
             gc.freeze()  # these live to the end: keep the cyclic GC from rescanning them (see below)
@@ -186,6 +188,7 @@ class CheckPlugin:
                 recording = load(path)
             except TokconfError as error:
                 raise pytest.UsageError(str(error)) from None
+            self._collected[path] = recording
             nodeid = f"tokconf/b{recording.build}/{recording.vocab_name}"
             collect_into(
                 session, items, nodeid, path, lambda parent, p=path, r=recording: self._make_items(parent, p, r)
