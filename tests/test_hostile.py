@@ -13,9 +13,13 @@ import pytest
 from harness.check.engine import Verdict
 from harness.check.run import CheckRun
 from harness.cli.main import main
+from harness.core.errors import TokconfError
 from harness.core.files import sha256_file
+from harness.core.outcome import Refusal
 from harness.llama import fetch as fetch_module
 from harness.llama.build import Build
+from harness.record.journal import Journal
+from harness.record.recorder import Plan, record_vocab
 from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -238,3 +242,69 @@ def test_building_a_folder_source_says_its_build_files_run(
     assert main(["llama", "build", "--build", "7", "--source", str(tree)]) == 2  # its cmake fails, as written
     err = capsys.readouterr().err
     assert f"building b7 from local folder {tree}: its build files run as they are" in err
+
+
+JOURNAL_KEY = "k" * 64
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        b"\xff\xfe garbage",
+        b"[1, 2, 3]\n",
+        b'{"key": "KEY"}\n{"i": 0, "mode": "plain"}\n',
+        b'{"key": "KEY"}\n[0, "1 x"]\n',
+    ],
+    ids=["binary", "no-header", "old-format", "bad-entry"],
+)
+def test_a_corrupt_journal_is_set_aside_with_a_message(
+    content: bytes, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / ".gpt-2.journal"
+    path.write_bytes(content.replace(b"KEY", JOURNAL_KEY.encode()))
+    journal = Journal(path, JOURNAL_KEY)
+    assert journal.done == {}
+    assert "journal not used" in capsys.readouterr().err
+    journal.add([(0, {"plain": [1], "special": [1], "bos": Refusal("abort: x")})])
+    journal.close()
+    assert Journal(path, JOURNAL_KEY).done == {0: {"plain": [1], "special": [1], "bos": Refusal("abort: x")}}
+
+
+def test_a_journal_on_a_full_disk_is_one_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / ".gpt-2.journal"
+    path.symlink_to("/dev/full")
+    with pytest.raises(TokconfError, match="No space left on device") as raised:
+        Journal(path, JOURNAL_KEY)
+    assert "free disk space, then run the same command again" in str(raised.value)
+
+
+def test_a_journal_is_smaller_than_its_recording(tmp_path: Path) -> None:
+    """The journal of a whole recording (gpt-2, every case journaled) is far smaller than the
+    recording: it is bounded by what the run produces, so it cannot fill a disk the recording fits on."""
+    recording = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
+    cases = load(recording).cases
+    journal = Journal(tmp_path / ".gpt-2.journal", JOURNAL_KEY)
+    journal.add([(i, case.outcomes) for i, case in enumerate(cases)])
+    journal.close()
+    assert (tmp_path / ".gpt-2.journal").stat().st_size < recording.stat().st_size / 3  # 1.2 MB against 4.1 MB
+    assert Journal(tmp_path / ".gpt-2.journal", JOURNAL_KEY).done == {i: c.outcomes for i, c in enumerate(cases)}
+
+
+def test_a_full_disk_is_one_clear_error_and_the_journal_keeps_the_work(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The recording's temporary file lands on a full device (/dev/full): one error that says to free
+    space; no recording that looks valid; the journal keeps every answer, and the rerun resumes."""
+    plan = Plan(llama_build, (), 5, 300, tmp_path / "out")
+    plan.out_dir.mkdir()
+    tmp = plan.out_dir / ".qwen2.yaml.tmp"
+    tmp.symlink_to("/dev/full")
+    with pytest.raises(TokconfError, match="No space left on device") as raised:
+        record_vocab(plan, llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    assert "free disk space" in str(raised.value)
+    assert not (plan.out_dir / "qwen2.yaml").exists() and not tmp.exists()
+    journaled = len((plan.out_dir / ".qwen2.journal").read_text().splitlines()) - 1
+    capsys.readouterr()
+    path = record_vocab(plan, llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    assert f"{journaled} cases resumed from the journal" in capsys.readouterr().err
+    assert len(load(path).cases) == journaled

@@ -14,7 +14,8 @@ from harness.corpus.files import load_corpus_file
 from harness.llama import vocabs
 from harness.llama.build import Build
 from harness.oracle.client import LibllamaOracle
-from harness.record.recorder import JOURNAL_CHUNK, Plan, record, record_vocab
+from harness.record import recorder
+from harness.record.recorder import Plan, record, record_vocab
 from harness.recordings.format import load
 
 CORPUS = """theme: t
@@ -68,6 +69,7 @@ def test_an_interrupted_recording_resumes_and_loses_nothing(
 ) -> None:
     reference = record_vocab(plan, _qwen2(llama_build)).read_bytes()
     (plan.out_dir / "qwen2.yaml").unlink()
+    monkeypatch.setattr(recorder, "JOURNAL_CHUNK", 16)
     real = LibllamaOracle.tokenize_many
     calls = {"n": 0}
 
@@ -82,19 +84,24 @@ def test_an_interrupted_recording_resumes_and_loses_nothing(
         record_vocab(plan, _qwen2(llama_build))
     journal = plan.out_dir / ".qwen2.journal"
     assert not (plan.out_dir / "qwen2.yaml").exists()
-    assert len(journal.read_text().splitlines()) == 1 + 2 * JOURNAL_CHUNK  # the key line, two chunks
+    assert len(journal.read_text().splitlines()) == 1 + 2 * 16  # the key line, two chunks of cases
+    with journal.open("a") as handle:
+        handle.write('[33,"1 2')  # the line being written when the process died
     monkeypatch.setattr(LibllamaOracle, "tokenize_many", real)
     capsys.readouterr()
     assert record_vocab(plan, _qwen2(llama_build)).read_bytes() == reference
-    assert f"{2 * JOURNAL_CHUNK} answers resumed from the journal" in capsys.readouterr().err
+    assert f"{2 * 16} cases resumed from the journal" in capsys.readouterr().err
     assert not journal.exists()
 
 
-def test_a_journal_for_other_inputs_is_not_replayed(plan: Plan, llama_build: Build) -> None:
+def test_a_journal_for_other_inputs_is_not_replayed(
+    plan: Plan, llama_build: Build, capsys: pytest.CaptureFixture[str]
+) -> None:
     reference = record_vocab(plan, _qwen2(llama_build)).read_bytes()
     journal = plan.out_dir / ".qwen2.journal"
-    journal.write_text(json.dumps({"key": "other"}) + "\n" + json.dumps({"i": 0, "mode": "plain", "ids": [1]}) + "\n")
+    journal.write_text(json.dumps({"key": "other"}) + "\n" + json.dumps([0, "1", "=", "="]) + "\n")
     assert record_vocab(plan, _qwen2(llama_build)).read_bytes() == reference
+    assert "journal not used (it was made for other inputs or cannot be read)" in capsys.readouterr().err
 
 
 def test_missing_vocab_and_unwritable_output_are_clear_errors(plan: Plan, tmp_path: Path) -> None:

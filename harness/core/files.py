@@ -7,6 +7,7 @@ builds llama.cpp once and every later run (and every checkout) reuses it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
@@ -42,7 +43,9 @@ def atomic_output(path: Path, what: str = "output") -> Iterator[TextIO]:
         os.replace(tmp, path)
     except OSError as error:
         tmp.unlink(missing_ok=True)
-        raise TokconfError(f"cannot write {what} {path}: {error.strerror}", "choose a writable folder") from None
+        full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+        fix = "free disk space and run the same command again" if full else "choose a writable folder"
+        raise TokconfError(f"cannot write {what} {path}: {error.strerror}", fix) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise

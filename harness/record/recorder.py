@@ -32,7 +32,7 @@ from harness.record.decoding import record_decoding
 from harness.record.journal import Journal
 from harness.recordings.format import RecordedCase, Recording, write
 
-JOURNAL_CHUNK = 512  # answers asked for, and journaled, at a time
+JOURNAL_CHUNK = 512  # cases asked for (in every mode), and journaled, at a time
 
 
 @dataclass(frozen=True)
@@ -102,18 +102,16 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
         journal = Journal(plan.out_dir / f".{name}.journal", key)
         resumed = len(journal.done)
         try:
-            pending = [(i, m) for i in range(len(cases)) for m in MODES if (i, m) not in journal.done]
+            pending = [i for i in range(len(cases)) if i not in journal.done]
             for start in range(0, len(pending), JOURNAL_CHUNK):
                 chunk = pending[start : start + JOURNAL_CHUNK]
-                answers = oracle.tokenize_many([(cases[i].data, *MODES[m]) for i, m in chunk])
-                journal.add(list(zip(chunk, answers, strict=True)))
+                requests = [(cases[i].data, *MODES[m]) for i in chunk for m in MODES]
+                answers = iter(oracle.tokenize_many(requests))
+                journal.add([(i, {m: next(answers) for m in MODES}) for i in chunk])
         except BaseException:
             journal.close()
             raise
-        recorded = [
-            RecordedCase(case.id, case.data, {m: journal.done[(i, m)] for m in MODES}, case.why)
-            for i, case in enumerate(cases)
-        ]
+        recorded = [RecordedCase(case.id, case.data, journal.done[i], case.why) for i, case in enumerate(cases)]
         crashes, restarts = oracle.crashes, oracle.restarts
     recording = Recording(provenance, facts, recorded)
     write(out, recording)
@@ -122,7 +120,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
         record_decoding(out, recording, vocab.parent)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
-    note = f", {resumed} answers resumed from the journal" if resumed else ""
+    note = f", {resumed} cases resumed from the journal" if resumed else ""
     print(
         f"{name}: {len(recorded)} cases x {len(MODES)} modes in {seconds:.1f} s "
         f"({refused} refusals, {crashes} crashes, {restarts} worker restarts{note}) -> {out}",
