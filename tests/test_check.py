@@ -71,7 +71,7 @@ def test_one_changed_id_is_reported_with_divergence_pieces_and_repro(
     assert "qwen2 [plain] edge/hello-world: failed — different ids" in output
     assert "input:       Hello·world" in output
     assert "first divergence at index 1 (expected 2 ids, got 2)" in output
-    assert ">1879 'Ġworld'" in output and ">1880 " in output
+    assert ">1879 '·world'" in output and ">1880 '" in output  # pieces as text, whitespace visible
     assert "reproduce:   tokconf check --impl fake_impls:one_id_changed --recordings" in output
     assert "--vocab qwen2 --mode plain --case edge/hello-world" in output
 

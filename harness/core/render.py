@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 # Every Unicode White_Space character (and CRLF as a unit), in a fixed order: the seeded generator
 # draws from this tuple by index, so its order is part of `GENERATOR_VERSION`.
@@ -41,9 +42,22 @@ def code_points(data: bytes, limit: int = 24) -> str:
 
 
 @lru_cache(maxsize=4)
+def _decoder(vocab: Path) -> Any:
+    """The reference tokenizer of a vocab, for its pieces (loaded once per vocab, only when a mismatch is
+    shown; it pulls in numpy through gguf, so it is imported here, not at start-up). None where the
+    reference does not read the vocab: its GGUF token texts are shown instead."""
+    from reference_impl import Tokenizer, UnsupportedVocab
+    from reference_impl.gguf_reader import GGUFError
+
+    try:
+        return Tokenizer.from_gguf(vocab)
+    except (UnsupportedVocab, GGUFError, OSError):
+        return None
+
+
+@lru_cache(maxsize=4)
 def _token_texts(vocab: Path) -> list[str]:
-    """Token texts from the GGUF file (read once per vocab, only when a mismatch is shown; the reader
-    pulls in numpy through gguf, so it is imported here, not at start-up)."""
+    """Token texts as the GGUF file stores them (`Ġ` for a space in GPT-2 byte-level vocabs)."""
     from reference_impl.gguf_reader import read_tokenizer_fields
 
     tokens: list[str] = read_tokenizer_fields(vocab)["tokenizer.ggml.tokens"]
@@ -51,9 +65,15 @@ def _token_texts(vocab: Path) -> list[str]:
 
 
 def piece(vocab: Path | None, token: int) -> str:
-    """The text of a token in a GGUF vocab, for reports ("" when the file is not at hand)."""
+    """What a token decodes to, as `llama_token_to_piece(special=true)` gives it, with whitespace made
+    visible (`'·the'`, not the byte-level `'Ġthe'`); "" when the vocab file is not at hand."""
     if vocab is None:
         return ""
+    decoder = _decoder(vocab)
+    if decoder is not None:
+        if not 0 <= token < decoder.n_tokens:
+            return "<out of range>"
+        return f"'{visible(decoder.token_to_piece(token, True), 40)}'"
     texts = _token_texts(vocab)
     return repr(texts[token]) if 0 <= token < len(texts) else "<out of range>"
 
