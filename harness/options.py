@@ -63,7 +63,12 @@ class Option:
 
 
 IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N"
-TIMEOUT = Option("timeout", "per-case timeout for cmd: programs, in seconds", positive(float), 10.0)
+TIMEOUT = Option(
+    "timeout",
+    "per-case timeout in seconds (cmd: programs: default 10); given, a Python implementation runs in a worker "
+    "process where it is enforced",
+    positive(float),
+)
 
 CHECK = (
     Option("impl", IMPL_HELP + " (tokconf check: default reference; pytest: required, or the tokconf_impl ini key)"),

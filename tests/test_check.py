@@ -18,7 +18,7 @@ from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
-ADAPTER = ROOT / "examples" / "line_protocol_adapter.py"
+ADAPTER = ROOT / "tests" / "protocol1_adapter.py"
 FEW = ["--case", "edge/hello-world", "--case", "edge/empty", "--case", "invalid-utf8/above-max-f4-90"]
 FEW += ["--case", "edge/sentence", "--case", "vocab/chat-chatml"]
 
@@ -180,10 +180,28 @@ def _cmd(*extra: str) -> str:
 
 
 @pytest.mark.usefixtures("adapter_path")
-def test_the_adapter_example_passes_through_cmd(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_protocol_1_program_passes_and_its_facts_are_unsupported(
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
+) -> None:
     status, output = check(capsys, "--impl", _cmd(), "--mode", "special")
     assert status == 0, output
     assert _counts("special")[1] == 0
+    assert _counts("facts")[0:4] == [0, 0, 0, 5]  # protocol 1 has no facts op: unsupported, never passed
+    assert "bos is not exposed" in output
+
+
+@pytest.mark.usefixtures("adapter_path")
+def test_with_a_timeout_a_python_implementation_runs_in_a_worker_over_protocol_2(
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The worker (`python -m harness.implementations.serve`) answers facts and decoding over protocol
+    2: a wrong BOS id fails there as it does in process."""
+    status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--timeout", "10", "--mode", "decode")
+    assert status == 1
+    assert "fake_impls:wrong_bos (in a worker, timeout 10 s)" in output
+    assert "bos: the implementation says 151644, llama.cpp says 151643" in output
+    assert _counts("facts")[0:2] == [4, 1]
+    assert _counts("decode")[0:2] == [4, 0]
 
 
 @pytest.mark.usefixtures("adapter_path")

@@ -94,7 +94,7 @@ def test_a_wrong_piece_rule_is_reported_with_the_ids(
 def test_implementations_without_decoding_are_unsupported_not_passed(
     qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
-    adapter = ROOT / "examples" / "line_protocol_adapter.py"  # the line protocol has no decoding requests
+    adapter = ROOT / "tests" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
     status, _output = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} reference_impl.tokenizer:from_gguf")
     assert _decode_counts(check_runs) == [0, 0, 0, 4]
     assert status == 1  # nothing passed: unsupported is never counted as a pass

@@ -87,6 +87,47 @@ def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, mo
     assert "error — encode returned something other than ints: [9707.0, 1879.0]" in capsys.readouterr().out
 
 
+MISBEHAVING_PORT = """
+import os, time
+from reference_impl import Tokenizer
+
+class Port:
+    def __init__(self, path):
+        self.tok = Tokenizer.from_gguf(path)
+
+    def encode(self, data, add_special, parse_special):
+        if data == b"Hello world":
+            {action}
+        return self.tok.encode(data, add_special, parse_special)
+
+def load(path):
+    return Port(path)
+"""
+
+
+@pytest.mark.parametrize(
+    ("action", "message"),
+    [
+        ("time.sleep(3600)", "error — no answer within 2 s"),
+        ("os._exit(0)", "error — the program exited with status 0"),
+    ],
+    ids=["hangs", "os-exit"],
+)
+def test_with_a_timeout_a_python_implementation_cannot_hang_or_end_the_run(
+    action: str, message: str, llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """In process, a hanging `encode` hangs the run and `os._exit(0)` ends it green; with `--timeout`
+    the implementation runs in a worker, so both are that case's error and the run goes on."""
+    (tmp_path / "misbehaving.py").write_text(MISBEHAVING_PORT.format(action=action))
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "--impl", "misbehaving:load", "--timeout", "2", *FEW, "--mode", "plain"]) == 1
+    output = capsys.readouterr().out
+    assert f"qwen2 [plain] edge/hello-world: {message}" in output
+    assert "1 error" in output and "1 passed" in output
+
+
 def _program(path: Path, on_load: str = "", on_encode: str = "answer()") -> Path:
     """A line-protocol program that greets and loads like any other, then misbehaves as told."""
     path.write_text(

@@ -20,7 +20,7 @@ from typing import Literal
 
 from harness.check.xfail import ExpectedFailures
 from harness.core.errors import TokconfError
-from harness.core.facts import ExposedFacts, VocabFacts
+from harness.core.facts import Fact, VocabFacts
 from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
 from harness.implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
 from harness.llama.vocabs import vocab_file
@@ -165,7 +165,7 @@ def check_recording(
         if selection.wants(name, mode, case.id)
     ]  # fmt: skip
     facts = recording.facts
-    info = VocabInfo(vocab, facts["vocab_type"], facts.get("model"), facts.get("pre"))
+    info = VocabInfo.of(vocab, name, recording.vocab_sha256, facts)
     try:
         session = impl.open(info)
     except (Unsupported, Broken) as why:
@@ -188,7 +188,7 @@ def check_recording(
         if stop.reached:
             return
         if selection.wants_facts:
-            yield from _check_facts(name, facts, session.facts())
+            yield from _check_facts(name, facts, session)
         if decoding:
             yield from _check_decoding(recording, decoding, session, selection)
     finally:
@@ -215,7 +215,10 @@ def _check_decoding(
     kinds = [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
     decoder = session.decoder()
     if decoder is None:
-        why = "the implementation exposes no decoding (token_to_piece, decode and n_tokens)"
+        why = (
+            "the implementation exposes no decoding (Python: token_to_piece, decode and n_tokens; "
+            "cmd: the token_to_piece and detokenize ops of protocol 2)"
+        )
         return [CaseResult(name, DECODE, kind, Verdict.UNSUPPORTED, reason=why) for kind in kinds]
     results = []
     for kind in kinds:
@@ -269,9 +272,21 @@ def _compare_detokenized(
     return wrong, total
 
 
-def _check_facts(vocab: str, facts: VocabFacts, exposed: ExposedFacts) -> Iterator[CaseResult]:
-    for fact, value in exposed.items():
-        want = fact.recorded(facts)
+def _check_facts(vocab: str, facts: VocabFacts, session: Session) -> Iterator[CaseResult]:
+    """One result per `Fact`: compared when the implementation exposes it, unsupported (counted, never
+    passed) when it does not, an error for all when asking for them broke."""
+    try:
+        exposed = session.facts()
+    except Broken as broken:
+        for fact in Fact:
+            yield CaseResult(vocab, FACTS, fact.value, Verdict.ERROR, reason=str(broken))
+        return
+    for fact in Fact:
+        if fact not in exposed:
+            why = f"{fact.value} is not exposed (Python: attribute `{fact.attribute}`; cmd: the `facts` op)"
+            yield CaseResult(vocab, FACTS, fact.value, Verdict.UNSUPPORTED, reason=why)
+            continue
+        value, want = exposed[fact], fact.recorded(facts)
         ok = value == want
         reason = "" if ok else f"{fact.value}: the implementation says {value!r}, llama.cpp says {want!r}"
         yield CaseResult(vocab, FACTS, fact.value, Verdict.PASSED if ok else Verdict.FAILED, reason=reason)

@@ -36,7 +36,7 @@ def check_paths(
     selection: Selection,
     xfails: ExpectedFailures,
     vocab_dir: Path | None,
-    timeout: float,
+    timeout: float | None,
     progress: Callable[[str], None] = _progress,
     maxfail: int | None = None,
 ) -> CheckRun:

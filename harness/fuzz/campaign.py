@@ -28,6 +28,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, 
 
 from harness.check.engine import Verdict, judge
 from harness.core.errors import TokconfError
+from harness.core.files import sha256_file
 from harness.core.outcome import MODES, Mode
 from harness.fuzz.findings import Finding
 from harness.fuzz.strategies import tokenizer_inputs
@@ -75,7 +76,7 @@ def fuzz_vocab(
         words = _words(oracle.pieces(special=False), seed or 0)
         specials = sorted(set(facts["special_texts"].values()))
         try:
-            session = impl.open(VocabInfo(vocab, facts["vocab_type"], facts.get("model"), facts.get("pre")))
+            session = impl.open(VocabInfo.of(vocab, name, sha256_file(vocab), facts))
         except Unsupported as why:
             stats.unsupported.append(f"{name}: {why}")
             return

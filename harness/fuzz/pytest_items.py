@@ -73,7 +73,7 @@ class FuzzPlugin:
         self.seed: int | None = option("tokconf_fuzz_seed")
         self.db = Path(option("tokconf_fuzz_db")) if option("tokconf_fuzz_db") else None
         self.found_dir: Path = option("tokconf_fuzz_found_dir")
-        self.timeout: float = option("tokconf_fuzz_timeout")
+        self.timeout: float | None = option("tokconf_fuzz_timeout")
         self.vocab_names: list[str] = option("tokconf_fuzz_vocab")
         self.modes: list[Mode] = option("tokconf_fuzz_mode") or list(MODES)
         self._build: Build | None = None

@@ -8,11 +8,11 @@ cannot be given it at all (unsupported), or broke (an error).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.core.facts import ExposedFacts
+from harness.core.facts import ExposedFacts, VocabFacts
 from harness.core.outcome import Outcome, Request
 
 
@@ -54,12 +54,25 @@ class Session(Protocol):
 
 @dataclass(frozen=True)
 class VocabInfo:
-    """What an implementation is told about the vocabulary it loads."""
+    """What an implementation is told about the vocabulary it loads: enough for an adapter that bundles
+    its own vocabularies to tell which one is meant (llama-spm and phi-3 are both spm/llama/default)."""
 
     path: Path
     vocab_type: str
     model: str | None
     pre: str | None
+    name: str = ""  # the recording's vocab name
+    sha256: str | None = None  # of the GGUF file
+    n_tokens: int | None = None
+    special_ids: dict[str, int] = field(default_factory=dict)  # bos, eos, …: -1 when absent
+
+    @classmethod
+    def of(cls, path: Path, name: str, sha256: str | None, facts: VocabFacts) -> VocabInfo:
+        """From llama.cpp's facts of the vocab (a recording's, or the live oracle's)."""
+        return cls(
+            path, facts["vocab_type"], facts.get("model"), facts.get("pre"),
+            name, sha256, facts["n_tokens"], dict(facts["special_ids"]),
+        )  # fmt: skip
 
 
 class Implementation(Protocol):

@@ -3,6 +3,10 @@
 The program is one long-lived process. Anything it does wrong — crash, hang past the per-case
 timeout, a line that is not JSON, an answer for another request — becomes that case's error with
 what it said, and the program is restarted (and the vocabulary reloaded) for the next case.
+
+Protocol 2 adds what protocol 1 programs could not be checked on: the vocab facts (`facts`) and
+decoding (`token_to_piece`, `detokenize`), each declared by the program when it loads a vocabulary.
+A program that answers the handshake without `"protocol": 2` is spoken to in protocol 1.
 """
 
 from __future__ import annotations
@@ -19,11 +23,13 @@ import time
 from typing import Any
 
 from harness.core.errors import TokconfError
-from harness.core.facts import ExposedFacts
+from harness.core.facts import ExposedFacts, Fact
 from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
-from harness.implementations.base import Decoder, Session, Unsupported, VocabInfo
+from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
 
-PROTOCOL = 1
+PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
+DECODING_OPS = frozenset({"token_to_piece", "detokenize"})
+PIECES_PER_REQUEST = 4096
 
 
 class ProgramFailed(Exception):
@@ -158,12 +164,19 @@ class CommandSession:
         self.vocab = vocab
         self.dead: str | None = None  # why the program could not be (re)started: every later case is an error
         self.failures_in_a_row = 0
+        self.ops: frozenset[str] = frozenset()  # the protocol 2 ops the program declared for this vocabulary
 
     def _load(self) -> None:
-        message = {"op": "load", "path": str(self.vocab.path), "vocab_type": self.vocab.vocab_type}
-        answer = self.owner.program().ask({**message, "model": self.vocab.model, "pre": self.vocab.pre})
+        vocab = self.vocab
+        message: dict[str, Any] = {"op": "load", "path": str(vocab.path), "vocab_type": vocab.vocab_type}
+        message.update(model=vocab.model, pre=vocab.pre)
+        if self.owner.protocol >= 2:
+            message.update(name=vocab.name, sha256=vocab.sha256, n_tokens=vocab.n_tokens, special_ids=vocab.special_ids)
+        answer = self.owner.program().ask(message)
         if answer.get("ok") is not True:
-            raise Unsupported(str(answer.get("error") or f"the program did not load {self.vocab.path.name}"))
+            raise Unsupported(str(answer.get("error") or f"the program did not load {vocab.path.name}"))
+        ops = answer.get("ops", []) if self.owner.protocol >= 2 else []
+        self.ops = frozenset(op for op in ops if isinstance(op, str)) if isinstance(ops, list) else frozenset()
 
     def start(self) -> None:
         """Load the vocabulary into the program, restarting it first when it failed; a program that
@@ -181,25 +194,36 @@ class CommandSession:
             return
         self.start()
 
-    def encode_one(self, request: Request) -> Outcome:
+    def ask(self, message: dict[str, Any]) -> dict[str, Any]:
+        """One request for this vocabulary; a failure restarts the program (or, after `STOP_AFTER` in a
+        row, gives up on it) and is raised as ProgramFailed."""
         if self.dead is not None:
-            return Refusal(self.dead, RefusalKind.BROKEN)
-        data, add_special, parse_special = request
-        message = {"op": "encode", "text_b64": base64.b64encode(data).decode()}
+            raise ProgramFailed(self.dead)
         try:
-            answer = self.owner.program().ask({**message, "add_special": add_special, "parse_special": parse_special})
+            answer = self.owner.program().ask(message)
         except ProgramFailed as failure:
             self.failures_in_a_row += 1
             if self.failures_in_a_row >= STOP_AFTER:
                 self.dead = _given_up(self.failures_in_a_row, str(failure))
             else:
                 self._restart()
-            return Refusal(str(failure), RefusalKind.BROKEN)
+            raise
         self.failures_in_a_row = 0
+        return answer
+
+    def encode_one(self, request: Request) -> Outcome:
+        data, add_special, parse_special = request
+        message = {"op": "encode", "text_b64": base64.b64encode(data).decode()}
+        try:
+            answer = self.ask({**message, "add_special": add_special, "parse_special": parse_special})
+        except ProgramFailed as failure:
+            return Refusal(str(failure), RefusalKind.BROKEN)
         if "error" in answer:
             return Refusal(str(answer["error"]))
+        if self.owner.protocol >= 2 and "unsupported" in answer:
+            return Refusal(str(answer["unsupported"]), RefusalKind.UNSUPPORTED)
         ids = answer.get("ids")
-        if not isinstance(ids, list) or not all(isinstance(i, int) and not isinstance(i, bool) for i in ids):
+        if not isinstance(ids, list) or not all(_is_id(i) for i in ids):
             return Refusal(f"`ids` is not a list of integers: {json.dumps(answer)[:200]}", RefusalKind.BROKEN)
         return ids
 
@@ -217,15 +241,83 @@ class CommandSession:
         return out
 
     def decoder(self) -> Decoder | None:
-        """Protocol version 1 has no decoding requests."""
-        return None
+        """The program's decoding, when it declared both decoding ops for this vocabulary (protocol 2)."""
+        return CommandDecoder(self) if self.ops >= DECODING_OPS else None
 
     def facts(self) -> ExposedFacts:
-        """Protocol version 1 has no facts requests."""
-        return {}
+        """The facts the program answers to `facts` (protocol 2); the ones it leaves out are not checked.
+        A wrong type (`1` for a flag, `true` for an id) is broken, not compared: in Python `True == 1`."""
+        if "facts" not in self.ops:
+            return {}
+        try:
+            answer = self.ask({"op": "facts"})
+        except ProgramFailed as failure:
+            raise Broken(f"the facts request failed: {failure}") from None
+        given = answer.get("facts")
+        if not isinstance(given, dict):
+            raise Broken(f"the facts answer has no `facts` object: {json.dumps(answer)[:200]}")
+        found: ExposedFacts = {}
+        for fact in Fact:
+            value = given.get(fact.value)
+            if value is None:
+                continue
+            if fact in (Fact.ADD_BOS, Fact.ADD_EOS) and not isinstance(value, bool):
+                raise Broken(f"fact {fact.value} must be true or false, not {json.dumps(value)}")
+            if fact in (Fact.BOS, Fact.EOS) and not _is_id(value):
+                raise Broken(f"fact {fact.value} must be a token id, not {json.dumps(value)}")
+            if fact is Fact.EOG_IDS:
+                if not isinstance(value, list) or not all(_is_id(i) for i in value):
+                    raise Broken(f"fact eog_ids must be a list of token ids, not {json.dumps(value)[:200]}")
+                value = sorted(value)
+            found[fact] = value
+        return found
 
     def close(self) -> None:
         """The program stays up for the next vocabulary."""
+
+
+def _is_id(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class CommandDecoder:
+    """`token_to_piece` and `detokenize` over the protocol (version 2); a failure is raised, and the
+    check engine reports that decoding check as an error."""
+
+    def __init__(self, session: CommandSession) -> None:
+        self.session = session
+
+    def _answer(self, message: dict[str, Any], key: str) -> Any:
+        answer = self.session.ask(message)
+        if "error" in answer:
+            raise ProgramFailed(f"{message['op']} answered an error: {answer['error']}")
+        if key not in answer:
+            raise ProgramFailed(f"the {message['op']} answer has no `{key}`: {json.dumps(answer)[:200]}")
+        return answer[key]
+
+    def pieces(self, special: bool) -> list[bytes]:
+        """Every token's piece, `PIECES_PER_REQUEST` ids a request."""
+        n_tokens = self.session.vocab.n_tokens or 0
+        pieces: list[bytes] = []
+        for start in range(0, n_tokens, PIECES_PER_REQUEST):
+            ids = list(range(start, min(n_tokens, start + PIECES_PER_REQUEST)))
+            given = self._answer({"op": "token_to_piece", "ids": ids, "special": special}, "pieces_b64")
+            if not isinstance(given, list) or len(given) != len(ids):
+                raise ProgramFailed(f"token_to_piece answered {len(given) if isinstance(given, list) else 'no'} "
+                                    f"pieces for {len(ids)} ids")  # fmt: skip
+            pieces += [_b64(piece) for piece in given]
+        return pieces
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        message = {"op": "detokenize", "ids": ids, "remove_special": remove_special, "unparse_special": unparse_special}
+        return _b64(self._answer(message, "text_b64"))
+
+
+def _b64(value: Any) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (TypeError, ValueError):
+        raise ProgramFailed(f"not base64: {str(value)[:80]!r}") from None
 
 
 def _given_up(count: int, failure: str) -> str:
@@ -238,7 +330,7 @@ def _given_up(count: int, failure: str) -> str:
 class CommandImplementation:
     """`cmd:PROGRAM ARGS…`, started once and restarted only when it fails."""
 
-    def __init__(self, command: str, timeout: float) -> None:
+    def __init__(self, command: str, timeout: float, label: str = "cmd") -> None:
         try:
             self.argv = shlex.split(command)
         except ValueError as error:  # an unclosed quote
@@ -250,7 +342,8 @@ class CommandImplementation:
         self.timeout = timeout
         self._program: Program | None = None
         self.info = self._handshake()
-        self.name = f"{self.info.get('name', self.argv[0])} (cmd)"
+        self.protocol = 2 if self.info.get("protocol") == 2 else 1  # what the program speaks
+        self.name = f"{self.info.get('name', self.argv[0])} ({label})"
 
     def _handshake(self) -> dict[str, Any]:
         try:

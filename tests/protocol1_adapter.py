@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""A complete `cmd:` adapter (docs/line-protocol.md) around any Python tokenizer factory.
+"""A `cmd:` program that speaks protocol 1 only (docs/line-protocol.md), around any Python factory:
+tokconf still checks such programs (their facts and decoding are then unsupported, never passed).
 
-    tokconf check --impl 'cmd:python examples/line_protocol_adapter.py MODULE:FACTORY'
+    tokconf check --impl 'cmd:python tests/protocol1_adapter.py MODULE:FACTORY'
 
-It is also the template for an adapter in another language: read a JSON line, answer a JSON line.
 `MODULE:FACTORY` is called with a GGUF path and returns an object with
 `encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]`, raising to refuse.
 `--break MODE` makes it misbehave on the input "Hello world" (crash, hang, garbage, wrong-id), which
