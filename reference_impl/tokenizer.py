@@ -209,15 +209,24 @@ class Tokenizer:
         self._attributes_by_model_name(fields)
         if self.kind == "ugm":  # llm_tokenizer_ugm is built from the final attributes
             self._init_ugm_encoder(fields)
-        # The special tokens each parse_special mode cuts out, and one regex that finds whether any
-        # of them occurs at all (most texts have none, and 256 separate searches cost more).
+        # The special tokens each parse_special mode cuts out, one regex that finds whether any of
+        # them occurs at all (most texts have none, and 256 separate searches cost more), and their
+        # texts by their first two bytes: the tokens present are found by looking, at each place a
+        # head occurs, for the texts of that head, instead of searching the input for every text
+        # (deepseek-llm has 2,385 `[PAD…]` tokens: searching for each took half its check time).
         self.cut: dict[bool, list[int]] = {}
         self.any_special: dict[bool, re.Pattern[bytes] | None] = {}
+        self.by_head: dict[bool, dict[bytes, tuple[tuple[int, ...], dict[bytes, list[int]]]]] = {}
         for parse in (False, True):
             hidden = 0 if parse else ATTR_CONTROL | ATTR_UNKNOWN
             self.cut[parse] = [t for t in self.specials if self.special_bytes[t] and not self.attrs[t] & hidden]
             texts = sorted({self.special_bytes[t] for t in self.cut[parse]})
             self.any_special[parse] = re.compile(b"|".join(map(re.escape, texts))) if texts else None
+            heads: dict[bytes, dict[bytes, list[int]]] = {}
+            for token in self.cut[parse]:
+                text = self.special_bytes[token]
+                heads.setdefault(text[:2], {}).setdefault(text, []).append(token)
+            self.by_head[parse] = {head: (tuple({len(t) for t in texts}), texts) for head, texts in heads.items()}
 
     def _init_bpe(self, fields: dict[str, Any], name: str | None, default_id: int | None = 11) -> None:
         """llama_vocab::impl::load for BPE: `gpt2` (ids 11/11 unless given, the file's pre-tokenizer)
@@ -412,7 +421,8 @@ class Tokenizer:
         finder = self.any_special[parse_special]
         if finder is None or finder.search(raw) is None:
             return fragments
-        for token in [t for t in self.cut[parse_special] if self.special_bytes[t] in raw]:
+        present = self._present(raw, parse_special)
+        for token in [t for t in self.cut[parse_special] if t in present]:
             text = self.special_bytes[token]
             attr = self.attrs[token]
             result: list[bytes | int] = []
@@ -438,6 +448,17 @@ class Tokenizer:
                         rest = rest.lstrip(ASCII_SPACE)
             fragments = result
         return fragments
+
+    def _present(self, raw: bytes, parse_special: bool) -> set[int]:
+        """The cut tokens whose text occurs in `raw` (overlapping occurrences included)."""
+        present: set[int] = set()
+        for head, (lengths, texts) in self.by_head[parse_special].items():
+            at = raw.find(head)
+            while at >= 0:
+                for length in lengths:
+                    present.update(texts.get(raw[at : at + length], ()))
+                at = raw.find(head, at + 1)
+        return present
 
     def token_to_piece(self, token: int, special: bool = True) -> bytes:
         """llama_token_to_piece (lstrip 0): the bytes a token stands for.
