@@ -79,6 +79,7 @@ CHECK = (
     Option("xfail", "expected-failure file (docs/checking.md)", Path),
     Option("strict-xfail", "fail when an expected-failure entry matches no checked case", flag=True),
     Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
+    Option("explain", "shrink each failing case to a minimal input and group the failures into causes", flag=True),
     TIMEOUT,
 )
 

@@ -6,6 +6,7 @@ exactly one thing, so tests can assert the exact failures the check reports.
 
 from __future__ import annotations
 
+import unicodedata
 from pathlib import Path
 
 from harness.core.outcome import Refusal
@@ -91,6 +92,25 @@ class IdeographicSpaceIsSpace(LlamaCpp):
         return super().encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
 
 
+class TwoBugs(IdeographicSpaceIsSpace):
+    """U+3000 as a space, and no BOS where llama.cpp adds one: two causes for `--explain` to find."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ids = super().encode(data, add_special, parse_special)
+        return ids[1:] if add_special and self.add_bos and ids[:1] == [self.bos_id] else ids
+
+
+class NormalizesNfc(LlamaCpp):
+    """Applies Unicode NFC to its input first (as a port that normalizes strings might)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return super().encode(data, add_special, parse_special)
+        return super().encode(unicodedata.normalize("NFC", text).encode(), add_special, parse_special)
+
+
 class ControlTextAlways(LlamaCpp):
     """Renders control tokens' text even with special=false (and so in every decode)."""
 
@@ -105,6 +125,7 @@ class ControlTextAlways(LlamaCpp):
 llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 control_text_always = ControlTextAlways
+two_bugs, normalizes_nfc = TwoBugs, NormalizesNfc
 
 
 def bpe_only(path: Path) -> LlamaCpp:

@@ -52,13 +52,16 @@ def test_the_node_adapter_passes_every_gpt2_case_fact_and_decoding(
 def test_a_planted_whitespace_bug_in_the_node_adapter_fails_the_gate(
     llama_build: Build, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
-    """U+0085 not whitespace (JavaScript's `\\s`): the cases with a NEL fail, nothing else."""
+    """U+0085 not whitespace (JavaScript's `\\s`): the cases with a NEL fail, nothing else, and
+    `--explain` (asking the program again over the protocol) makes them one cause, U+0085."""
     impl = f"cmd:{_node()} {NODE_ADAPTER} --plant-bug nel-not-space"
-    status, output = _check(capsys, "--impl", impl, "--mode", "plain")
+    status, output = _check(capsys, "--impl", impl, "--mode", "plain", "--explain")
     assert status == 1
     failed = [r for r in check_runs[-1].results if r.verdict is Verdict.FAILED]
     assert len(failed) == 8 and all("\x85".encode() in r.data for r in failed)
     assert "gpt-2 [plain] whitespace/u0085-nel-space-mix: failed — different ids" in output
+    (cause,) = check_runs[-1].causes
+    assert cause.culprit == "\x85".encode() and len(cause.cases) == 8
 
 
 def test_a_planted_fact_bug_in_the_node_adapter_fails_the_gate(

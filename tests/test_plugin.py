@@ -170,3 +170,17 @@ def test_an_expected_failure_entry_matching_nothing_fails_a_strict_run(
     result = sandbox.runpytest(*args, "--tokconf-xfail", str(xfail), "--tokconf-strict-xfail")
     assert result.ret == pytest.ExitCode.TESTS_FAILED  # though every item passed:
     result.assert_outcomes(passed=3 * sum(1 for c in load(QWEN2).cases if "hello-world" in c.id))
+
+
+def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.Pytester) -> None:
+    """Each failed item carries its cause (JUnit property `tokconf-cause`); the summary prints each once."""
+    result = sandbox.runpytest_subprocess(
+        "-p", "no:cacheprovider", "--tokconf-impl", "fake_impls:normalizes_nfc", "--tokconf-recordings", str(QWEN2),
+        "--tokconf-mode", "plain", "--tokconf-explain", "-n", "2", "--dist", "loadgroup", JUNIT,
+    )  # fmt: skip
+    result.assert_outcomes(failed=618, passed=3618)
+    root = ET.parse(sandbox.path / "report.xml").getroot()
+    causes = [p.get("value", "") for p in root.iter("property") if p.get("name") == "tokconf-cause"]
+    assert len(causes) == 618 and len(set(causes)) == 1
+    assert causes[0].startswith("cause 1: qwen2, 618 failing cases (plain 618) — NFC normalization applied")
+    assert result.stdout.str().count("cause 1: qwen2, 618 failing cases") == 1

@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from harness.check.engine import CaseResult, Verdict
 from harness.core.files import atomic_output
+
+# Characters XML 1.0 cannot hold (controls, U+FFFE, U+FFFF): a report quoting an input with one must
+# still parse, so they are written as <U+XXXX>, as the reports show invisible characters.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml_text(text: str) -> str:
+    return _NOT_XML.sub(lambda m: f"<U+{ord(m.group()):04X}>", text)
 
 
 def write_junit(path: Path, results: list[CaseResult], details: dict[int, str]) -> None:
@@ -17,13 +26,15 @@ def write_junit(path: Path, results: list[CaseResult], details: dict[int, str]) 
         suite = suites.get(result.vocab)
         if suite is None:
             suite = suites[result.vocab] = ET.SubElement(root, "testsuite", name=result.vocab)
-        case = ET.SubElement(suite, "testcase", classname=f"{result.vocab}.{result.section}", name=result.case)
+        case = ET.SubElement(
+            suite, "testcase", classname=f"{result.vocab}.{result.section}", name=_xml_text(result.case)
+        )
         if result.verdict in (Verdict.FAILED, Verdict.XPASSED):
-            ET.SubElement(case, "failure", message=result.reason).text = details.get(index, "")
+            ET.SubElement(case, "failure", message=_xml_text(result.reason)).text = _xml_text(details.get(index, ""))
         elif result.verdict is Verdict.ERROR:
-            ET.SubElement(case, "error", message=result.reason).text = details.get(index, "")
+            ET.SubElement(case, "error", message=_xml_text(result.reason)).text = _xml_text(details.get(index, ""))
         elif result.verdict in (Verdict.UNSUPPORTED, Verdict.XFAILED):
-            ET.SubElement(case, "skipped", message=f"{result.verdict.value}: {result.reason}")
+            ET.SubElement(case, "skipped", message=_xml_text(f"{result.verdict.value}: {result.reason}"))
     for suite in suites.values():
         cases = list(suite)
         suite.set("tests", str(len(cases)))

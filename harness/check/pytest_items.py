@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
-from harness.check.engine import DECODE, FACTS, CaseResult, Section, Selection, Verdict, check_file
-from harness.check.report import Summary, describe
+from harness.check.engine import DECODE, FACTS, CaseResult, CheckedFile, Section, Selection, Verdict, check_file
+from harness.check.explain import explain_file
+from harness.check.report import Summary, describe, describe_cause
 from harness.check.xfail import Entry, ExpectedFailures
 from harness.core.errors import TokconfError
 from harness.core.outcome import Mode
@@ -29,6 +30,7 @@ from harness.recordings.format import Recording, load, recording_files
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict"
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
+CAUSE_PROPERTY = "tokconf-cause"  # with --tokconf-explain: the cause a failed item is counted under
 
 
 class ReportedFailure(Exception):
@@ -85,6 +87,9 @@ class CaseItem(TokconfItem):
             raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
         for result in results:
             self.user_properties.append((PROPERTY, f"{result.vocab} {result.section} {result.verdict.value}"))
+            cause = plugin.causes.get((self.location_path, result.section, result.case))
+            if cause is not None:
+                self.user_properties.append((CAUSE_PROPERTY, cause))
         if self.section == FACTS:
             problems = [r for r in results if r.verdict.is_problem]
             if problems:
@@ -133,6 +138,10 @@ class CheckPlugin:
         self._collected: dict[Path, Recording] = {}
         self.vocab_paths: dict[str, Path] = {}
         self.summary = Summary()
+        self.explain = bool(config.getoption("tokconf_explain"))
+        # with --tokconf-explain: (recording, section, case) -> the story of the cause it is counted under
+        self.causes: dict[tuple[Path, Section, str], str] = {}
+        self.cause_stories: dict[str, None] = {}  # every cause reported by an item, in order (xdist included)
 
     def facts(self, path: Path) -> list[CaseResult]:
         return [r for (section, _), r in self._checked(path).items() if section == FACTS]
@@ -151,8 +160,19 @@ class CheckPlugin:
             checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir, recording=loaded)
             self.vocab_paths[checked.recording.vocab_name] = checked.vocab
             self._results[path] = {(r.section, r.case): r for r in checked.results}
+            if self.explain:
+                self._explain(path, checked)
             gc.freeze()  # these live to the end: keep the cyclic GC from rescanning them (see below)
         return self._results[path]
+
+    def _explain(self, path: Path, checked: CheckedFile) -> None:
+        """Each failed case's cause (a vocab's items run in one worker, so its causes are whole)."""
+        assert self._impl is not None
+        recordings = " ".join(str(p) for p in self.paths)
+        for number, cause in enumerate(explain_file(checked, self._impl), 1):
+            story = describe_cause(number, cause, checked.vocab, self.spec, recordings)
+            for result in cause.cases:
+                self.causes[(path, result.section, result.case)] = story
 
     def _make_items(self, parent: ItemGroup, path: Path, recording: Recording) -> list[pytest.Item]:
         name = recording.vocab_name
@@ -212,6 +232,8 @@ class CheckPlugin:
                 self.summary.count(vocab, section, Verdict(verdict))  # type: ignore[arg-type]
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
+            elif key == CAUSE_PROPERTY and isinstance(value, str):
+                self.cause_stories[value] = None
 
     def _stale(self) -> list[Entry]:
         return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
@@ -225,6 +247,9 @@ class CheckPlugin:
         if not self.summary.counts:
             return
         terminalreporter.section(f"tokconf conformance: {self.spec} against {' '.join(map(str, self.paths))}")
+        for story in self.cause_stories:
+            terminalreporter.write_line(story)
+            terminalreporter.write_line("")
         for line in self.summary.text_table():
             terminalreporter.write_line(line)
         for entry in self._stale():

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from harness.check.engine import DECODE, FACTS, CaseResult, Section, Verdict
+from harness.check.explain import EXAMPLES, Cause
 from harness.core.outcome import Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 
@@ -60,6 +61,31 @@ def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
         return render_outcome(outcome)
     shown = ids_window(outcome[: 2 * WINDOW], 0, vocab, 2 * WINDOW).replace(">", " ", 1).strip()
     return shown + (f"  … ({len(outcome)} ids)" if len(outcome) > 2 * WINDOW else "")
+
+
+def describe_cause(number: int, cause: Cause, vocab: Path | None, impl: str, recordings: str) -> str:
+    """One cause of `--explain`: the minimal input, both answers on it, the cases it explains."""
+    modes = ", ".join(f"{mode} {n}" for mode, n in sorted(cause.modes.items()))
+    what = cause.pattern.value if cause.pattern else "no known pattern: see the minimal input"
+    count = len(cause.cases)
+    lines = [f"cause {number}: {cause.vocab}, {count} failing case{'s' * (count != 1)} ({modes}) — {what}"]
+    shown = visible(cause.minimal) if cause.minimal else "(the empty input)"
+    note = "" if cause.shrunk else "  (not fully shrunk: the shrinking budget ran out)"
+    lines.append(f"  minimal input: {shown}{note}")
+    lines.append(f"  code points:   {code_points(cause.minimal) or '(none)'}")
+    if cause.culprit is not None and len(cause.variants) > 1:
+        lines.append(f"  all need:      {visible(cause.culprit)} ({code_points(cause.culprit)}), "
+                     f"in {len(cause.variants)} minimal inputs")  # fmt: skip
+    lines.append(f"  expected [{cause.mode}]: {_outcome_line(cause.expected, vocab)}")
+    lines.append(f"  actual   [{cause.mode}]: {_outcome_line(cause.actual, vocab)}")
+    ids = [r.case for r in cause.cases]
+    cases = ", ".join(dict.fromkeys(ids))
+    unique = len(dict.fromkeys(ids))
+    if unique > EXAMPLES:
+        cases = ", ".join(list(dict.fromkeys(ids))[:EXAMPLES]) + f" … and {unique - EXAMPLES} more"
+    lines.append(f"  cases:         {cases}")
+    lines.append(f"  reproduce:     {repro_command(cause.cases[0], impl, recordings)}")
+    return "\n".join(lines)
 
 
 _PRIORITY = {Verdict.ERROR: 0, Verdict.FAILED: 1, Verdict.XPASSED: 2}
@@ -150,19 +176,23 @@ class Summary:
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
-    def markdown(self, title: str, details: list[str]) -> str:
+    def markdown(self, title: str, details: list[str], causes: list[str] | None = None) -> str:
         lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
+        if causes:
+            lines += ["", "## Causes", ""] + [f"```\n{c}\n```" for c in causes]
         if details:
             lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in details]
         return "\n".join(lines) + "\n"
 
-    def html(self, title: str, details: list[str]) -> str:
+    def html(self, title: str, details: list[str], causes: list[str] | None = None) -> str:
         head = "".join(f"<th>{h}</th>" for h in COLUMNS)
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
+        explained = "".join(f"<pre>{html.escape(c)}</pre>" for c in causes or [])
         failures = "".join(f"<pre>{html.escape(d)}</pre>" for d in details)
         return (
             f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
             f"<body><h1>{html.escape(title)}</h1><table border='1'><tr>{head}</tr>{body}</table>"
+            f"{'<h2>Causes</h2>' + explained if explained else ''}"
             f"{'<h2>Failures</h2>' + failures if failures else ''}</body></html>\n"
         )

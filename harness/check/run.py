@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.check.engine import CaseResult, Selection, Stop, check_file
+from harness.check.explain import Cause, explain_file
 from harness.check.report import Summary
 from harness.check.xfail import ExpectedFailures
 from harness.core.errors import TokconfError
@@ -24,6 +25,7 @@ class CheckRun:
     summary: Summary = field(default_factory=Summary)
     results: list[CaseResult] = field(default_factory=list)
     vocabs: dict[str, Path] = field(default_factory=dict)
+    causes: list[Cause] = field(default_factory=list)  # with explain: each vocab's, most cases first
 
 
 def _progress(line: str) -> None:
@@ -39,9 +41,11 @@ def check_paths(
     timeout: float | None,
     progress: Callable[[str], None] = _progress,
     maxfail: int | None = None,
+    explain: bool = False,
 ) -> CheckRun:
     """Check an implementation against every selected recording under `paths`; with `maxfail`, stop
-    asking once that many problems were found."""
+    asking once that many problems were found; with `explain`, group each vocab's failures into
+    causes (`harness.check.explain`)."""
     files = [p for p in recording_files(paths) if not selection.vocabs or p.stem in selection.vocabs]
     if not files:
         raise TokconfError(f"no recording matches --vocab {' '.join(sorted(selection.vocabs))}", "check the names")
@@ -58,6 +62,8 @@ def check_paths(
             run.vocabs[checked.recording.vocab_name] = checked.vocab
             run.summary.add(checked.results)
             run.results.extend(checked.results)
+            if explain:
+                run.causes += explain_file(checked, impl)
             progress(f"{checked.recording.vocab_name}: {len(checked.results)} checked")
     finally:
         impl.close()

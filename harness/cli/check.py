@@ -31,11 +31,12 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.check.engine import Selection
     from harness.check.junit import write_junit
-    from harness.check.report import COLUMNS, describe, describe_group, group_problems
+    from harness.check.report import COLUMNS, describe, describe_cause, describe_group, group_problems
     from harness.check.run import check_paths
     from harness.check.xfail import ExpectedFailures
     from harness.core.errors import TokconfError
     from harness.core.files import BUNDLED_RECORDINGS, atomic_write
+    from harness.core.render import visible
 
     for output in (args.junit, args.report):
         if output is not None and not output.parent.is_dir():
@@ -46,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case))
     xfails = ExpectedFailures.load(args.xfail)
     impl = args.impl or "reference"
-    run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail)
+    run = check_paths(
+        paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail, explain=args.explain
+    )
     summary = run.summary
     groups = group_problems(summary.problems)
     details = [describe_group(g, run.vocabs.get(g[0].vocab), impl, recordings_arg) for g in groups]
@@ -56,6 +59,13 @@ def run(args: argparse.Namespace) -> int:
         console.print()
     if len(details) > len(shown):
         console.print(f"... and {len(details) - len(shown)} more failing cases (--details N shows more)")
+    causes = [describe_cause(i, c, run.vocabs.get(c.vocab), impl, recordings_arg) for i, c in enumerate(run.causes, 1)]
+    for text in causes:
+        console.print(text, markup=False, soft_wrap=True)
+        console.print()
+    if args.explain and summary.problems:
+        failed = sum(len(c.cases) for c in run.causes)
+        console.print(f"explained: {failed} failed cases as {len(run.causes)} cause(s)", markup=False)
     for (vocab, reason), cases in sorted(summary.unsupported.items()):
         console.print(f"unsupported: {cases} of {vocab}: {reason}", markup=False, soft_wrap=True)
     title = f"tokconf check: {run.impl_name} against {recordings_arg}"
@@ -68,9 +78,16 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:  # every problem's story, not only the ones shown
         stories = {i: describe(r, run.vocabs.get(r.vocab), impl, recordings_arg) for i, r in enumerate(run.results)
                    if r.verdict.is_problem}  # fmt: skip
+        index = {id(r): i for i, r in enumerate(run.results)}
+        for number, cause in enumerate(run.causes, 1):  # with --explain: each failure names its cause
+            for result in cause.cases:
+                stories[index[id(result)]] += (
+                    f"\n  explained by: cause {number} (minimal input {visible(cause.minimal)!r})"
+                )
         write_junit(args.junit, run.results, stories)
     if args.report:
-        text = summary.html(title, details) if args.report.suffix == ".html" else summary.markdown(title, details)
+        render = summary.html if args.report.suffix == ".html" else summary.markdown
+        text = render(title, details, causes)
         atomic_write(args.report, text, "report")
     stale = xfails.unmatched(set(run.vocabs))
     for entry in stale:
