@@ -78,6 +78,7 @@ CHECK = (
     Option("case", "only these case ids (repeatable)", many=True),
     Option("xfail", "expected-failure file (docs/checking.md)", Path),
     Option("strict-xfail", "fail when an expected-failure entry matches no checked case", flag=True),
+    Option("strict", "fail when anything is unsupported (input classes, vocabularies, facts, decoding)", flag=True),
     Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
     Option("explain", "shrink each failing case to a minimal input and group the failures into causes", flag=True),
     TIMEOUT,

@@ -56,8 +56,8 @@ def load(path):
     ("where", "status", "message"),
     [
         ("import", 2, "importing exiting_import failed: SystemExit: 0"),
-        ("factory", 1, "error — tokconf-test called sys.exit(0) loading ggml-vocab-qwen2.gguf"),
-        ("encode", 1, "error — encode called sys.exit(0)"),
+        ("factory", 1, "errors (bos 2, plain 2, special 2), one reason: tokconf-test called sys.exit(0) loading"),
+        ("encode", 1, "errors (bos 2, plain 2, special 2), one reason: encode called sys.exit(0)"),
     ],
 )
 def test_an_implementation_calling_sys_exit_never_passes(

@@ -95,7 +95,12 @@ class CaseItem(TokconfItem):
             if problems:
                 raise ReportedFailure(f"{self.vocab} facts differ from llama.cpp's (or could not be asked):\n  "
                                       + "\n  ".join(r.reason for r in problems))  # fmt: skip
-            if all(r.verdict is Verdict.UNSUPPORTED for r in results):
+            unsupported = [r.reason for r in results if r.verdict is Verdict.UNSUPPORTED]
+            if unsupported and plugin.strict:
+                raise ReportedFailure(
+                    f"{self.vocab} facts unsupported (--tokconf-strict):\n  " + "\n  ".join(unsupported)
+                )
+            if unsupported and len(unsupported) == len(results):
                 pytest.skip("the implementation exposes no vocab facts (add_bos, bos_id, eos_id, eog_ids, ...)")
             return
         problems = [r for r in results if r.verdict is not Verdict.PASSED]
@@ -103,6 +108,8 @@ class CaseItem(TokconfItem):
             return
         result = problems[0]
         if result.verdict is Verdict.UNSUPPORTED:
+            if plugin.strict:
+                raise ReportedFailure(f"unsupported (--tokconf-strict): {result.reason}")
             pytest.skip(f"unsupported: {result.reason}")
         if result.verdict in (Verdict.XFAILED, Verdict.XPASSED):
             entry = plugin.xfails.lookup(result.vocab, result.section, result.case)
@@ -131,6 +138,7 @@ class CheckPlugin:
         )
         self.xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
         self.strict_xfail = bool(config.getoption("tokconf_strict_xfail"))
+        self.strict = bool(config.getoption("tokconf_strict"))
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout: float | None = config.getoption("tokconf_timeout")
         self._impl: Implementation | None = None

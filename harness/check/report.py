@@ -15,7 +15,7 @@ from pathlib import Path
 
 from harness.check.engine import DECODE, FACTS, CaseResult, Section, Verdict
 from harness.check.explain import EXAMPLES, Cause
-from harness.core.outcome import Outcome, Refusal, render_outcome
+from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 
 WINDOW = 4
@@ -93,11 +93,18 @@ _PRIORITY = {Verdict.ERROR: 0, Verdict.FAILED: 1, Verdict.XPASSED: 2}
 
 def group_problems(problems: list[CaseResult]) -> list[list[CaseResult]]:
     """Problems grouped by vocab and case (one group holds the case's modes), errors first, then
-    failures, then unexpected passes, each by shortest input first: the order a porter reads them."""
+    failures, then unexpected passes, each by shortest input first: the order a porter reads them.
+    Errors of many cases with one reason (a vocabulary mismatch, a program given up on) are one
+    group: told once, with the cases it covers."""
+    shared = Counter((r.vocab, r.reason) for r in problems if r.verdict is Verdict.ERROR and r.section in MODES)
     groups: dict[tuple[str, str, str], list[CaseResult]] = {}
     for result in problems:
-        section = "decode" if result.section == DECODE else "facts" if result.section == FACTS else "case"
-        groups.setdefault((result.vocab, section, result.case), []).append(result)
+        if result.verdict is Verdict.ERROR and shared[(result.vocab, result.reason)] > len(MODES):
+            key = (result.vocab, "error", result.reason)
+        else:
+            section = "decode" if result.section == DECODE else "facts" if result.section == FACTS else "case"
+            key = (result.vocab, section, result.case)
+        groups.setdefault(key, []).append(result)
     return sorted(
         groups.values(),
         key=lambda group: (min(_PRIORITY[r.verdict] for r in group), len(group[0].data), group[0].vocab, group[0].case),
@@ -105,7 +112,16 @@ def group_problems(problems: list[CaseResult]) -> list[list[CaseResult]]:
 
 
 def describe_group(group: list[CaseResult], vocab: Path | None, impl: str, recordings: str) -> str:
-    """One case's story, told once for all the modes it fails in."""
+    """One case's story, told once for all the modes it fails in; or one reason shared by many cases."""
+    cases = list(dict.fromkeys(r.case for r in group))
+    if len(cases) > 1:
+        first = group[0]
+        shown = ", ".join(cases[:EXAMPLES]) + (f" … and {len(cases) - EXAMPLES} more" if len(cases) > EXAMPLES else "")
+        modes = ", ".join(f"{m} {n}" for m, n in sorted(Counter(r.section for r in group).items()))
+        return (
+            f"{first.vocab}: {len(group)} errors ({modes}), one reason: {first.reason}\n"
+            f"  cases:       {shown}\n  reproduce:   {repro_command(first, impl, recordings)}"
+        )
     first = min(group, key=lambda r: _PRIORITY[r.verdict])
     text = describe(first, vocab, impl, recordings)
     if len(group) > 1:
@@ -138,18 +154,22 @@ class Summary:
             total.update(counts)
         return total
 
-    @property
-    def ok(self) -> bool:
-        """The gate: something passed, and nothing failed, broke or unexpectedly passed."""
+    def ok(self, strict: bool = False) -> bool:
+        """The gate: something passed, and nothing failed, broke or unexpectedly passed; with
+        `strict`, nothing was unsupported either."""
         totals = self.totals()
+        if strict and totals[Verdict.UNSUPPORTED]:
+            return False
         return totals[Verdict.PASSED] > 0 and not any(totals[v] for v in Verdict if v.is_problem)
 
-    def verdict_line(self) -> str:
+    def verdict_line(self, strict: bool = False) -> str:
         """The last line of a run: PASS or FAIL, and why."""
         totals = self.totals()
         counts = ", ".join(f"{totals[v]} {v.value}" for v in Verdict if totals[v])
-        if self.ok:
+        if self.ok(strict):
             return f"PASS: {counts}"
+        if self.ok():
+            return f"FAIL (--strict: {totals[Verdict.UNSUPPORTED]} unsupported): {counts}"
         if not totals[Verdict.PASSED] and not any(totals[v] for v in Verdict if v.is_problem):
             return f"FAIL: nothing passed ({counts or 'nothing was checked'})"
         return f"FAIL: {counts}"

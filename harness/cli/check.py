@@ -95,5 +95,9 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)
     if run.stopped:
         console.print(f"stopped after {args.maxfail} failing case(s) (--maxfail): the rest was not checked")
-    console.print(summary.verdict_line(), markup=False, soft_wrap=True)
-    return 0 if summary.ok and not (stale and args.strict_xfail) else 1
+    # a mistyped --case must not shrink a gate silently (unless --maxfail stopped the run first)
+    unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
+    for case in unmatched:
+        console.print(f"error: --case {case} matched no case of the checked recordings", markup=False)
+    console.print(summary.verdict_line(args.strict), markup=False, soft_wrap=True)
+    return 0 if summary.ok(args.strict) and not (stale and args.strict_xfail) and not unmatched else 1

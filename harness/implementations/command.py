@@ -12,6 +12,7 @@ A program that answers the handshake without `"protocol": 2` is spoken to in pro
 from __future__ import annotations
 
 import base64
+import enum
 import json
 import os
 import select
@@ -30,6 +31,34 @@ from harness.implementations.base import Broken, Decoder, Session, Unsupported, 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
 DECODING_OPS = frozenset({"token_to_piece", "detokenize"})
 PIECES_PER_REQUEST = 4096
+
+
+class InputClass(enum.Enum):
+    """What a protocol 2 program may declare, in its handshake, that it cannot be given: such inputs
+    are answered `{"unsupported": CLASS}` and counted per class, never passed. An unsupported answer
+    that was not declared, or that does not fit the input, is an error."""
+
+    INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
+    NUL = "nul"  # the input holds a NUL byte (a port on C strings)
+    PARSE_SPECIAL = "parse-special"  # requests with parse_special true
+    ADD_SPECIAL = "add-special"  # requests with add_special true
+    OTHER = "other"  # any input, with a `reason` (shown and counted apart)
+
+    def fits(self, request: Request) -> bool:
+        data, add_special, parse_special = request
+        if self is InputClass.INVALID_UTF8:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                return True
+            return False
+        if self is InputClass.NUL:
+            return b"\x00" in data
+        if self is InputClass.PARSE_SPECIAL:
+            return parse_special
+        if self is InputClass.ADD_SPECIAL:
+            return add_special
+        return True
 
 
 class ProgramFailed(Exception):
@@ -175,6 +204,8 @@ class CommandSession:
         answer = self.owner.program().ask(message)
         if answer.get("ok") is not True:
             raise Unsupported(str(answer.get("error") or f"the program did not load {vocab.path.name}"))
+        if self.owner.protocol >= 2:
+            _same_vocabulary(vocab, answer)
         ops = answer.get("ops", []) if self.owner.protocol >= 2 else []
         self.ops = frozenset(op for op in ops if isinstance(op, str)) if isinstance(ops, list) else frozenset()
 
@@ -192,7 +223,10 @@ class CommandSession:
         except TokconfError as error:
             self.dead = f"the program could not be restarted: {error.problem}"
             return
-        self.start()
+        try:
+            self.start()
+        except (Unsupported, Broken) as why:  # it loaded the vocabulary before, and now declines it
+            self.dead = f"after a restart, the program did not load {self.vocab.path.name}: {why}"
 
     def ask(self, message: dict[str, Any]) -> dict[str, Any]:
         """One request for this vocabulary; a failure restarts the program (or, after `STOP_AFTER` in a
@@ -221,7 +255,7 @@ class CommandSession:
         if "error" in answer:
             return Refusal(str(answer["error"]))
         if self.owner.protocol >= 2 and "unsupported" in answer:
-            return Refusal(str(answer["unsupported"]), RefusalKind.UNSUPPORTED)
+            return self.owner.unsupported(request, answer)
         ids = answer.get("ids")
         if not isinstance(ids, list) or not all(_is_id(i) for i in ids):
             return Refusal(f"`ids` is not a list of integers: {json.dumps(answer)[:200]}", RefusalKind.BROKEN)
@@ -274,6 +308,22 @@ class CommandSession:
 
     def close(self) -> None:
         """The program stays up for the next vocabulary."""
+
+
+def _same_vocabulary(vocab: VocabInfo, answer: dict[str, Any]) -> None:
+    """A program that says which vocabulary it loaded (`n_tokens`, `special_ids` in its load answer)
+    and names another one is stopped there, with one reason for every case, not thousands of failures."""
+    differences = []
+    if "n_tokens" in answer and answer["n_tokens"] != vocab.n_tokens:
+        differences.append(f"n_tokens {answer['n_tokens']!r} (llama.cpp: {vocab.n_tokens})")
+    given = answer.get("special_ids", {})
+    if isinstance(given, dict):
+        for name, token in sorted(given.items()):
+            if name in vocab.special_ids and token != vocab.special_ids[name]:
+                differences.append(f"{name} {token!r} (llama.cpp: {vocab.special_ids[name]})")
+    if differences:
+        raise Broken(f"vocabulary mismatch: the program loaded another vocabulary than {vocab.path.name}: "
+                     + ", ".join(differences))  # fmt: skip
 
 
 def _is_id(value: object) -> bool:
@@ -343,6 +393,7 @@ class CommandImplementation:
         self._program: Program | None = None
         self.info = self._handshake()
         self.protocol = 2 if self.info.get("protocol") == 2 else 1  # what the program speaks
+        self.declared = self._declared() if self.protocol >= 2 else frozenset()
         self.name = f"{self.info.get('name', self.argv[0])} ({label})"
 
     def _handshake(self) -> dict[str, Any]:
@@ -357,6 +408,35 @@ class CommandImplementation:
             self.close()
             raise TokconfError(f"{shlex.join(self.argv)}: the hello answer has no `vocab_types` list: {answer}")
         return answer
+
+    def _declared(self) -> frozenset[InputClass]:
+        """The input classes the handshake says the program cannot be given."""
+        names = self.info.get("unsupported", [])
+        classes = {c.value: c for c in InputClass}
+        if not isinstance(names, list) or not all(isinstance(n, str) and n in classes for n in names):
+            self.close()
+            raise TokconfError(
+                f"{shlex.join(self.argv)}: the hello answer's `unsupported` must list input classes "
+                f"({', '.join(classes)}), not {names!r}",
+                "see docs/line-protocol.md, section 1",
+            )
+        return frozenset(classes[n] for n in names)
+
+    def unsupported(self, request: Request, answer: dict[str, Any]) -> Refusal:
+        """An `unsupported` answer: counted under its declared class, or an error when the class was
+        not declared or does not fit the input (a gate must not be passed by declining inputs)."""
+        name, reason = answer["unsupported"], answer.get("reason")
+        cls = next((c for c in InputClass if c.value == name), None)
+        if cls is None or cls not in self.declared:
+            declared = ", ".join(sorted(c.value for c in self.declared)) or "none"
+            why = f"answered unsupported ({name!r}) without declaring it in the handshake (declared: {declared})"
+            return Refusal(why, RefusalKind.BROKEN)
+        if not cls.fits(request):
+            return Refusal(
+                f"answered unsupported ({cls.value}) for an input that is not {cls.value}", RefusalKind.BROKEN
+            )
+        detail = f": {reason}" if cls is InputClass.OTHER and isinstance(reason, str) else ""
+        return Refusal(f"{cls.value} (declared unsupported){detail}", RefusalKind.UNSUPPORTED)
 
     def program(self) -> Program:
         if self._program is None:

@@ -24,10 +24,12 @@ from typing import Any
 from harness.core.errors import TokconfError
 from harness.core.outcome import Refusal, RefusalKind
 from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
+from harness.implementations.command import InputClass
 from harness.implementations.python import PythonImplementation
 from harness.implementations.resolve import resolve_python
 
 VOCAB_TYPES = ["none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test"]  # llama_vocab_type: the factory decides
+DECLARED = [InputClass.INVALID_UTF8.value, InputClass.OTHER.value]  # what a Python `Unsupported` may be
 BROKEN_STATUS = 70  # EX_SOFTWARE: the implementation broke; its reason is on stderr
 
 
@@ -94,8 +96,10 @@ class Server:
         [outcome] = session.encode_many([(data, bool(request["add_special"]), bool(request["parse_special"]))])
         if not isinstance(outcome, Refusal):
             return {"ids": outcome}
-        if outcome.kind is RefusalKind.UNSUPPORTED:
-            return {"unsupported": outcome.reason}
+        if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: its own reason, any input
+            if InputClass.INVALID_UTF8.fits((data, False, False)):
+                return {"unsupported": InputClass.INVALID_UTF8.value}
+            return {"unsupported": InputClass.OTHER.value, "reason": outcome.reason}
         if outcome.kind is RefusalKind.BROKEN:
             _broken(outcome.reason)
         return {"error": outcome.reason}
