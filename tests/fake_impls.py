@@ -60,6 +60,13 @@ class OneIdChanged(LlamaCpp):
         return ids
 
 
+class OwnPieces(OneIdChanged):
+    """One id changed, and its own decoding, which brackets every piece: reports show these pieces."""
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        return b"[" + super().token_to_piece(token, special) + b"]"
+
+
 class OneCaseDropped(LlamaCpp):
     """Returns nothing for "Hello world" (as a port that skips an input would)."""
 
@@ -125,7 +132,7 @@ class ControlTextAlways(LlamaCpp):
 llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 control_text_always = ControlTextAlways
-two_bugs, normalizes_nfc = TwoBugs, NormalizesNfc
+two_bugs, normalizes_nfc, own_pieces = TwoBugs, NormalizesNfc, OwnPieces
 
 
 def bpe_only(path: Path) -> LlamaCpp:

@@ -76,6 +76,13 @@ def test_one_changed_id_is_reported_with_divergence_pieces_and_repro(
     assert "--vocab qwen2 --mode plain --case edge/hello-world" in output
 
 
+def test_a_port_that_decodes_is_shown_its_own_pieces(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
+    status, output = check(capsys, "--impl", "fake_impls:own_pieces", "--mode", "plain", "--case", "edge/hello-world")
+    assert status == 1
+    assert ">1879 '·world'" in output  # expected: llama.cpp's piece
+    assert ">1880 '[iness]'" in output and "(actual pieces: the implementation's own token_to_piece)" in output
+
+
 def test_a_dropped_case_and_a_missing_refusal_are_failures(
     llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:

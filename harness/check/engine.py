@@ -12,6 +12,7 @@ in the expected-failure file; an xpass fails the run, so a fixed divergence gets
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -86,6 +87,9 @@ class CaseResult:
     expected: Outcome | None = None
     actual: Outcome | None = None
     reason: str = ""
+    # A failed case's actual ids as the implementation itself decodes them (`token_to_piece`), when it
+    # can: a port whose vocabulary differs from the GGUF's is then shown its own pieces.
+    actual_pieces: tuple[bytes, ...] | None = None
 
 
 def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:
@@ -175,6 +179,7 @@ def check_recording(
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
+    port_pieces = _PortPieces(session)
     try:
         for start in range(0, len(wanted), CHUNK):
             if stop.reached:
@@ -184,6 +189,8 @@ def check_recording(
             for (case, mode), actual in zip(chunk, answers, strict=True):
                 result = _judged(name, mode, case.id, case.data, case.outcomes[mode], actual, xfails)
                 stop.problems += result.verdict.is_problem
+                if result.verdict is Verdict.FAILED and isinstance(actual, list):
+                    result = _with_port_pieces(result, actual, port_pieces)
                 yield result
         if stop.reached:
             return
@@ -193,6 +200,32 @@ def check_recording(
             yield from _check_decoding(recording, decoding, session, selection)
     finally:
         session.close()
+
+
+class _PortPieces:
+    """The implementation's own pieces (special=true), asked for once, at the first failure."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.pieces: list[bytes] | None = None
+        self.asked = False
+
+    def get(self) -> list[bytes] | None:
+        if not self.asked:
+            self.asked = True
+            decoder = self.session.decoder()
+            try:
+                self.pieces = decoder.pieces(True) if decoder is not None else None
+            except Exception:  # its decoding broke: the decoding checks report that; show the GGUF's pieces
+                self.pieces = None
+        return self.pieces
+
+
+def _with_port_pieces(result: CaseResult, actual: list[int], port: _PortPieces) -> CaseResult:
+    pieces = port.get()
+    if pieces is None or not all(0 <= i < len(pieces) for i in actual):
+        return result
+    return dataclasses.replace(result, actual_pieces=tuple(pieces[i] for i in actual))
 
 
 def _judged(

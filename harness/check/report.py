@@ -44,8 +44,11 @@ def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str)
         elif isinstance(expected, list) and isinstance(actual, list):
             at = first_divergence(expected, actual)
             lines.append(f"  first divergence at index {at} (expected {len(expected)} ids, got {len(actual)})")
-            for label, ids in (("expected", expected), ("actual", actual)):
-                lines.append(f"  {label:9}[{max(0, at - WINDOW)}:]: {ids_window(ids, at, vocab, WINDOW)}")
+            start = max(0, at - WINDOW)
+            lines.append(f"  expected [{start}:]: {ids_window(expected, at, vocab, WINDOW)}")
+            lines.append(f"  actual   [{start}:]: {ids_window(actual, at, vocab, WINDOW, result.actual_pieces)}")
+            if result.actual_pieces is not None:
+                lines.append("  (actual pieces: the implementation's own token_to_piece)")
         else:
             for label, outcome in (("expected", expected), ("actual", actual)):
                 lines.append(f"  {label:9}: {_outcome_line(outcome, vocab)}")

@@ -3,6 +3,7 @@ ids around the first divergence. Every report (check, diff, fuzz, explain) rende
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,13 @@ def first_divergence(expected: list[int], actual: list[int]) -> int:
     return min(len(expected), len(actual))
 
 
-def ids_window(ids: list[int], at: int, vocab: Path | None, width: int) -> str:
-    """The ids within `width` of index `at`, each with its piece, `at` marked with `>`."""
+def ids_window(ids: list[int], at: int, vocab: Path | None, width: int, pieces: Sequence[bytes] | None = None) -> str:
+    """The ids within `width` of index `at`, each with its piece, `at` marked with `>`. `pieces`, when
+    given, are the ids' own pieces (aligned with `ids`: an implementation's decoding), else the
+    vocab file's."""
     window = range(max(0, at - width), min(len(ids), at + width + 1))
-    return "  ".join(f"{'>' if i == at else ' '}{ids[i]} {piece(vocab, ids[i])}".rstrip() for i in window)
+    shown = []
+    for i in window:
+        text = f"'{visible(pieces[i], 40)}'" if pieces is not None else piece(vocab, ids[i])
+        shown.append(f"{'>' if i == at else ' '}{ids[i]} {text}".rstrip())
+    return "  ".join(shown)
