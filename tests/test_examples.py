@@ -1,9 +1,10 @@
-"""The adapters under examples/ are gated by tokconf as a port's CI would gate them: each passes the
-bundled recordings of what it supports, and each planted bug is caught and named."""
+"""The adapters under examples/ (JavaScript, Go) are gated by tokconf as a port's CI would gate them:
+each passes the bundled recordings of what it supports, and each planted bug is caught and named."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_ADAPTER = ROOT / "examples" / "node" / "adapter.mjs"
+GO_ADAPTER = ROOT / "examples" / "go"
 GPT2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
 
 
@@ -84,3 +86,37 @@ def test_the_node_adapter_declines_other_vocabularies_as_unsupported(
     assert counts[Verdict.UNSUPPORTED] > 0 and counts[Verdict.PASSED] == 0
     reasons = [reason for (_, reason) in check_runs[-1].summary.unsupported]
     assert any("only gpt2 vocabularies with the gpt-2 pre-tokenizer (this one: gpt2, qwen2)" in r for r in reasons)
+
+
+@pytest.fixture(scope="module")
+def go_adapter(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """examples/go built as its author would build it (standard library only, no network)."""
+    go = shutil.which("go")
+    assert go, "go is needed for the Go example: bash setup.sh installs it (apt-get install golang-go)"
+    binary = tmp_path_factory.mktemp("go") / "tokconf-go-adapter"
+    subprocess.run([go, "build", "-o", str(binary), "."], cwd=GO_ADAPTER, check=True, capture_output=True)
+    return binary
+
+
+def test_the_go_adapter_passes_every_gpt2_case_fact_and_decoding(
+    llama_build: Build, go_adapter: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    status, output = _check(capsys, "--impl", f"cmd:{go_adapter}")
+    assert status == 0, output
+    run = check_runs[-1]
+    assert run.impl_name == "gpt2-go-example (cmd)"
+    for mode in ("plain", "special", "bos"):
+        assert _verdicts(run, mode) == {Verdict.PASSED: len(load(GPT2).cases)}
+    assert _verdicts(run, "facts") == {Verdict.PASSED: 5}
+    assert _verdicts(run, "decode") == {Verdict.PASSED: 4}
+
+
+def test_a_planted_whitespace_bug_in_the_go_adapter_is_one_cause(
+    llama_build: Build, go_adapter: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    status, _ = _check(capsys, "--impl", f"cmd:{go_adapter} --plant-bug nel-not-space", "--mode", "plain", "--explain")
+    assert status == 1
+    failed = [r for r in check_runs[-1].results if r.verdict is Verdict.FAILED]
+    assert len(failed) == 8 and all("\x85".encode() in r.data for r in failed)
+    (cause,) = check_runs[-1].causes
+    assert cause.culprit == "\x85".encode() and len(cause.cases) == 8

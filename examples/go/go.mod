@@ -1,0 +1,3 @@
+module tokconf.example/gpt2adapter
+
+go 1.19
