@@ -35,6 +35,9 @@ def add_parser(commands: Any) -> None:
     build_p.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
     info_p = llama_commands.add_parser("info", help="print build, source, sha256, paths and shipped vocabs")
     add_build(info_p)
+    gc_p = llama_commands.add_parser("gc", help="delete cached builds, least recently used first, down to a size")
+    gc_p.add_argument("--max-size", type=float, default=2.0, metavar="GB", help="what the builds may take (default 2)")
+    gc_p.add_argument("--keep", type=int, action="append", default=[], metavar="N", help="never delete bN (repeatable)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,6 +52,14 @@ def run(args: argparse.Namespace) -> int:
         fetch(args.build, args.source, args.sha256, args.force)
         made = build(args.build, jobs=args.jobs)
         print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
+        return 0
+    if args.llama_command == "gc":
+        from harness.llama.build import collect_garbage
+
+        deleted = collect_garbage(int(args.max_size * 1e9), {DEFAULT_BUILD, *args.keep})
+        for number, size in deleted:
+            print(f"deleted b{number} ({size / 1e6:.0f} MB)")
+        print(f"{len(deleted)} build(s) deleted; b{DEFAULT_BUILD} and --keep builds are kept")
         return 0
     fetched = fetched_source(args.build)
     done = completed_build(args.build)

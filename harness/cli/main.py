@@ -9,10 +9,10 @@ import argparse
 import os
 import sys
 
-from harness.cli import check, diff, export, fuzz, llama, record
+from harness.cli import bisect, check, diff, export, fuzz, llama, record
 from harness.core.errors import TokconfError
 
-COMMANDS = (llama, record, check, fuzz, diff, export)
+COMMANDS = (llama, record, check, fuzz, diff, export, bisect)
 
 
 def _parser() -> argparse.ArgumentParser:

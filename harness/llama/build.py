@@ -18,7 +18,7 @@ from pathlib import Path
 import subprocess_tee
 
 from harness.core.errors import TokconfError
-from harness.core.files import atomic_write
+from harness.core.files import atomic_write, cache_root
 from harness.llama.fetch import Source, build_root, fetched_source, require_source, source_dir
 
 MARKER = "tokconf-build.json"
@@ -75,16 +75,46 @@ def _as_build(build: int, source: Source) -> Build:
     )
 
 
-def completed_build(build: int) -> Build | None:
-    """Build N if its cache folder holds a complete build, else None (absent or half built)."""
+def completed_build(build: int, tokenize: bool = True) -> Build | None:
+    """Build N if its cache folder holds a complete build (with llama-tokenize, unless `tokenize` is
+    false), else None (absent or half built)."""
     marker = build_dir(build) / MARKER
     source = fetched_source(build)
     if source is None or not marker.is_file():
         return None
     done = _as_build(build, source)
-    if not (done.libllama.is_file() and done.llama_tokenize.is_file()):
+    if not done.libllama.is_file() or (tokenize and not done.llama_tokenize.is_file()):
         return None
+    (build_root(build) / USED).touch()  # for `tokconf llama gc`: the least recently used go first
     return done
+
+
+USED = ".last-used"
+
+
+def _size(folder: Path) -> int:
+    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[int, int]]:
+    """Delete cached builds, least recently used first, until the cache's builds take at most
+    `max_bytes`; the builds in `keep` stay whatever their size. Returns (build, bytes) deleted."""
+    folders = {int(p.name[1:]): p for p in build_root(0).parent.glob("b*") if p.name[1:].isdigit()}
+    sizes = {b: _size(p) for b, p in folders.items()}
+    total = sum(sizes.values())
+
+    def last_used(build: int) -> float:
+        stamp = folders[build] / USED
+        return stamp.stat().st_mtime if stamp.is_file() else folders[build].stat().st_mtime
+
+    deleted = []
+    for build in sorted((b for b in folders if b not in keep), key=last_used):
+        if total <= max_bytes:
+            break
+        shutil.rmtree(folders[build])
+        total -= sizes[build]
+        deleted.append((build, sizes[build]))
+    return deleted
 
 
 def require_build(build: int) -> Build:
@@ -111,9 +141,19 @@ def _check_toolchain() -> None:
         )
 
 
-def build(build_number: int, jobs: int | None = None, quiet: bool = False) -> Build:
-    """Build libllama and llama-tokenize for a fetched tree, or return the complete build already there."""
-    done = completed_build(build_number)
+def _ccache_env() -> dict[str, str]:
+    """ccache, when installed, is used by llama.cpp's CMake on its own (GGML_CCACHE); the build trees
+    of different builds live in different cache folders, so paths are hashed relative to the cache
+    root, or no object of one build would ever serve the next (benchmarks/build.py measures it)."""
+    if shutil.which("ccache") is None:
+        return {}
+    return {"CCACHE_BASEDIR": str(cache_root()), "CCACHE_NOHASHDIR": "1"}
+
+
+def build(build_number: int, jobs: int | None = None, quiet: bool = False, tokenize: bool = True) -> Build:
+    """Build libllama (and llama-tokenize, unless `tokenize` is false: a bisect needs only the library)
+    for a fetched tree, or return the complete build already there."""
+    done = completed_build(build_number, tokenize)
     if done is not None:
         return done
     source = require_source(build_number)
@@ -128,12 +168,13 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False) -> Bu
     configure = ["cmake", "-S", str(source_dir(build_number)), "-B", str(out), *generator, *CMAKE_OPTIONS]
     configure.append(f"-DLLAMA_BUILD_NUMBER={build_number}")
     parallel = str(jobs or os.cpu_count() or 2)
-    compile_ = ["cmake", "--build", str(out), "--target", "llama", "llama-tokenize", "-j", parallel]
+    targets = ["llama", "llama-tokenize"] if tokenize else ["llama"]
+    compile_ = ["cmake", "--build", str(out), "--target", *targets, "-j", parallel]
     log = build_root(build_number) / "build.log"
     with log.open("w", encoding="utf-8") as sink:
         for step in (configure, compile_):
             print(f"$ {' '.join(step)}", file=sys.stderr, flush=True)
-            result = subprocess_tee.run(step, quiet=quiet, stdout=sys.stderr)
+            result = subprocess_tee.run(step, quiet=quiet, stdout=sys.stderr, env={**os.environ, **_ccache_env()})
             sink.write(f"$ {' '.join(step)}\n{result.stdout or ''}{result.stderr or ''}")
             sink.flush()
             if result.returncode != 0:
@@ -142,7 +183,7 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False) -> Bu
                     f"read the log; after fixing the cause, `tokconf llama build --build {build_number}` resumes",
                 )
     made = _as_build(build_number, source)
-    if not made.libllama.is_file() or not made.llama_tokenize.is_file():
+    if not made.libllama.is_file() or (tokenize and not made.llama_tokenize.is_file()):
         raise TokconfError(
             f"cmake finished but {made.libllama} or {made.llama_tokenize} is missing (log: {log})",
             "report this with the log; the llama.cpp tree may lay out its targets differently",

