@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.check import explain
 from harness.check.explain import Pattern, ddmin, units
 from harness.check.run import CheckRun
 from harness.cli.main import main
@@ -65,3 +66,15 @@ def test_a_normalizing_port_is_named_as_such(
     (cause,) = check_runs[-1].causes
     assert cause.pattern is Pattern.NFC
     assert "NFC normalization applied" in capsys.readouterr().out
+
+
+def test_without_the_reference_the_live_llama_cpp_judges_new_inputs(
+    llama_build: Build, monkeypatch: pytest.MonkeyPatch, check_runs: list[CheckRun]
+) -> None:
+    """A vocabulary the reference cannot read (`reference_expectation` gives None) is explained with
+    the recording's own llama.cpp build answering the shrunk inputs."""
+    monkeypatch.setattr(explain, "reference_expectation", lambda vocab: None)
+    args = ["check", "--recordings", str(BUNDLED / "qwen2.yaml"), "--impl", "fake_impls:normalizes_nfc"]
+    assert main([*args, "--mode", "plain", "--case", "whitespace/u2000-en-quad-alone", "--explain"]) == 1
+    (cause,) = check_runs[-1].causes
+    assert cause.pattern is Pattern.NFC and cause.minimal == "\u2000".encode()
