@@ -114,6 +114,7 @@ def test_bisect_end_to_end_on_fake_builds(
     assert "changed between them: 3 outcomes of 6, in qwen2" in out
     assert "qwen2 [bos] edge/hello-world: Hello·world" in out
     assert "compare/b11192...b11194" in out
+    assert "b11194 answers like b11196" in out  # one change: nothing else to bisect
     probed = list(fake_builds)
     assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0  # again: from the probe cache
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again

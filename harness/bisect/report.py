@@ -37,6 +37,13 @@ def describe(result: Bisection, prober: Prober, good: int, bad: int, listed: int
     changed = [key for key in before if before[key] != after.get(key)]
     vocabs = sorted({vocab for vocab, _, _ in changed})
     lines.append(f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}")
+    if hi != bad:
+        rest = sum(1 for key in after if after[key] != prober.answers[bad].get(key))
+        lines.append(
+            f"  b{hi} answers like b{bad}" if not rest else
+            f"  {rest} outcomes change again after b{hi}: another change lies in b{hi}..b{bad} "
+            f"(tokconf bisect --good {hi} --bad {bad})"
+        )  # fmt: skip
     paths = {name: path for name, path, _ in prober.probes.vocabs}
     data = {(name, case_id): raw for name, _, cases in prober.probes.vocabs for case_id, raw in cases}
     for key in sorted(changed, key=lambda k: (len(data[k[0], k[1]]), k))[:EXAMPLES]:
