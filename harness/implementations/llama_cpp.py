@@ -32,7 +32,7 @@ class LlamaCppImplementation:
     """A live build, one worker per vocabulary."""
 
     def __init__(self, build: int) -> None:
-        self.build = require_build(build)
+        self.build = require_build(build, tokenize=False)  # libllama is all it uses (a bisect builds no more)
         self.name = f"llama.cpp@{build}"
 
     def open(self, vocab: VocabInfo) -> Session:

@@ -117,9 +117,10 @@ def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[int, int]]:
     return deleted
 
 
-def require_build(build: int) -> Build:
-    """Complete build N, or an error that says the one command that makes it."""
-    done = completed_build(build)
+def require_build(build: int, tokenize: bool = True) -> Build:
+    """Complete build N (without llama-tokenize if `tokenize` is false: what libllama users need), or
+    an error that says the one command that makes it."""
+    done = completed_build(build, tokenize)
     if done is None:
         raise TokconfError(
             f"llama.cpp b{build} is not built (no complete build in {build_dir(build)})",
