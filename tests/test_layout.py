@@ -7,6 +7,7 @@ import ast
 import json
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -76,3 +77,11 @@ def test_the_pytest_plugin_loads_nothing_heavy() -> None:
     )
     added = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
     assert set(added) <= {"harness"}, added
+
+
+def test_the_wheel_lists_every_subpackage() -> None:
+    """pyproject.toml lists the packages by hand (the bundled data is mapped in): a new stage must be in
+    that list, or the installed tokconf lacks it."""
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
+    stages = {f"harness.{p.name}" for p in HARNESS.iterdir() if (p / "__init__.py").is_file() and p.name != "bundled"}
+    assert stages <= listed, stages - listed
