@@ -18,8 +18,10 @@ def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
 
 
 def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
     status, out = fuzz(
         capsys, "--impl", "fake_impls:ideographic_space_is_space", "--vocab", "qwen2", "--mode", "plain",
         "--profile", "ci", "--no-db", "--found-dir", str(tmp_path), "--seed", "0",
@@ -30,6 +32,7 @@ def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
     found = load_corpus_file(tmp_path / "found-qwen2.yaml")
     assert [case.data for case in found.cases] == ["\u3000".encode()]  # shrunk to the one character
     assert "mode plain, seed 0, implementation fake_impls:ideographic_space_is_space" in (found.cases[0].why or "")
+    assert list((tmp_path / "cwd").iterdir()) == []  # no stray .hypothesis/ where the campaign ran
 
 
 def test_the_example_database_replays_a_failure_first(

@@ -36,6 +36,9 @@ def run(args: argparse.Namespace) -> int:
 def _in_process(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    from harness.core.files import cache_root
     from harness.core.outcome import MODES
     from harness.fuzz import PROFILES
     from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
@@ -51,11 +54,15 @@ def _in_process(args: argparse.Namespace) -> int:
     impl = resolve(args.impl, args.timeout)
     database = database_at(None if args.no_db or not args.db else Path(args.db))
     stats = CampaignStats()
+    # hypothesis keeps files of its own (`.hypothesis/constants`) in the working directory unless told
+    # otherwise: a campaign writes only what the user asked for there, so they go to tokconf's cache.
+    set_hypothesis_home_dir(cache_root() / "hypothesis")
     try:
         for vocab in vocabs:
             print(f"{vocab_name(vocab)}: {budget} examples x {len(modes)} modes", file=sys.stderr, flush=True)
             fuzz_vocab(made, impl, vocab, modes, budget, args.seed, database, stats)
     finally:
+        set_hypothesis_home_dir(None)
         impl.close()
     for finding in stats.findings:
         print("\n".join(describe_finding(finding, impl.name)))
