@@ -31,6 +31,7 @@ def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
     assert "1 distinct failures" in out
     found = load_corpus_file(tmp_path / "found-qwen2.yaml")
     assert [case.data for case in found.cases] == ["\u3000".encode()]  # shrunk to the one character
+    assert 'text: "\\u3000"' in (tmp_path / "found-qwen2.yaml").read_text(encoding="utf-8")  # visible, escaped
     assert "mode plain, seed 0, implementation fake_impls:ideographic_space_is_space" in (found.cases[0].why or "")
     assert list((tmp_path / "cwd").iterdir()) == []  # no stray .hypothesis/ where the campaign ran
 

@@ -14,7 +14,7 @@ import yaml
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write
 from harness.core.outcome import Mode, Outcome, render_outcome
-from harness.core.render import code_points, visible
+from harness.core.render import INVISIBLE, code_points, visible
 
 
 @dataclass
@@ -52,9 +52,31 @@ def write_findings(found_dir: Path, findings: list[Finding], seed: int | None, i
             )
             doc["cases"].append(case)
         found_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, yaml.dump(doc, Dumper=yaml.CSafeDumper, sort_keys=False, allow_unicode=True), "found cases")
+        atomic_write(path, _dump_visible(doc), "found cases")
         written.append(path)
     return written
+
+
+class _VisibleDumper(yaml.CSafeDumper):
+    """Strings holding an invisible character (U+3000, U+200B, …) are written double-quoted, so that
+    `_dump_visible` can spell the character as an escape: a found input stays readable in review."""
+
+
+def _represent_str(dumper: yaml.CSafeDumper, text: str) -> yaml.ScalarNode:
+    style = '"' if any(c in INVISIBLE for c in text) else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
+
+
+_VisibleDumper.add_representer(str, _represent_str)
+
+
+def _dump_visible(doc: dict[str, Any]) -> str:
+    """YAML with every invisible character as a `\\uXXXX` escape (they occur only in double-quoted
+    scalars, where YAML reads the escape back as the character)."""
+    text = yaml.dump(doc, Dumper=_VisibleDumper, sort_keys=False, allow_unicode=True, width=1 << 30)
+    for char in INVISIBLE:
+        text = text.replace(char, f"\\u{ord(char):04X}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08X}")
+    return text
 
 
 def _load_found(path: Path, vocab: str) -> dict[str, Any]:
