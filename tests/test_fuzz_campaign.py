@@ -28,6 +28,11 @@ def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
     )  # fmt: skip
     assert status == 1
     assert "qwen2 [plain] different ids" in out and "(U+3000)" in out
+    assert "  llama.cpp: >220 '·'" not in out and "'<U+3000>'" in out  # pieces, whitespace visible
+    assert (
+        "reproduce: tokconf fuzz --impl fake_impls:ideographic_space_is_space --vocab qwen2 --mode plain --seed 0"
+        in out
+    )
     assert "1 distinct failures" in out
     found = load_corpus_file(tmp_path / "found-qwen2.yaml")
     assert [case.data for case in found.cases] == ["\u3000".encode()]  # shrunk to the one character

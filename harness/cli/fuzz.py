@@ -65,7 +65,7 @@ def _in_process(args: argparse.Namespace) -> int:
         set_hypothesis_home_dir(None)
         impl.close()
     for finding in stats.findings:
-        print("\n".join(describe_finding(finding, impl.name)))
+        print("\n".join(describe_finding(finding, impl.name, args.impl)))
     for line in stats.unsupported:
         print(f"unsupported: {line}")
     written = write_findings(args.found_dir, stats.findings, args.seed, impl.name)

@@ -128,7 +128,7 @@ def _fuzz_mode(
             print(f"  {name} [{mode}]: {stats.examples} examples ({rate:.0f}/s)", file=sys.stderr, flush=True)
         judged, reason = judge(expected, actual)
         if judged is not Verdict.PASSED:
-            last[:] = [Finding(name, mode, data, expected, actual, reason)]
+            last[:] = [Finding(name, mode, data, expected, actual, reason, oracle.vocab, seed)]
             raise Divergence(reason)
 
     run = differential if seed is None else fixed_seed(seed)(differential)

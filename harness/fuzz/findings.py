@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import yaml
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write
 from harness.core.outcome import Mode, Outcome, render_outcome
-from harness.core.render import INVISIBLE, code_points, visible
+from harness.core.render import INVISIBLE, code_points, first_divergence, ids_window, visible
 
 
 @dataclass
@@ -25,6 +26,8 @@ class Finding:
     expected: Outcome
     actual: Outcome
     reason: str
+    vocab_path: Path | None = None  # its GGUF file, for pieces in the report
+    seed: int | None = None  # the campaign's --seed (None: random, replayed from the example database)
 
 
 def write_findings(found_dir: Path, findings: list[Finding], seed: int | None, impl_name: str) -> list[Path]:
@@ -89,11 +92,24 @@ def _load_found(path: Path, vocab: str) -> dict[str, Any]:
     return doc
 
 
-def describe_finding(finding: Finding, impl_name: str) -> list[str]:
-    """A shrunk divergence as the report lines both front ends print."""
-    return [
+def describe_finding(finding: Finding, impl_name: str, impl_spec: str) -> list[str]:
+    """A shrunk divergence as the report lines both front ends print: the input, both answers with
+    their pieces around the first difference, and the command that finds it again."""
+    lines = [
         f"{finding.vocab} [{finding.mode}] {finding.reason}",
         f"  input:     {visible(finding.data)}   ({code_points(finding.data)})",
-        f"  llama.cpp: {render_outcome(finding.expected)}",
-        f"  {impl_name}: {render_outcome(finding.actual)}",
     ]
+    expected, actual = finding.expected, finding.actual
+    if isinstance(expected, list) and isinstance(actual, list):
+        at = first_divergence(expected, actual)
+        lines.append(f"  llama.cpp: {ids_window(expected, at, finding.vocab_path, 3)}")
+        lines.append(f"  {impl_name}: {ids_window(actual, at, finding.vocab_path, 3)}")
+    else:
+        lines.append(f"  llama.cpp: {render_outcome(expected)}")
+        lines.append(f"  {impl_name}: {render_outcome(actual)}")
+    command = ["tokconf", "fuzz", "--impl", impl_spec, "--vocab", finding.vocab, "--mode", finding.mode]
+    if finding.seed is not None:
+        lines.append(f"  reproduce: {shlex.join([*command, '--seed', str(finding.seed)])}")
+    else:
+        lines.append(f"  reproduce: {shlex.join(command)}   (random seed: replayed first from the example database)")
+    return lines

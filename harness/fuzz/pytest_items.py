@@ -52,7 +52,9 @@ class FuzzItem(TokconfItem):
             pytest.skip(f"unsupported: {stats.unsupported[0]}")
         if stats.findings:
             written = write_findings(plugin.found_dir, stats.findings, plugin.seed, plugin.impl.name)
-            lines = [line for finding in stats.findings for line in describe_finding(finding, plugin.impl.name)]
+            lines = [
+                line for finding in stats.findings for line in describe_finding(finding, plugin.impl.name, plugin.spec)
+            ]
             lines += [f"found cases written to {path}" for path in written]
             raise ReportedFailure("\n".join(lines))
 
