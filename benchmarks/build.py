@@ -1,11 +1,13 @@
 """What ccache saves when builds follow each other (a bisect): a cold build, then the adjacent build
 with the cache warm, then the same adjacent build with ccache disabled.
 
-    python benchmarks/build.py [--cold 9589] [--next 9592]
+    python benchmarks/build.py [--cold 9592] [--next 9596]
 
 Runs in a temporary tokconf cache and a temporary ccache folder (the sdists come from PyPI, trusted
 on first use into a temporary lock), so nothing already cached helps. libllama only, as a bisect
-builds. Takes about a quarter of an hour on 2 cores.
+builds. Takes about a quarter of an hour on 2 cores. What ccache saves depends on what changed:
+b9592 -> b9596 changed four files of src/; b9589 -> b9592 changed ggml.h, which every object
+includes, so nothing could be reused there (measured: 208 s warm against 198 s without ccache).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ def timed_build(number: int, lock: Lock) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cold", type=int, default=9589)
-    parser.add_argument("--next", type=int, default=9592)
+    parser.add_argument("--cold", type=int, default=9592)
+    parser.add_argument("--next", type=int, default=9596)
     args = parser.parse_args()
     if shutil.which("ccache") is None:
         raise SystemExit("ccache is not installed (apt-get install ccache)")
