@@ -6,8 +6,9 @@ with the cache warm, then the same adjacent build with ccache disabled.
 Runs in a temporary tokconf cache and a temporary ccache folder (the sdists come from PyPI, trusted
 on first use into a temporary lock), so nothing already cached helps. libllama only, as a bisect
 builds. Takes about a quarter of an hour on 2 cores. What ccache saves depends on what changed:
-b9592 -> b9596 changed four files of src/; b9589 -> b9592 changed ggml.h, which every object
-includes, so nothing could be reused there (measured: 208 s warm against 198 s without ccache).
+b9592 -> b9596 changed four files of src/ (measured: 157 s warm against 190 s without ccache);
+b9589 -> b9592 changed ggml.h, which every object includes, so nothing could be reused there
+(208 s warm against 198 s without).
 """
 
 from __future__ import annotations
