@@ -48,8 +48,8 @@ def test_two_planted_bugs_are_two_causes_with_their_minimal_inputs(
     failed = sum(1 for r in run.results if r.verdict.value == "failed")
     assert failed > 2000 and sum(len(c.cases) for c in run.causes) == failed
     bos, space = run.causes
-    assert (bos.pattern, bos.minimal, set(bos.modes)) == (Pattern.BOS_MISSING, b"", {"bos"})
-    assert space.minimal == "\u3000".encode() and set(space.modes) == {"plain", "special", "bos"}
+    assert (bos.pattern, bos.minimal, {r.section for r in bos.cases}) == (Pattern.BOS_MISSING, b"", {"bos"})
+    assert space.minimal == "\u3000".encode() and {r.section for r in space.cases} == {"plain", "special", "bos"}
     assert (space.expected, space.actual) == ([29871, 30358], [259])
     assert "cause 2: llama-spm" in output and "minimal input: <U+3000>" in output
     assert f"explained: {failed} failed cases as 2 cause(s)" in output

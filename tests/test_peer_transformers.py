@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from harness.check.engine import CaseResult, Selection, Verdict, check_recording
+from harness.core.outcome import is_utf8
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build
 from harness.recordings.format import load
@@ -24,7 +25,7 @@ def _results(build: Build, name: str, selection: Selection | None = None) -> lis
 def test_gpt2_agrees_everywhere_it_can_be_asked(llama_build: Build) -> None:
     results = _results(llama_build, "gpt-2")
     verdicts = Counter(r.verdict for r in results)
-    invalid = sum(1 for c in load(BUNDLED / "gpt-2.yaml").cases if not _is_utf8(c.data))
+    invalid = sum(1 for c in load(BUNDLED / "gpt-2.yaml").cases if not is_utf8(c.data))
     assert verdicts == {Verdict.PASSED: verdicts[Verdict.PASSED], Verdict.UNSUPPORTED: 3 * invalid + 1}, verdicts
     unsupported = [r for r in results if r.verdict is Verdict.UNSUPPORTED]
     assert sum("not valid UTF-8" in r.reason for r in unsupported) == 3 * invalid
@@ -42,11 +43,3 @@ def test_an_architecture_transformers_does_not_map_is_unsupported(llama_build: B
     results = _results(llama_build, "baichuan", Selection(sections=frozenset({"plain"})))
     assert {r.verdict for r in results} == {Verdict.UNSUPPORTED}
     assert "architecture baichuan is not supported" in results[0].reason
-
-
-def _is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True

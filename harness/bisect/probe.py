@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 from harness.bisect.search import Unprobeable
 from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root
+from harness.core.files import atomic_write, cache_root, sha256_file
 from harness.core.outcome import MODES, Mode, Outcome, Refusal
 from harness.llama.build import build as build_llama
 from harness.llama.fetch import fetch
@@ -52,10 +53,12 @@ class ProbeSet:
     def size(self) -> int:
         return sum(len(cases) for _, _, cases in self.vocabs) * len(MODES)
 
+    @cached_property
     def digest(self) -> str:
+        """What the probe cache is keyed by, beside the build: the vocab files' content and the cases."""
         h = hashlib.sha256()
         for name, path, cases in self.vocabs:
-            h.update(f"{name}\0{path.name}\0{path.stat().st_size}\0".encode())
+            h.update(f"{name}\0{sha256_file(path)}\0".encode())
             for case_id, data in cases:
                 h.update(case_id.encode() + b"\0" + data + b"\0")
         return h.hexdigest()[:24]
@@ -79,7 +82,7 @@ class Prober:
         self.answers: dict[int, Answers] = {}
 
     def _cached(self, build: int) -> Path:
-        return cache_root() / "probes" / f"b{build}-{self.probes.digest()}.json"
+        return cache_root() / "probes" / f"b{build}-{self.probes.digest}.json"
 
     def __call__(self, build: int) -> tuple[tuple[str, str, str, str], ...]:
         """The build's answers, hashable (what the search compares)."""

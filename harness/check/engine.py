@@ -179,7 +179,8 @@ def check_recording(
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
-    port_pieces = _PortPieces(session)
+    exposed = session.decoder()
+    decoder = _Remembered(exposed) if exposed is not None else None
     try:
         for start in range(0, len(wanted), CHUNK):
             if stop.reached:
@@ -189,41 +190,50 @@ def check_recording(
             for (case, mode), actual in zip(chunk, answers, strict=True):
                 result = _judged(name, mode, case.id, case.data, case.outcomes[mode], actual, xfails)
                 stop.problems += result.verdict.is_problem
-                if result.verdict is Verdict.FAILED and isinstance(actual, list):
-                    result = _with_port_pieces(result, actual, port_pieces)
+                if result.verdict is Verdict.FAILED and isinstance(actual, list) and decoder is not None:
+                    result = _with_port_pieces(result, actual, decoder)
                 yield result
         if stop.reached:
             return
         if selection.wants_facts:
             yield from _check_facts(name, facts, session)
         if decoding:
-            yield from _check_decoding(recording, decoding, session, selection)
+            yield from _check_decoding(recording, decoding, decoder, selection)
     finally:
         session.close()
 
 
-class _PortPieces:
-    """The implementation's own pieces (special=true), asked for once, at the first failure."""
+class _Remembered:
+    """An implementation's decoder whose piece lists are asked for once: the first failure shows the
+    implementation's own pieces, and the decoding check compares the same list (a failure to give
+    them is remembered too, and raised to each)."""
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
-        self.pieces: list[bytes] | None = None
-        self.asked = False
+    def __init__(self, decoder: Decoder) -> None:
+        self.decoder = decoder
+        self._pieces: dict[bool, list[bytes] | Exception] = {}
 
-    def get(self) -> list[bytes] | None:
-        if not self.asked:
-            self.asked = True
-            decoder = self.session.decoder()
+    def pieces(self, special: bool) -> list[bytes]:
+        if special not in self._pieces:
             try:
-                self.pieces = decoder.pieces(True) if decoder is not None else None
-            except Exception:  # its decoding broke: the decoding checks report that; show the GGUF's pieces
-                self.pieces = None
-        return self.pieces
+                self._pieces[special] = self.decoder.pieces(special)
+            except Exception as error:  # the implementation broke: `_check_decoding` reports it
+                self._pieces[special] = error
+        found = self._pieces[special]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        return self.decoder.detokenize(ids, remove_special, unparse_special)
 
 
-def _with_port_pieces(result: CaseResult, actual: list[int], port: _PortPieces) -> CaseResult:
-    pieces = port.get()
-    if pieces is None or not all(0 <= i < len(pieces) for i in actual):
+def _with_port_pieces(result: CaseResult, actual: list[int], decoder: Decoder) -> CaseResult:
+    """The failed result with the implementation's own pieces of its ids (the GGUF's, if it cannot)."""
+    try:
+        pieces = decoder.pieces(True)
+    except Exception:  # its decoding broke: the decoding checks report that
+        return result
+    if not all(0 <= i < len(pieces) for i in actual):
         return result
     return dataclasses.replace(result, actual_pieces=tuple(pieces[i] for i in actual))
 
@@ -241,12 +251,11 @@ def _judged(
 
 
 def _check_decoding(
-    recording: Recording, decoding: Decoding, session: Session, selection: Selection
+    recording: Recording, decoding: Decoding, decoder: Decoder | None, selection: Selection
 ) -> list[CaseResult]:
     """One result per decoding check: every piece (special on, off), every case detokenized (two ways)."""
     name = recording.vocab_name
     kinds = [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
-    decoder = session.decoder()
     if decoder is None:
         why = (
             "the implementation exposes no decoding (Python: token_to_piece, decode and n_tokens; "

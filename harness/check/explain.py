@@ -17,14 +17,13 @@ from __future__ import annotations
 
 import enum
 import unicodedata
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.check.engine import CaseResult, CheckedFile, Verdict, judge
 from harness.core.facts import VocabFacts
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, Request
+from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, Request, is_utf8
 from harness.implementations.base import Implementation, Session, VocabInfo
 from harness.llama.build import require_build
 from harness.oracle.client import LibllamaOracle
@@ -68,18 +67,6 @@ class Cause:
     shrunk: bool = True  # False when MAX_ASKS ran out before the input was minimal
     cases: list[CaseResult] = field(default_factory=list)
     variants: set[bytes] = field(default_factory=set)  # every minimal input found for it
-
-    @property
-    def modes(self) -> Counter[str]:
-        return Counter(r.section for r in self.cases)
-
-
-def _utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def _unusual(unit: bytes) -> tuple[int, bytes]:
@@ -207,7 +194,7 @@ class Explainer:
         if isinstance(want, list) and isinstance(got, list):
             return self._special_ids_pattern(want, got)
         if isinstance(got, Refusal) and got.kind is RefusalKind.REFUSED and isinstance(want, list):
-            return Pattern.INVALID_UTF8_REFUSED if not _utf8(result.data) else None
+            return Pattern.INVALID_UTF8_REFUSED if not is_utf8(result.data) else None
         return None
 
     def _special_ids_pattern(self, want: list[int], got: list[int]) -> Pattern | None:
@@ -227,7 +214,7 @@ class Explainer:
     def _minimal_pattern(self, minimal: bytes, mode: Mode, want: Outcome, got: Outcome) -> Pattern | None:
         """Patterns the minimal input shows."""
         if isinstance(got, Refusal) and isinstance(want, list):
-            return Pattern.INVALID_UTF8_REFUSED if not _utf8(minimal) else Pattern.REFUSED
+            return Pattern.INVALID_UTF8_REFUSED if not is_utf8(minimal) else Pattern.REFUSED
         if isinstance(want, Refusal) and isinstance(got, list):
             return Pattern.NOT_REFUSED
         if isinstance(want, list) and isinstance(got, list) and (pattern := self._special_ids_pattern(want, got)):
@@ -238,7 +225,7 @@ class Explainer:
                     return Pattern.SPECIAL_NOT_PARSED
                 if got == [token] and want != [token]:
                     return Pattern.SPECIAL_PARSED
-        if not _utf8(minimal):
+        if not is_utf8(minimal):
             return None
         text = minimal.decode("utf-8")
         forms = {p: unicodedata.normalize(p.name, text).encode() for p in NORMALIZATIONS}  # type: ignore[arg-type]

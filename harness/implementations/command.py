@@ -25,7 +25,7 @@ from typing import Any
 
 from harness.core.errors import TokconfError
 from harness.core.facts import ExposedFacts, Fact
-from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
+from harness.core.outcome import Outcome, Refusal, RefusalKind, Request, is_utf8
 from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
@@ -47,11 +47,7 @@ class InputClass(enum.Enum):
     def fits(self, request: Request) -> bool:
         data, add_special, parse_special = request
         if self is InputClass.INVALID_UTF8:
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return True
-            return False
+            return not is_utf8(data)
         if self is InputClass.NUL:
             return b"\x00" in data
         if self is InputClass.PARSE_SPECIAL:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TokconfError
-from harness.core.outcome import Refusal, RefusalKind
+from harness.core.outcome import Refusal, RefusalKind, is_utf8
 from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
 from harness.implementations.command import InputClass
 from harness.implementations.python import PythonImplementation
@@ -97,7 +97,7 @@ class Server:
         if not isinstance(outcome, Refusal):
             return {"ids": outcome}
         if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: its own reason, any input
-            if InputClass.INVALID_UTF8.fits((data, False, False)):
+            if not is_utf8(data):
                 return {"unsupported": InputClass.INVALID_UTF8.value}
             return {"unsupported": InputClass.OTHER.value, "reason": outcome.reason}
         if outcome.kind is RefusalKind.BROKEN:

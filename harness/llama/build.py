@@ -19,7 +19,7 @@ import subprocess_tee
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root
-from harness.llama.fetch import Source, build_root, fetched_source, require_source, source_dir
+from harness.llama.fetch import Source, build_root, builds_root, fetched_source, require_source, source_dir
 
 MARKER = "tokconf-build.json"
 
@@ -99,7 +99,7 @@ def _size(folder: Path) -> int:
 def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[int, int]]:
     """Delete cached builds, least recently used first, until the cache's builds take at most
     `max_bytes`; the builds in `keep` stay whatever their size. Returns (build, bytes) deleted."""
-    folders = {int(p.name[1:]): p for p in build_root(0).parent.glob("b*") if p.name[1:].isdigit()}
+    folders = {int(p.name[1:]): p for p in builds_root().glob("b*") if p.name[1:].isdigit()}
     sizes = {b: _size(p) for b, p in folders.items()}
     total = sum(sizes.values())
 

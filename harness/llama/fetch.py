@@ -54,9 +54,14 @@ class Source:
         return f"local folder {self.origin}"
 
 
+def builds_root() -> Path:
+    """The folder of every cached llama.cpp build (`tokconf llama gc` prunes it)."""
+    return cache_root() / "llama.cpp"
+
+
 def build_root(build: int) -> Path:
     """The folder holding one llama.cpp build's source, cmake tree, log and marker."""
-    return cache_root() / "llama.cpp" / f"b{build}"
+    return builds_root() / f"b{build}"
 
 
 def source_dir(build: int) -> Path:
