@@ -142,6 +142,7 @@ class CheckPlugin:
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout: float | None = config.getoption("tokconf_timeout")
         self._impl: Implementation | None = None
+        self._unresolved: Exception | None = None
         self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
         self._collected: dict[Path, Recording] = {}
         self.vocab_paths: dict[str, Path] = {}
@@ -159,11 +160,22 @@ class CheckPlugin:
         found = self._checked(item.location_path).get((item.section, item.case))
         return found or CaseResult(item.vocab, item.section, item.case, Verdict.ERROR, reason="no verdict: not checked")
 
+    def _resolve(self) -> Implementation:
+        """The implementation, resolved once: when that fails, every item fails with the same error
+        at once, not after trying again (an import of numpy, say, that fails takes a while)."""
+        if self._unresolved is not None:
+            raise self._unresolved
+        try:
+            return resolve(self.spec, self.timeout)
+        except Exception as error:
+            self._unresolved = error
+            raise
+
     def _checked(self, path: Path) -> dict[tuple[Section, str], CaseResult]:
         """Every verdict of one recording; the whole vocabulary is checked on first use."""
         if path not in self._results:
             if self._impl is None:
-                self._impl = resolve(self.spec, self.timeout)
+                self._impl = self._resolve()
             loaded = self._collected.pop(path, None)  # read once, at collection
             checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir, recording=loaded)
             self.vocab_paths[checked.recording.vocab_name] = checked.vocab
