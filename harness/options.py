@@ -17,6 +17,9 @@ from harness.core.outcome import MODES
 from harness.fuzz import PROFILES
 from harness.llama.pins import DEFAULT_BUILD
 
+DEFAULT_DATABASE = ".tokconf-fuzz-db"
+INI_FUZZ_DATABASE = "tokconf_fuzz_database"
+
 
 def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse type: `kind`, above zero and finite (a timeout of -1 or nan would never fire)."""
@@ -96,15 +99,21 @@ FUZZ = (
         choices=tuple(PROFILES),
     ),
     Option("max-examples", "override the profile's budget", positive(int), pytest_name="examples"),
-    Option("seed", "a reproducible run (default: random, replaying the example database first)", int),
+    Option("seed", "the generator's seed (default: a random one, printed at the start)", int),
     Option(
-        "db",
-        "example database folder, in the current folder unless a path is given ('' for none)",
-        default=".tokconf-fuzz-db",
+        "database",
+        "example database the campaign replays first and adds its findings to: a folder, redis://HOST:PORT/N "
+        "(shared by every worker on every machine), or '' for none (default: .tokconf-fuzz-db in the current "
+        "folder; pytest: also the tokconf_fuzz_database ini key)",
     ),
+    Option("shared-database", "a database read under --database and never written (a folder or redis://...)"),
     Option(
-        "found-dir", "where found cases go (default: corpora/found in the current folder)", Path, Path("corpora/found")
+        "found-dir",
+        "where found cases go, as recordings (default: corpora/found in the current folder)",
+        Path,
+        Path("corpora/found"),
     ),
+    Option("report", "also write an HTML report (the findings, and a plot of examples and findings over time)", Path),
     TIMEOUT,
 )
 

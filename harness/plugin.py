@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.options import CHECK, FUZZ, add_to_pytest
+from harness.options import CHECK, FUZZ, INI_FUZZ_DATABASE, add_to_pytest
 
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"
@@ -24,6 +24,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_to_pytest(fuzz, "tokconf-fuzz", FUZZ)
     parser.addini(INI_RECORDINGS, "recordings to check (default: the bundled b11192 set)", type="paths", default=[])
     parser.addini(INI_IMPL, "the implementation checked on every run (as --tokconf-impl)", default="")
+    parser.addini(INI_FUZZ_DATABASE, "the fuzz example database, a folder or redis://HOST:PORT/N", default="")
 
 
 def implementation(config: pytest.Config) -> str:

@@ -1,14 +1,24 @@
-"""Fuzz campaigns: a deliberately wrong implementation is found and shrunk; a right one is not flagged."""
+"""Fuzz campaigns: a deliberately wrong implementation is found, shrunk and kept as a recording that
+gates it; a right one is not flagged; the example database replays a finding first."""
 
 from __future__ import annotations
 
+import io
+import unicodedata
 from pathlib import Path
 
 import pytest
 
 from harness.cli.main import main
+from harness.core.files import BUNDLED_RECORDINGS
 from harness.corpus.files import load_corpus_file
+from harness.fuzz.campaign import Campaign, CampaignStats
+from harness.fuzz.database import open_database
+from harness.fuzz.findings import Finding
+from harness.fuzz.report import Progress, summary_lines, write_html
+from harness.implementations.resolve import resolve
 from harness.llama.build import Build
+from harness.recordings.format import load
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -34,23 +44,46 @@ def test_a_wrong_whitespace_class_is_found_shrunk_and_kept_as_a_corpus_case(
         in out
     )
     assert "1 distinct failures" in out
-    found = load_corpus_file(tmp_path / "found-qwen2.yaml")
+    found = load(tmp_path / "found-qwen2.yaml")  # a recording: llama.cpp's answers in every mode
     assert [case.data for case in found.cases] == ["\u3000".encode()]  # shrunk to the one character
+    recorded = next(c for c in load(BUNDLED_RECORDINGS / "qwen2.yaml").cases if c.data == "\u3000".encode())
+    assert found.cases[0].outcomes == recorded.outcomes  # the same answers `tokconf record` got
+    assert found.provenance["campaigns"][0]["seed"] == 0
+    assert found.provenance["campaigns"][0]["implementation"] == "fake_impls:ideographic_space_is_space"
+    assert found.vocab_sha256 == load(BUNDLED_RECORDINGS / "qwen2.yaml").vocab_sha256
     assert 'text: "\\u3000"' in (tmp_path / "found-qwen2.yaml").read_text(encoding="utf-8")  # visible, escaped
     assert "mode plain, seed 0, implementation fake_impls:ideographic_space_is_space" in (found.cases[0].why or "")
     assert list((tmp_path / "cwd").iterdir()) == []  # no stray .hypothesis/ where the campaign ran
+    # the finding gates the port at once, and the next `tokconf record` keeps its input
+    assert main(["check", "--impl", "fake_impls:ideographic_space_is_space", "--recordings", str(tmp_path)]) == 1
+    assert main(["check", "--impl", "reference", "--recordings", str(tmp_path)]) == 0
+    corpus = load_corpus_file(tmp_path / "found-qwen2.yaml")
+    assert [(c.id, c.data) for c in corpus.cases] == [(found.cases[0].id, "\u3000".encode())]
 
 
 def test_the_example_database_replays_a_failure_first(
     llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "special"]
-    args += ["--db", str(tmp_path / "db"), "--found-dir", str(tmp_path / "found")]
-    assert fuzz(capsys, *args)[0] == 1
-    assert any((tmp_path / "db").rglob("*"))
+    args += ["--database", str(tmp_path / "db"), "--found-dir", str(tmp_path / "found")]
     status, out = fuzz(capsys, *args)
+    assert status == 1 and "(example " in out
+    assert any((tmp_path / "db").rglob("*"))
+    status, out = fuzz(capsys, *args, "--seed", "5")
     assert status == 1 and "1 distinct failures" in out
-    assert len(load_corpus_file(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1  # not written twice
+    assert "(replayed from the example database, seed 5)" in out
+    assert len(load(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1  # not written twice
+
+
+def test_a_found_file_of_another_build_is_not_mixed(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "plain", "--no-db"]
+    assert fuzz(capsys, *args, "--found-dir", str(tmp_path), "--seed", "1")[0] == 1
+    path = tmp_path / "found-gpt-2.yaml"
+    path.write_text(path.read_text(encoding="utf-8").replace("build: 11192", "build: 11191"), encoding="utf-8")
+    assert main(["fuzz", *args, "--found-dir", str(tmp_path), "--seed", "1"]) == 2
+    assert "found-gpt-2.yaml holds findings recorded by llama.cpp b11191" in capsys.readouterr().err
 
 
 def test_llama_cpp_against_itself_finds_nothing(
@@ -87,3 +120,50 @@ def test_a_short_campaign_finds_no_divergence_in_the_reference(
     assert status == 0, out
     assert "2400 examples" in out and "0 distinct failures" in out
     assert not list(tmp_path.iterdir())
+
+
+def test_a_campaign_can_be_watched_live_and_reported(llama_build: Build, tmp_path: Path) -> None:
+    stream = io.StringIO()
+    stats = CampaignStats(seed=2)
+    impl = resolve("fake_impls:ideographic_space_is_space", None)
+    found: list[Finding] = []
+    campaign = Campaign(llama_build, impl, ["plain", "bos"], 1200, open_database(""), stats, found.append,
+                        Progress(stream, every=0))  # fmt: skip
+    campaign.fuzz_vocab(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+    lines = stream.getvalue().splitlines()
+    assert len(lines) >= 4  # a line per batch here (every=0)
+    assert "examples (" in lines[0] and "/s) | gpt-2 [plain]" in lines[0]
+    assert "| gpt-2 [bos] 1,200 | findings 2" in lines[-1]
+    assert [f.data for f in found] == ["\u3000".encode()] * 2 and stats.examples == 2400
+    assert [(v, m, t.examples, t.findings) for (v, m), t in stats.targets.items()] == [
+        ("gpt-2", "plain", 1200, 1), ("gpt-2", "bos", 1200, 1)
+    ]  # fmt: skip
+    assert stats.timeline[-1][1:] == (2400, 2) and stats.timeline == sorted(stats.timeline)
+    table = summary_lines(stats)
+    assert table[0].split() == ["vocab", "mode", "examples", "replayed", "failing", "findings", "unsupported"]
+    assert table[1].split()[:3] == ["gpt-2", "plain", "1,200"] and table[1].split()[5] == "1"
+    write_html(tmp_path / "r.html", "campaign", stats, ["a finding"])
+    report = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert report.count("<polyline") == 2 and "findings (0 to 2)" in report and "<pre>a finding</pre>" in report
+    impl.close()
+
+
+@pytest.mark.parametrize(
+    ("impl", "vocab", "mode"),
+    [("fake_impls:two_bugs", "llama-spm", "bos"), ("fake_impls:normalizes_nfc", "qwen2", "plain")],
+)
+def test_the_batch_engine_finds_the_other_planted_bugs(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], impl: str, vocab: str, mode: str
+) -> None:
+    args = ["--impl", impl, "--vocab", vocab, "--mode", mode, "--profile", "ci", "--no-db", "--seed", "4"]
+    status, out = fuzz(capsys, *args, "--found-dir", str(tmp_path))
+    assert status == 1, out
+    minimal = [case.data for case in load(tmp_path / f"found-{vocab}.yaml").cases]
+    if impl.endswith("two_bugs"):  # the missing BOS shows on the empty input; U+3000 is not in llama-spm's way
+        assert b"" in minimal
+    else:  # every minimal input is one NFC changes, and ddmin left nothing NFC would not need
+        for data in minimal:
+            text = data.decode("utf-8")
+            assert unicodedata.normalize("NFC", text) != text
+            assert all(unicodedata.normalize("NFC", text[:i] + text[i + 1 :]) == text[:i] + text[i + 1 :]
+                       or len(text) == 1 for i in range(len(text)))  # fmt: skip

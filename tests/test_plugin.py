@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 from harness.core.files import cache_root
-from harness.corpus.files import load_corpus_file
 from harness.llama.build import Build
 from harness.recordings.format import load
 
@@ -21,6 +21,9 @@ CACHE = cache_root()
 
 @pytest.fixture
 def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A port's test folder. In-process runs restore `sys.modules` afterwards, so a module first
+    imported inside one (numpy, through gguf and the reference) would be imported again by the next,
+    which numpy refuses: the reference is imported by this module, before any run."""
     monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
     monkeypatch.syspath_prepend(str(TESTS))  # fake_impls
     monkeypatch.setenv("PYTHONPATH", str(TESTS))  # for subprocess runs (xdist workers)
@@ -127,15 +130,19 @@ def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
     result = sandbox.runpytest_subprocess(
         "-n", "2", "--dist", "loadgroup", "--tokconf-fuzz", "fake_impls:ideographic_space_is_space",
         "--tokconf-fuzz-vocab", "qwen2", "--tokconf-fuzz-vocab", "gpt-2", "--tokconf-fuzz-mode", "plain",
-        "--tokconf-fuzz-examples", "1000", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-db", "",
-        "--tokconf-fuzz-found-dir", str(found),
+        "--tokconf-fuzz-examples", "1000", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-database", "",
+        "--tokconf-fuzz-found-dir", str(found), "--tokconf-fuzz-report", str(tmp_path / "report.html"),
     )  # fmt: skip
     result.assert_outcomes(failed=2)  # one item per vocab and mode, on two workers
     output = result.stdout.str()  # (fnmatch would read "[plain]" as a character class)
     for line in ("qwen2 [plain] different ids", "gpt-2 [plain] different ids", "(U+3000)", "2 distinct failures"):
         assert line in output
     for vocab in ("qwen2", "gpt-2"):
-        assert [c.data for c in load_corpus_file(found / f"found-{vocab}.yaml").cases] == ["\u3000".encode()]
+        assert [c.data for c in load(found / f"found-{vocab}.yaml").cases] == ["\u3000".encode()]
+    report = (tmp_path / "report.html").read_text(encoding="utf-8")  # both workers' items, one report
+    assert (
+        "<polyline" in report and report.count("<td>plain</td>") == 2 and report.count("input:     &lt;U+3000&gt;") == 2
+    )
 
 
 def test_a_fuzz_campaign_collects_only_the_campaign(sandbox: pytest.Pytester) -> None:

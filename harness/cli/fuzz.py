@@ -4,18 +4,19 @@
 from __future__ import annotations
 
 import argparse
+import random
 import subprocess
 import sys
 from typing import Any
 
-from harness.options import FUZZ, add_to_argparse, pytest_flag
+from harness.options import DEFAULT_DATABASE, FUZZ, add_to_argparse, pytest_flag
 
 
 def add_parser(commands: Any) -> None:
     fuz = commands.add_parser("fuzz", help="differential fuzzing of an implementation against the live llama.cpp")
     fuz.set_defaults(run=run)
     add_to_argparse(fuz, FUZZ)
-    fuz.add_argument("--no-db", action="store_true", help="keep no example database")
+    fuz.add_argument("--no-db", action="store_true", help="keep no example database (as --database '')")
     fuz.add_argument("--workers", type=int, default=1, help="spread over N processes (pytest-xdist); 0: all cores")
 
 
@@ -28,6 +29,13 @@ def run(args: argparse.Namespace) -> int:
         import hypothesis  # noqa: F401
     except ImportError:
         raise TokconfError("tokconf fuzz needs hypothesis", "pip install 'tokconf[fuzz]'") from None
+    if args.no_db:
+        args.database = ""
+    elif args.database is None:
+        args.database = DEFAULT_DATABASE
+    if args.seed is None:
+        args.seed = random.SystemRandom().randrange(1 << 32)
+    print(f"tokconf fuzz: seed {args.seed}, example database {args.database or 'none'}", file=sys.stderr, flush=True)
     if args.workers != 1:
         return _with_xdist(args)
     return _in_process(args)
@@ -36,13 +44,12 @@ def run(args: argparse.Namespace) -> int:
 def _in_process(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from hypothesis.configuration import set_hypothesis_home_dir
-
-    from harness.core.files import cache_root
     from harness.core.outcome import MODES
     from harness.fuzz import PROFILES
-    from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
-    from harness.fuzz.findings import describe_finding, write_findings
+    from harness.fuzz.campaign import Campaign, CampaignStats
+    from harness.fuzz.database import open_database
+    from harness.fuzz.findings import Finding, describe_finding, write_finding
+    from harness.fuzz.report import Progress, summary_lines, write_html
     from harness.implementations.resolve import resolve
     from harness.llama.build import require_build
     from harness.llama.vocabs import resolve_vocabs, vocab_name
@@ -51,32 +58,38 @@ def _in_process(args: argparse.Namespace) -> int:
     vocabs = resolve_vocabs(args.vocab, made)
     modes = args.mode or list(MODES)
     budget = args.max_examples or PROFILES[args.profile]
+    store = open_database(args.database, args.shared_database or "")
     impl = resolve(args.impl, args.timeout)
-    database = database_at(None if args.no_db or not args.db else Path(args.db))
-    stats = CampaignStats()
-    # hypothesis keeps files of its own (`.hypothesis/constants`) in the working directory unless told
-    # otherwise: a campaign writes only what the user asked for there, so they go to tokconf's cache.
-    set_hypothesis_home_dir(cache_root() / "hypothesis")
+    described: list[str] = []
+    written: set[Path] = set()
+    progress = Progress()
+
+    def keep(finding: Finding) -> None:
+        path = write_finding(args.found_dir, finding, made, impl.name)
+        written.add(path)
+        text = "\n".join(describe_finding(finding, impl.name, args.impl, path))
+        described.append(text)
+        progress.done()
+        print(text, flush=True)
+
+    stats = CampaignStats(seed=args.seed)
+    campaign = Campaign(made, impl, modes, budget, store, stats, keep, progress)
     try:
         for vocab in vocabs:
             print(f"{vocab_name(vocab)}: {budget} examples x {len(modes)} modes", file=sys.stderr, flush=True)
-            fuzz_vocab(made, impl, vocab, modes, budget, args.seed, database, stats)
+            campaign.fuzz_vocab(vocab)
     finally:
-        set_hypothesis_home_dir(None)
+        progress.done()
         impl.close()
-    for finding in stats.findings:
-        print("\n".join(describe_finding(finding, impl.name, args.impl)))
+        if args.report:
+            write_html(args.report, f"tokconf fuzz: {args.impl}", stats, described)
     for line in stats.unsupported:
         print(f"unsupported: {line}")
-    written = write_findings(args.found_dir, stats.findings, args.seed, impl.name)
-    rate = stats.examples / max(stats.seconds, 1e-9)
-    share = 100 * stats.oracle_seconds / max(stats.oracle_seconds + stats.impl_seconds, 1e-9)
-    print(
-        f"{stats.examples} examples in {stats.seconds:.1f} s ({rate:.0f}/s; {share:.0f}% of the tokenizing time in "
-        f"llama.cpp), {len(stats.findings)} distinct failures, {len(stats.unsupported)} unsupported vocabs"
-    )
-    for path in written:
-        print(f"found cases written to {path}")
+    print("\n".join(summary_lines(stats)))
+    for path in sorted(written):
+        print(f"found cases written to {path} (gate them: tokconf check --recordings {path.parent})")
+    if args.report:
+        print(f"report written to {args.report}")
     return 1 if stats.findings else 0
 
 
@@ -86,8 +99,6 @@ def _with_xdist(args: argparse.Namespace) -> int:
     argv += ["-n", str(args.workers) if args.workers > 0 else "auto"]
     for option in FUZZ:
         value = getattr(args, option.name.replace("-", "_"))
-        if option.name == "db" and args.no_db:
-            value = ""
         values = value if option.many else [] if value is None else [value]
         argv += [f"{pytest_flag('tokconf-fuzz', option)}={v}" for v in values]
     return subprocess.call(argv)

@@ -76,6 +76,9 @@ class Fact(enum.Enum):
 ExposedFacts = dict[Fact, bool | int | list[int]]
 
 
+RECORDING_SCHEMA = "tokconf-recording/1"  # docs/recording-format.md
+
+
 class LlamaCppProvenance(TypedDict):
     build: int
     source: str  # pypi-sdist, git, folder
@@ -98,6 +101,14 @@ class FuzzProvenance(TypedDict):
     count: int
 
 
+class CampaignProvenance(TypedDict):
+    """A fuzz campaign that added cases to a found recording (`harness.fuzz.findings`)."""
+
+    date: str
+    implementation: str
+    seed: int
+
+
 class CasesDigest(TypedDict):
     count: int
     sha256: str  # of the `cases:` section's bytes, to the end of the file
@@ -116,3 +127,4 @@ class Provenance(TypedDict):
     harness: str
     modes: dict[str, dict[str, bool]]
     cases: NotRequired[CasesDigest]
+    campaigns: NotRequired[list[CampaignProvenance]]  # found recordings only

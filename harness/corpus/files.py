@@ -19,7 +19,9 @@ from typing import Any
 import yaml
 
 from harness.core.errors import TokconfError
+from harness.core.facts import RECORDING_SCHEMA
 from harness.core.files import yaml_files
+from harness.core.outcome import MODES
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
@@ -76,10 +78,26 @@ def _case_data(path: Path, where: str, entry: dict[str, Any]) -> bytes:
     return data * repeat
 
 
+def _inputs_of_recording(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
+    """A recording read as a corpus file: its cases' inputs, ids without the `<stem>/` prefix. This is
+    how the findings a fuzz campaign keeps as recordings (`corpora/found/`) stay in the corpus of the
+    next `tokconf record`."""
+    cases = []
+    for entry in doc.get("cases") or []:
+        if not isinstance(entry, dict):
+            raise _bad(path, "cases", "each case must be a mapping")
+        case = {k: v for k, v in entry.items() if k not in MODES}
+        case["id"] = str(case.get("id", "")).removeprefix(f"{path.stem}/")
+        cases.append(case)
+    return {"cases": cases}
+
+
 def load_corpus_file(path: Path) -> CorpusFile:
-    """Load and validate one corpus file."""
+    """Load and validate one corpus file (or the inputs of a recording, see `_inputs_of_recording`)."""
     raw = path.read_bytes()
     doc = _load_yaml(path, raw)
+    if isinstance(doc, dict) and doc.get("schema") == RECORDING_SCHEMA:
+        doc = _inputs_of_recording(path, doc)
     if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
         raise _bad(path, "top level", "must be a mapping with a `cases` list")
     unknown = set(doc) - FILE_KEYS

@@ -1,102 +1,93 @@
-"""What a campaign found: each shrunk divergence, appended to `found-<vocab>.yaml` as a corpus case (so
-the next `tokconf record` keeps it), and the report lines both front ends print."""
+"""What a campaign found: each shrunk divergence, kept as a case of a `tokconf-recording/1` file with
+llama.cpp's answer in every mode (`found-<vocab>.yaml`), so `tokconf check --recordings corpora/found`
+gates it at once, without a compiled llama.cpp; and the report lines both front ends print.
+"""
 
 from __future__ import annotations
 
 import datetime
 import hashlib
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import yaml
 
 from harness.core.errors import TokconfError
-from harness.core.files import atomic_write
+from harness.core.facts import CampaignProvenance, VocabFacts
 from harness.core.outcome import Mode, Outcome, render_outcome
-from harness.core.render import INVISIBLE, code_points, first_divergence, ids_window, visible
+from harness.core.render import code_points, first_divergence, ids_window, visible
+from harness.llama.build import Build
+from harness.record.recorder import provenance
+from harness.recordings.format import RecordedCase, Recording, load, write
 
 
 @dataclass
 class Finding:
     vocab: str
     mode: Mode
-    data: bytes
-    expected: Outcome
-    actual: Outcome
+    data: bytes  # the minimal input
+    expected: Outcome  # llama.cpp's answer in `mode`
+    actual: Outcome  # the implementation's
     reason: str
-    vocab_path: Path | None = None  # its GGUF file, for pieces in the report
-    seed: int | None = None  # the campaign's --seed (None: random, replayed from the example database)
+    vocab_path: Path  # its GGUF file, for pieces in the report
+    seed: int  # the campaign's seed (printed at its start, chosen at random unless given)
+    vocab_sha256: str = ""
+    facts: VocabFacts | None = None
+    outcomes: dict[Mode, Outcome] = field(default_factory=dict)  # llama.cpp's, every mode
+    replayed: bool = False  # from the example database, not generated
+    example: int = 0  # which example of its vocabulary and mode it was (1: the first)
+
+    @property
+    def case_id(self) -> str:
+        return f"found-{self.vocab}/fuzz-{hashlib.sha256(self.data).hexdigest()[:12]}"
 
 
-def write_findings(found_dir: Path, findings: list[Finding], seed: int | None, impl_name: str) -> list[Path]:
-    """Append each finding as a corpus case in `found-<vocab>.yaml` (deduplicated by input)."""
-    written = []
+def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: str) -> Path:
+    """Add the finding to `found-<vocab>.yaml` (a recording: one case, every mode, llama.cpp's answers),
+    unless that input is there already. A file recorded by another build or vocabulary file is not
+    mixed with this one: that is an error that says to move it."""
+    assert finding.facts is not None, "findings are written with the facts of their vocabulary"
+    path = found_dir / f"found-{finding.vocab}.yaml"
     today = datetime.date.today().isoformat()
-    for vocab in sorted({f.vocab for f in findings}):
-        path = found_dir / f"found-{vocab}.yaml"
-        doc = _load_found(path, vocab)
-        known = {case["id"] for case in doc["cases"]}
-        for finding in (f for f in findings if f.vocab == vocab):
-            case_id = "fuzz-" + hashlib.sha256(finding.data).hexdigest()[:12]
-            if case_id in known:
-                continue
-            known.add(case_id)
-            case: dict[str, object] = {"id": case_id}
-            try:
-                case["text"] = finding.data.decode("utf-8")
-            except UnicodeDecodeError:
-                case["bytes_hex"] = finding.data.hex()
-            case["why"] = (
-                f"found by tokconf fuzz on {today}: vocab {vocab}, mode {finding.mode}, "
-                f"{'random seed' if seed is None else f'seed {seed}'}, "
-                f"implementation {impl_name}: {finding.reason}"
-            )
-            doc["cases"].append(case)
-        found_dir.mkdir(parents=True, exist_ok=True)
-        atomic_write(path, _dump_visible(doc), "found cases")
-        written.append(path)
-    return written
+    campaign: CampaignProvenance = {"date": today, "implementation": impl_name, "seed": finding.seed}
+    if path.is_file():
+        recording = load(path)
+        _same_origin(path, recording, build, finding)
+    else:
+        origin = provenance(
+            build, finding.vocab_path, finding.vocab_sha256, finding.facts, {}, {"seed": 0, "generator": 0, "count": 0}
+        )
+        origin["upstream_tests"] = {}
+        recording = Recording(origin, finding.facts, [])
+    if any(case.id == finding.case_id for case in recording.cases):
+        return path
+    campaigns = recording.provenance.setdefault("campaigns", [])
+    if campaign not in campaigns:
+        campaigns.append(campaign)
+    why = (
+        f"found by tokconf fuzz on {today}: mode {finding.mode}, seed {finding.seed}, "
+        f"implementation {impl_name}: {finding.reason}"
+    )
+    recording.cases.append(RecordedCase(finding.case_id, finding.data, dict(finding.outcomes), why))
+    found_dir.mkdir(parents=True, exist_ok=True)
+    write(path, recording, visible=True)
+    return path
 
 
-class _VisibleDumper(yaml.CSafeDumper):
-    """Strings holding an invisible character (U+3000, U+200B, …) are written double-quoted, so that
-    `_dump_visible` can spell the character as an escape: a found input stays readable in review."""
+def _same_origin(path: Path, recording: Recording, build: Build, finding: Finding) -> None:
+    if recording.build != build.build or recording.vocab_sha256 != finding.vocab_sha256:
+        raise TokconfError(
+            f"{path} holds findings recorded by llama.cpp b{recording.build} with vocab sha256 "
+            f"{recording.vocab_sha256[:16]}…; this campaign runs b{build.build} with {finding.vocab_sha256[:16]}…",
+            "move that file away (or give --found-dir): a recording holds one build's answers",
+        )
 
 
-def _represent_str(dumper: yaml.CSafeDumper, text: str) -> yaml.ScalarNode:
-    style = '"' if any(c in INVISIBLE for c in text) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", text, style=style)
-
-
-_VisibleDumper.add_representer(str, _represent_str)
-
-
-def _dump_visible(doc: dict[str, Any]) -> str:
-    """YAML with every invisible character as a `\\uXXXX` escape (they occur only in double-quoted
-    scalars, where YAML reads the escape back as the character)."""
-    text = yaml.dump(doc, Dumper=_VisibleDumper, sort_keys=False, allow_unicode=True, width=1 << 30)
-    for char in INVISIBLE:
-        text = text.replace(char, f"\\u{ord(char):04X}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08X}")
-    return text
-
-
-def _load_found(path: Path, vocab: str) -> dict[str, Any]:
-    if not path.is_file():
-        return {"theme": f"found-{vocab}", "description": "inputs on which a fuzz campaign found a divergence",
-                "cases": []}  # fmt: skip
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(doc, dict) or not isinstance(doc.get("cases"), list):
-        raise TokconfError(f"{path} is not a corpus file", "move it away; tokconf fuzz writes found cases there")
-    return doc
-
-
-def describe_finding(finding: Finding, impl_name: str, impl_spec: str) -> list[str]:
+def describe_finding(finding: Finding, impl_name: str, impl_spec: str, written: Path | None = None) -> list[str]:
     """A shrunk divergence as the report lines both front ends print: the input, both answers with
-    their pieces around the first difference, and the command that finds it again."""
+    their pieces around the first difference, and the commands that find it again and gate it."""
+    origin = f"{'replayed from the example database as ' if finding.replayed else ''}example {finding.example}"
     lines = [
-        f"{finding.vocab} [{finding.mode}] {finding.reason}",
+        f"{finding.vocab} [{finding.mode}] {finding.reason} ({origin}, seed {finding.seed})",
         f"  input:     {visible(finding.data)}   ({code_points(finding.data)})",
     ]
     expected, actual = finding.expected, finding.actual
@@ -107,9 +98,14 @@ def describe_finding(finding: Finding, impl_name: str, impl_spec: str) -> list[s
     else:
         lines.append(f"  llama.cpp: {render_outcome(expected)}")
         lines.append(f"  {impl_name}: {render_outcome(actual)}")
-    command = ["tokconf", "fuzz", "--impl", impl_spec, "--vocab", finding.vocab, "--mode", finding.mode]
-    if finding.seed is not None:
-        lines.append(f"  reproduce: {shlex.join([*command, '--seed', str(finding.seed)])}")
+    shipped = finding.vocab_path.name == f"ggml-vocab-{finding.vocab}.gguf"
+    vocab = finding.vocab if shipped else str(finding.vocab_path)
+    command = ["tokconf", "fuzz", "--impl", impl_spec, "--vocab", vocab, "--mode", finding.mode]
+    if finding.replayed:
+        lines.append(f"  reproduce: {shlex.join(command)}   (replayed first from the example database)")
     else:
-        lines.append(f"  reproduce: {shlex.join(command)}   (random seed: replayed first from the example database)")
+        lines.append(f"  reproduce: {shlex.join([*command, '--seed', str(finding.seed)])}")
+    if written is not None:
+        gate = ["tokconf", "check", "--impl", impl_spec, "--recordings", str(written)]
+        lines.append(f"  gate:      {shlex.join(gate)}")
     return lines

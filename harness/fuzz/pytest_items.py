@@ -3,16 +3,16 @@
 
     pytest --tokconf-fuzz reference --tokconf-fuzz-profile campaign -n auto --dist loadgroup
 
-One item per vocabulary and mode runs `harness.fuzz.campaign.fuzz_vocab` for that pair; a
-vocabulary's items stay on one worker (`xdist_group`), so its found cases are written by one
-process. Workers on one machine share the hypothesis example database folder. Across machines, give
-each machine a share of `--tokconf-fuzz-vocab` (or the same list and different seeds), then merge
-their `corpora/found/` files and database folders. A campaign run collects only the campaign.
+One item per vocabulary and mode runs `harness.fuzz.campaign.Campaign` on that pair; a vocabulary's
+items stay on one worker (`xdist_group`), so its found recording is written by one process. Workers
+share the example database: a folder on one machine, or `redis://HOST:PORT/N` across machines
+(`--tokconf-fuzz-database`, or the `tokconf_fuzz_database` ini key). A campaign run collects only
+the campaign.
 """
 
 from __future__ import annotations
 
-import time
+import random
 from pathlib import Path
 from typing import Any
 
@@ -21,14 +21,17 @@ import pytest
 from harness.check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 from harness.core.outcome import MODES, Mode
 from harness.fuzz import PROFILES
-from harness.fuzz.campaign import CampaignStats, database_at, fuzz_vocab
-from harness.fuzz.findings import describe_finding, write_findings
+from harness.fuzz.campaign import Campaign, CampaignStats, TargetStats
+from harness.fuzz.database import ExampleStore, open_database
+from harness.fuzz.findings import Finding, describe_finding, write_finding
+from harness.fuzz.report import summary_lines, write_html
 from harness.implementations.base import Implementation
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build, require_build
 from harness.llama.vocabs import shipped_vocabs, vocab_name
+from harness.options import DEFAULT_DATABASE, INI_FUZZ_DATABASE
 
-PROPERTY = "tokconf-fuzz"  # each item's statistics: examples, seconds, oracle seconds, impl seconds, findings
+PROPERTY = "tokconf-fuzz"  # each item's target, its counts, oracle and impl seconds, and its findings described
 
 
 class FuzzItem(TokconfItem):
@@ -41,22 +44,22 @@ class FuzzItem(TokconfItem):
 
     def runtest(self) -> None:
         plugin = self.config.stash[FuzzPlugin.STASH]
-        stats = CampaignStats()
-        fuzz_vocab(
-            plugin.build, plugin.impl, self.location_path, [self.mode], plugin.budget, plugin.seed,
-            database_at(plugin.db), stats,
-        )  # fmt: skip
-        counts = [stats.examples, stats.seconds, stats.oracle_seconds, stats.impl_seconds, len(stats.findings)]
-        self.user_properties.append((PROPERTY, counts))
+        stats = CampaignStats(seed=plugin.seed)
+        described: list[str] = []
+
+        def keep(finding: Finding) -> None:
+            path = write_finding(plugin.found_dir, finding, plugin.build, plugin.impl.name)
+            described.append("\n".join(describe_finding(finding, plugin.impl.name, plugin.spec, path)))
+
+        campaign = Campaign(plugin.build, plugin.impl, [self.mode], plugin.budget, plugin.store, stats, keep)
+        campaign.fuzz_vocab(self.location_path)
+        target = stats.targets.get((vocab_name(self.location_path), self.mode), TargetStats())
+        counts = {"target": vars(target), "oracle": stats.oracle_seconds, "impl": stats.impl_seconds}
+        self.user_properties.append((PROPERTY, [vocab_name(self.location_path), self.mode, counts, described]))
         if stats.unsupported:
             pytest.skip(f"unsupported: {stats.unsupported[0]}")
-        if stats.findings:
-            written = write_findings(plugin.found_dir, stats.findings, plugin.seed, plugin.impl.name)
-            lines = [
-                line for finding in stats.findings for line in describe_finding(finding, plugin.impl.name, plugin.spec)
-            ]
-            lines += [f"found cases written to {path}" for path in written]
-            raise ReportedFailure("\n".join(lines))
+        if described:
+            raise ReportedFailure("\n".join(described))
 
 
 class FuzzPlugin:
@@ -72,22 +75,34 @@ class FuzzPlugin:
         self.spec: str = option("tokconf_fuzz")
         self.build_number: int = option("tokconf_fuzz_build")
         self.budget: int = option("tokconf_fuzz_examples") or PROFILES[option("tokconf_fuzz_profile")]
-        self.seed: int | None = option("tokconf_fuzz_seed")
-        self.db = Path(option("tokconf_fuzz_db")) if option("tokconf_fuzz_db") else None
+        # without --seed (tokconf fuzz always passes one), each worker picks its own, which findings name
+        seed = option("tokconf_fuzz_seed")
+        self.seed: int = random.SystemRandom().randrange(1 << 32) if seed is None else seed
+        database = option("tokconf_fuzz_database")
+        self.database: str = config.getini(INI_FUZZ_DATABASE) or DEFAULT_DATABASE if database is None else database
+        self.shared_database: str = option("tokconf_fuzz_shared_database") or ""
         self.found_dir: Path = option("tokconf_fuzz_found_dir")
+        self.report: Path | None = option("tokconf_fuzz_report")
         self.timeout: float | None = option("tokconf_fuzz_timeout")
         self.vocab_names: list[str] = option("tokconf_fuzz_vocab")
         self.modes: list[Mode] = option("tokconf_fuzz_mode") or list(MODES)
         self._build: Build | None = None
         self._impl: Implementation | None = None
-        self.started = time.monotonic()
-        self.totals = [0.0] * 5
+        self._store: ExampleStore | None = None
+        self.totals = CampaignStats(seed=self.seed)  # every item's counts, also those xdist workers send back
+        self.described: list[str] = []
 
     @property
     def build(self) -> Build:
         if self._build is None:
             self._build = require_build(self.build_number)
         return self._build
+
+    @property
+    def store(self) -> ExampleStore:
+        if self._store is None:
+            self._store = open_database(self.database, self.shared_database)
+        return self._store
 
     @property
     def impl(self) -> Implementation:
@@ -121,18 +136,20 @@ class FuzzPlugin:
             return
         for key, value in report.user_properties:
             if key == PROPERTY and isinstance(value, (list, tuple)):  # xdist sends lists back
-                self.totals = [a + float(b) for a, b in zip(self.totals, value, strict=True)]
+                vocab, mode, counts, described = value
+                self.totals.targets[(vocab, mode)] = TargetStats(**counts["target"])
+                self.totals.oracle_seconds += counts["oracle"]
+                self.totals.impl_seconds += counts["impl"]
+                self.described += described
+                self.totals.mark()
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        examples, busy, oracle, impl, findings = self.totals
-        wall = time.monotonic() - self.started
-        share = 100 * oracle / max(oracle + impl, 1e-9)
         terminalreporter.section(f"tokconf fuzz campaign: {self.spec}")
-        terminalreporter.write_line(
-            f"{int(examples)} examples in {wall:.1f} s wall ({examples / max(wall, 1e-9):.0f}/s over all workers; "
-            f"{busy:.1f} s of campaign time, {share:.0f}% of the tokenizing time in llama.cpp), "
-            f"{int(findings)} distinct failures"
-        )
+        for line in summary_lines(self.totals):
+            terminalreporter.write_line(line)
+        if self.report:
+            write_html(self.report, f"tokconf fuzz: {self.spec}", self.totals, self.described)
+            terminalreporter.write_line(f"report written to {self.report}")
 
     def pytest_unconfigure(self) -> None:
         if self._impl is not None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from harness import __version__
 from harness.core.errors import TokconfError
-from harness.core.facts import Provenance, VocabFacts
+from harness.core.facts import FuzzProvenance, Provenance, VocabFacts
 from harness.core.files import sha256_file
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import Case, CorpusFile
@@ -47,12 +47,15 @@ class Plan:
     decoding: bool = True  # also write each recording's decoding (record_decoding)
 
 
-def _provenance(plan: Plan, vocab: Path, vocab_sha: str, facts: VocabFacts) -> Provenance:
-    source = plan.build.source
+def provenance(
+    build: Build, vocab: Path, vocab_sha: str, facts: VocabFacts, corpus: dict[str, str], fuzz: FuzzProvenance
+) -> Provenance:
+    """Where a recording's answers came from: the build, the vocab file, the inputs' sources."""
+    source = build.source
     inp = vocab.with_name(vocab.name + ".inp")
     return {
         "llama_cpp": {
-            "build": plan.build.build,
+            "build": build.build,
             "source": source.kind,
             "origin": source.origin,
             "sha256": source.sha256,
@@ -66,9 +69,9 @@ def _provenance(plan: Plan, vocab: Path, vocab_sha: str, facts: VocabFacts) -> P
             "model": facts["model"],
             "pre": facts["pre"],
         },
-        "corpus": {f.path.name: f.sha256 for f in plan.corpus},
+        "corpus": corpus,
         "upstream_tests": {inp.name: sha256_file(inp)} if inp.is_file() else {},
-        "fuzz": {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count},
+        "fuzz": fuzz,
         "harness": __version__,
         "modes": {m: {"add_special": a, "parse_special": p} for m, (a, p) in MODES.items()},
     }
@@ -95,9 +98,11 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     vocab_sha = sha256_file(vocab)
     with LibllamaOracle(plan.build, vocab) as oracle:
         facts = oracle.facts()
-        provenance = _provenance(plan, vocab, vocab_sha, facts)
+        corpus = {f.path.name: f.sha256 for f in plan.corpus}
+        fuzz: FuzzProvenance = {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count}
+        origin = provenance(plan.build, vocab, vocab_sha, facts, corpus, fuzz)
         cases = all_cases(plan, vocab, facts)
-        key_source = json.dumps([provenance, [c.id for c in cases]], sort_keys=True)
+        key_source = json.dumps([origin, [c.id for c in cases]], sort_keys=True)
         key = hashlib.sha256(key_source.encode() + b"".join(c.data for c in cases)).hexdigest()
         journal = Journal(plan.out_dir / f".{name}.journal", key)
         resumed = len(journal.done)
@@ -113,7 +118,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
             raise
         recorded = [RecordedCase(case.id, case.data, journal.done[i], case.why) for i, case in enumerate(cases)]
         crashes, restarts = oracle.crashes, oracle.restarts
-    recording = Recording(provenance, facts, recorded)
+    recording = Recording(origin, facts, recorded)
     write(out, recording)
     journal.finish()
     if plan.decoding:

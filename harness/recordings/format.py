@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TokconfError
-from harness.core.facts import Provenance, VocabFacts
+from harness.core.facts import RECORDING_SCHEMA, Provenance, VocabFacts
 from harness.core.files import atomic_write, yaml_files
 from harness.core.outcome import MODES, Mode, Outcome, Refusal
 from harness.recordings.yaml_io import (
@@ -29,7 +29,7 @@ from harness.recordings.yaml_io import (
     text_fields,
 )
 
-SCHEMA = "tokconf-recording/1"
+SCHEMA = RECORDING_SCHEMA
 CASES_LINE = b"\ncases:\n"  # where the digested section starts
 CASE_KEYS = {"id", "text", "bytes_hex", "why", *MODES}
 SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.recordings.decoding)
@@ -95,15 +95,15 @@ def to_document(recording: Recording) -> dict[str, Any]:
     return {"schema": SCHEMA, "provenance": provenance, "facts": _facts_node(recording.facts), "cases": cases}
 
 
-def dumps(recording: Recording) -> str:
+def dumps(recording: Recording, visible: bool = False) -> str:
     """The YAML text of a recording: stable order, leaf lists in flow style, no line folding, and the
     count and sha256 of its `cases:` section in `provenance.cases`, so a truncated or edited file is
     refused on load (`_verify_cases`)."""
     doc = to_document(recording)
-    cases = dump_yaml({"cases": doc.pop("cases")})
+    cases = dump_yaml({"cases": doc.pop("cases")}, visible)
     digest = Flow(count=len(recording.cases), sha256=hashlib.sha256(cases.encode("utf-8")).hexdigest())
     doc["provenance"]["cases"] = digest
-    return dump_yaml(doc) + cases
+    return dump_yaml(doc, visible) + cases
 
 
 def _verify_cases(path: Path, raw: bytes, doc: dict[str, Any], recording: Recording) -> None:
@@ -242,9 +242,10 @@ def recording_files(paths: list[Path]) -> list[Path]:
     return found
 
 
-def write(path: Path, recording: Recording) -> None:
-    """Write atomically, after proving the YAML reads back to exactly the same recording."""
-    text = dumps(recording)
+def write(path: Path, recording: Recording, visible: bool = False) -> None:
+    """Write atomically, after proving the YAML reads back to exactly the same recording (`visible`:
+    invisible characters escaped, see `dump_yaml`)."""
+    text = dumps(recording, visible)
     again = from_document(path, parse_yaml(text))
     if again.cases != recording.cases or again.facts != recording.facts:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")

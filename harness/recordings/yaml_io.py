@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from harness.core.errors import TokconfError
+from harness.core.render import INVISIBLE
 
 
 class Flow(dict[str, Any]):
@@ -54,16 +55,38 @@ def text_fields(data: bytes) -> dict[str, str]:
         return {"bytes_hex": data.hex()}
 
 
-def dump_yaml(doc: dict[str, Any]) -> str:
-    """Recordings' YAML style: keys in the given order, block style, no line folding."""
-    return yaml.dump(
+class _VisibleDumper(_Dumper):
+    """The same, with every string that holds an invisible character (U+3000, U+200B, …) double-quoted,
+    so `dump_yaml` can spell the character as an escape."""
+
+
+def _represent_visible(dumper: yaml.CSafeDumper, text: str) -> yaml.ScalarNode:
+    if any(c in INVISIBLE for c in text):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", str(text), style='"')
+    return _represent_text(dumper, Text(text)) if isinstance(text, Text) else dumper.represent_str(text)
+
+
+_VisibleDumper.add_representer(Text, _represent_visible)
+_VisibleDumper.add_representer(str, _represent_visible)
+
+
+def dump_yaml(doc: dict[str, Any], visible: bool = False) -> str:
+    """Recordings' YAML style: keys in the given order, block style, no line folding. `visible`: every
+    invisible character as a `\\uXXXX` escape, for files people review (a fuzz finding of U+3000 must
+    not read as an empty string); they occur only in double-quoted scalars, where YAML reads the
+    escape back as the character. The bundled recordings keep the characters as they are."""
+    text = yaml.dump(
         doc,
-        Dumper=_Dumper,
+        Dumper=_VisibleDumper if visible else _Dumper,
         sort_keys=False,
         default_flow_style=False,
         allow_unicode=True,
         width=1 << 30,
     )
+    if visible:
+        for char in INVISIBLE:
+            text = text.replace(char, f"\\u{ord(char):04X}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08X}")
+    return text
 
 
 def parse_yaml(text: str | bytes) -> Any:

@@ -1,4 +1,6 @@
-"""hypothesis strategies for tokenizer-hostile input, as bytes.
+"""The fuzz engine tokconf 0.2.0 shipped, kept as the baseline benchmarks/fuzz.py measures against:
+hypothesis strategies for tokenizer-hostile input, as bytes, and one `@given` test per vocab and mode
+asking both tokenizers one input at a time.
 
 An input glues together 1-12 pieces: a run from one of the named Unicode ranges of the seeded
 generator (`harness.corpus.generator.RANGES`) or from a Unicode category, a whitespace run of every kind, a digit
@@ -9,10 +11,18 @@ a failing input piece by piece, so a report ends at the smallest input that stil
 
 from __future__ import annotations
 
-from hypothesis import strategies as st
+import time
 
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+from hypothesis.database import InMemoryExampleDatabase
+
+from harness.check.engine import Verdict, judge
+from harness.core.outcome import MODES, Mode
 from harness.core.render import WHITESPACE
 from harness.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES
+from harness.implementations.base import Session
+from harness.oracle.client import LibllamaOracle
 
 CATEGORIES: tuple[str, ...] = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd")
 CATEGORIES += ("Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Co")
@@ -79,3 +89,33 @@ def tokenizer_inputs(vocab_words: list[bytes], specials: list[bytes]) -> st.Sear
     if vocab_words:
         pieces.append(st.lists(st.sampled_from(vocab_words), min_size=1, max_size=4).map(b"".join))
     return st.lists(st.one_of(*pieces), min_size=1, max_size=12).map(b"".join)
+
+
+def fuzz_mode(
+    oracle: LibllamaOracle, session: Session, mode: Mode, words: list[bytes], specials: list[bytes], examples: int
+) -> tuple[int, float, int]:
+    """One seeded hypothesis campaign: (examples, seconds, failures)."""
+    add_special, parse_special = MODES[mode]
+    count = [0, 0]
+
+    @seed(1)
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=InMemoryExampleDatabase(),
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(tokenizer_inputs(words, specials))
+    def differential(data: bytes) -> None:
+        count[0] += 1
+        expected = oracle.tokenize(data, add_special, parse_special)
+        actual = session.encode_many([(data, add_special, parse_special)])[0]
+        assert judge(expected, actual)[0] is Verdict.PASSED
+
+    started = time.monotonic()
+    try:
+        differential()
+    except AssertionError:
+        count[1] += 1
+    return count[0], time.monotonic() - started, count[1]

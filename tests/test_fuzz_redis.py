@@ -1,0 +1,127 @@
+"""Many machines, one example database: a real `redis-server` on 127.0.0.1 (Debian's package; setup.sh
+installs it), shared by campaigns that know nothing else of each other. No mock: a missing server
+fails these tests with the command that installs it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from harness.llama.build import Build
+from harness.recordings.format import load
+
+BUG = "fake_impls:ideographic_space_is_space"
+TESTS = Path(__file__).parent
+
+
+class RedisServer:
+    def __init__(self, tmp: Path) -> None:
+        server = shutil.which("redis-server")
+        if server is None:
+            pytest.fail("redis-server is missing: apt-get install redis-server (setup.sh does)", pytrace=False)
+        with socket.socket() as probe:  # a free port
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        argv = [server, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+        self.process = subprocess.Popen([*argv, "--dir", str(tmp)], stdout=subprocess.DEVNULL)
+        client = redis.Redis.from_url(self.url)
+        for _ in range(200):
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        else:
+            pytest.fail("redis-server did not start", pytrace=False)
+        self.client = client
+
+    def stored(self) -> list[bytes]:
+        return sorted(self.client.keys("*"))
+
+    def kill(self) -> None:
+        self.process.kill()
+        self.process.wait()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[RedisServer]:
+    (tmp_path / "redis").mkdir()
+    started = RedisServer(tmp_path / "redis")
+    yield started
+    started.kill()
+
+
+def tokconf_fuzz(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    argv = [str(Path(sys.executable).with_name("tokconf")), "fuzz", "--impl", BUG, *args]
+    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    out, err = process.communicate(timeout=300)
+    return process.returncode, out, err
+
+
+def test_a_finding_of_worker_a_is_worker_bs_first_example(
+    llama_build: Build, server: RedisServer, tmp_path: Path
+) -> None:
+    for machine in ("a", "b", "c"):
+        (tmp_path / machine).mkdir()
+    common = ["--vocab", "qwen2", "--mode", "plain", "--max-examples", "300", "--found-dir", "found"]
+    status, out, err = finish(tokconf_fuzz(*common, "--database", server.url, "--seed", "0", cwd=tmp_path / "a"))
+    assert status == 1, err
+    assert "qwen2 [plain] different ids (example " in out
+    assert server.stored()  # worker A saved its finding in the shared database
+    status, out, err = finish(tokconf_fuzz(*common, "--database", server.url, "--seed", "7", cwd=tmp_path / "b"))
+    assert status == 1, err
+    assert "(replayed from the example database as example 1, seed 7)" in out
+    assert [c.data for c in load(tmp_path / "b" / "found" / "found-qwen2.yaml").cases] == ["\u3000".encode()]
+    # read-only under a local folder: replayed from Redis, kept locally, Redis not written
+    before = {key: server.client.smembers(key) for key in server.stored()}
+    local = ["--database", "db", "--shared-database", server.url, "--seed", "8"]
+    status, out, err = finish(tokconf_fuzz(*common, *local, cwd=tmp_path / "c"))
+    assert status == 1, err
+    assert "(replayed from the example database as example 1, seed 8)" in out
+    assert {key: server.client.smembers(key) for key in server.stored()} == before
+    assert any((tmp_path / "c" / "db").rglob("*"))
+
+
+def test_killing_redis_mid_campaign_is_a_clear_error_and_loses_no_finding(
+    llama_build: Build, server: RedisServer, tmp_path: Path
+) -> None:
+    found = tmp_path / "found" / "found-qwen2.yaml"
+    args = ["--vocab", "qwen2", "--mode", "plain", "--mode", "special", "--max-examples", "30000"]
+    process = tokconf_fuzz(*args, "--database", server.url, "--found-dir", "found", "--seed", "0", cwd=tmp_path)
+    deadline = time.monotonic() + 120
+    while not found.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert found.exists(), process.communicate()
+    server.kill()  # while the plain target still runs: the special target's replay meets a dead Redis
+    status, out, err = finish(process)
+    assert status == 2, (out, err)
+    assert f"tokconf: error: the example database {server.url} failed to" in err
+    assert "ConnectionError" in err and "every finding so far is written to the found folder" in err
+    assert "qwen2 [plain] different ids" in out  # reported as it was found
+    assert [c.data for c in load(found).cases] == ["\u3000".encode()]
+
+
+def test_an_unreachable_database_is_refused_before_any_work(llama_build: Build, tmp_path: Path) -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # nothing listens there once closed
+    status, _, err = finish(
+        tokconf_fuzz("--vocab", "qwen2", "--database", f"redis://127.0.0.1:{port}/0", cwd=tmp_path)
+    )
+    assert status == 2
+    assert f"cannot reach the example database redis://127.0.0.1:{port}/0" in err and "start redis-server" in err
+    assert not (tmp_path / "found").exists()
