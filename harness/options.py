@@ -17,9 +17,6 @@ from harness.core.outcome import MODES
 from harness.fuzz import PROFILES
 from harness.llama.pins import DEFAULT_BUILD
 
-DEFAULT_DATABASE = ".tokconf-fuzz-db"
-INI_FUZZ_DATABASE = "tokconf_fuzz_database"
-
 
 def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     """An argparse type: `kind`, above zero and finite (a timeout of -1 or nan would never fire)."""

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.options import CHECK, FUZZ, INI_FUZZ_DATABASE, add_to_pytest
+from harness.fuzz import INI_DATABASE as INI_FUZZ_DATABASE
+from harness.options import CHECK, FUZZ, add_to_pytest
 
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"

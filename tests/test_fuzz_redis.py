@@ -119,9 +119,7 @@ def test_an_unreachable_database_is_refused_before_any_work(llama_build: Build, 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once closed
-    status, _, err = finish(
-        tokconf_fuzz("--vocab", "qwen2", "--database", f"redis://127.0.0.1:{port}/0", cwd=tmp_path)
-    )
+    status, _, err = finish(tokconf_fuzz("--vocab", "qwen2", "--database", f"redis://127.0.0.1:{port}/0", cwd=tmp_path))
     assert status == 2
     assert f"cannot reach the example database redis://127.0.0.1:{port}/0" in err and "start redis-server" in err
     assert not (tmp_path / "found").exists()

@@ -145,6 +145,19 @@ def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
     )
 
 
+def test_the_fuzz_database_ini_key_names_the_shared_database(sandbox: pytest.Pytester, llama_build: Build) -> None:
+    sandbox.makeini("[pytest]\ntokconf_fuzz_database = from-ini\n")
+    args = ["--tokconf-fuzz", "fake_impls:ideographic_space_is_space", "--tokconf-fuzz-vocab", "gpt-2"]
+    args += ["--tokconf-fuzz-mode", "plain", "--tokconf-fuzz-examples", "300", "--tokconf-fuzz-found-dir", "found"]
+    sandbox.runpytest_subprocess(*args).assert_outcomes(failed=1)
+    assert any((sandbox.path / "from-ini").rglob("*"))  # the finding went to the database the ini names
+    result = sandbox.runpytest_subprocess(*args, "--tokconf-fuzz-database", "")  # the option wins over the ini
+    result.assert_outcomes(failed=1)
+    assert "replayed from the example database" not in result.stdout.str()
+    result = sandbox.runpytest_subprocess(*args)
+    assert "(replayed from the example database as example 1" in result.stdout.str()
+
+
 def test_a_fuzz_campaign_collects_only_the_campaign(sandbox: pytest.Pytester) -> None:
     sandbox.makepyfile("def test_x():\n    pass\n")
     result = sandbox.runpytest("--tokconf-fuzz", "reference", "--tokconf-fuzz-vocab", "qwen2", "--collect-only", "-q")

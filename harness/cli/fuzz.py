@@ -9,7 +9,8 @@ import subprocess
 import sys
 from typing import Any
 
-from harness.options import DEFAULT_DATABASE, FUZZ, add_to_argparse, pytest_flag
+from harness.fuzz import DEFAULT_DATABASE
+from harness.options import FUZZ, add_to_argparse, pytest_flag
 
 
 def add_parser(commands: Any) -> None:

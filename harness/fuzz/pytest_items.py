@@ -20,7 +20,7 @@ import pytest
 
 from harness.check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 from harness.core.outcome import MODES, Mode
-from harness.fuzz import PROFILES
+from harness.fuzz import DEFAULT_DATABASE, INI_DATABASE, PROFILES
 from harness.fuzz.campaign import Campaign, CampaignStats, TargetStats
 from harness.fuzz.database import ExampleStore, open_database
 from harness.fuzz.findings import Finding, describe_finding, write_finding
@@ -29,7 +29,6 @@ from harness.implementations.base import Implementation
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build, require_build
 from harness.llama.vocabs import shipped_vocabs, vocab_name
-from harness.options import DEFAULT_DATABASE, INI_FUZZ_DATABASE
 
 PROPERTY = "tokconf-fuzz"  # each item's target, its counts, oracle and impl seconds, and its findings described
 
@@ -79,7 +78,7 @@ class FuzzPlugin:
         seed = option("tokconf_fuzz_seed")
         self.seed: int = random.SystemRandom().randrange(1 << 32) if seed is None else seed
         database = option("tokconf_fuzz_database")
-        self.database: str = config.getini(INI_FUZZ_DATABASE) or DEFAULT_DATABASE if database is None else database
+        self.database: str = config.getini(INI_DATABASE) or DEFAULT_DATABASE if database is None else database
         self.shared_database: str = option("tokconf_fuzz_shared_database") or ""
         self.found_dir: Path = option("tokconf_fuzz_found_dir")
         self.report: Path | None = option("tokconf_fuzz_report")
