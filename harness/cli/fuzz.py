@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import subprocess
 import sys
 from typing import Any
@@ -88,7 +89,8 @@ def _in_process(args: argparse.Namespace) -> int:
         print(f"unsupported: {line}")
     print("\n".join(summary_lines(stats)))
     for path in sorted(written):
-        print(f"found cases written to {path} (gate them: tokconf check --recordings {path.parent})")
+        gate = shlex.join(["tokconf", "check", "--impl", args.impl, "--recordings", str(path.parent)])
+        print(f"found cases written to {path} (gate them: {gate})")
     if args.report:
         print(f"report written to {args.report}")
     return 1 if stats.findings else 0
