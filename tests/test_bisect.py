@@ -5,6 +5,8 @@ the probe cache, the trust-on-first-use lock, and the report, without compiling 
 from __future__ import annotations
 
 import dataclasses
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -16,7 +18,8 @@ from harness.core.errors import TokconfError
 from harness.core.outcome import Outcome, Request
 from harness.llama import fetch as fetch_module
 from harness.llama import registry
-from harness.llama.build import Build
+from harness.llama.build import Build, collect_garbage
+from harness.llama.fetch import Source
 from harness.llama.lock import Lock
 from harness.llama.registry import parse_versions
 from harness.oracle.client import LibllamaOracle
@@ -120,3 +123,62 @@ def test_bisect_end_to_end_on_fake_builds(
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
     assert main([*args, "--case", "edge/empty"]) == 2
     assert "nothing to bisect" in capsys.readouterr().err
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_with_a_checkout_the_commits_inside_the_tag_range_are_bisected(
+    fake_builds: list[int], llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """b11192 -> b11194 changed "Hello world"; in the checkout, the second of three commits did."""
+    repo = tmp_path / "llama.cpp"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    shas = []
+    for subject in ("base", "ggml: faster matmul", "vocab: one more id for Hello world", "docs: readme"):
+        (repo / "file.txt").write_text(subject)
+        _git(repo, "add", "file.txt")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", subject)
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "tag", "b11192", shas[0])
+    _git(repo, "tag", "b11194", shas[3])
+    built: list[str] = []
+
+    def build_commit(source: Path, sha: str, number: int, **_: object) -> Build:
+        built.append(sha)
+        answers_as = 11194 if sha in shas[2:] else number  # the fake oracle answers by build number
+        return dataclasses.replace(
+            llama_build, build=answers_as, source=Source(number, "git-commit", str(source), None, sha)
+        )
+
+    monkeypatch.setattr(probe_module, "build_commit", build_commit)
+    args = ["bisect", "--good", "11192", "--bad", "11196", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main([*args, "--case", "edge/hello-world", "--source", str(repo)]) == 0
+    out = capsys.readouterr().out
+    assert "first build answering otherwise:     b11194" in out
+    assert f"tokconf bisect, commits: 3 commits after b11192 up to b11194 in {repo}" in out
+    assert f"last commit answering like b11192:  {shas[1][:12]}  ggml: faster matmul" in out
+    assert f"first commit answering otherwise:    {shas[2][:12]}  vocab: one more id for Hello world" in out
+    assert f"https://github.com/ggml-org/llama.cpp/commit/{shas[2]}" in out
+    assert "changed between them: 3 outcomes of 3, in qwen2" in out.split("tokconf bisect, commits")[1]
+    assert set(built) <= set(shas[1:3])  # the tags' answers are the published builds'
+    assert main([*args, "--case", "edge/hello-world", "--source", str(tmp_path / "nowhere")]) == 2
+    assert "give --source a llama.cpp git checkout with its tags" in capsys.readouterr().err
+
+
+def test_gc_deletes_the_least_recently_used_builds_and_commits_but_not_the_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path))
+    root = tmp_path / "llama.cpp"
+    for age, name in enumerate(["b11192", "commits/abc123", "b9093", "b9596"]):  # oldest use first
+        (root / name).mkdir(parents=True)
+        (root / name / "lib.so").write_bytes(b"x" * 1000)
+        os.utime(root / name, (age, age))
+    deleted = collect_garbage(2500, keep={11192})
+    assert deleted == [("commit abc123", 1000), ("b9093", 1000)]
+    assert sorted(p.name for p in root.glob("b*")) == ["b11192", "b9596"]

@@ -71,7 +71,7 @@ def test_the_example_database_replays_a_failure_first(
     assert any((tmp_path / "db").rglob("*"))
     status, out = fuzz(capsys, *args, "--seed", "5")
     assert status == 1 and "1 distinct failures" in out
-    assert "(replayed from the example database, seed 5)" in out
+    assert "(replayed from the example database as example 1, seed 5)" in out
     assert len(load(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1  # not written twice
 
 

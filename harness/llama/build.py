@@ -19,7 +19,16 @@ import subprocess_tee
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root
-from harness.llama.fetch import Source, build_root, builds_root, fetched_source, require_source, source_dir
+from harness.llama.fetch import (
+    Source,
+    build_root,
+    builds_root,
+    commit_root,
+    fetch_commit,
+    fetched_source,
+    require_source,
+    source_dir,
+)
 
 MARKER = "tokconf-build.json"
 
@@ -55,15 +64,9 @@ def build_dir(build: int) -> Path:
     return build_root(build) / "build"
 
 
-def _artifacts(build: int) -> tuple[Path, Path]:
+def _as_build(build: int, source: Source, src: Path, out: Path) -> Build:
     # llama.cpp's CMakeLists.txt puts libraries and programs in <build>/bin.
-    out = build_dir(build) / "bin"
-    return out / "libllama.so", out / "llama-tokenize"
-
-
-def _as_build(build: int, source: Source) -> Build:
-    src = source_dir(build)
-    libllama, tokenize = _artifacts(build)
+    libllama, tokenize = out / "bin" / "libllama.so", out / "bin" / "llama-tokenize"
     return Build(
         build=build,
         source=source,
@@ -82,7 +85,7 @@ def completed_build(build: int, tokenize: bool = True) -> Build | None:
     source = fetched_source(build)
     if source is None or not marker.is_file():
         return None
-    done = _as_build(build, source)
+    done = _as_build(build, source, source_dir(build), build_dir(build))
     if not done.libllama.is_file() or (tokenize and not done.llama_tokenize.is_file()):
         return None
     (build_root(build) / USED).touch()  # for `tokconf llama gc`: the least recently used go first
@@ -96,24 +99,27 @@ def _size(folder: Path) -> int:
     return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
 
 
-def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[int, int]]:
-    """Delete cached builds, least recently used first, until the cache's builds take at most
-    `max_bytes`; the builds in `keep` stay whatever their size. Returns (build, bytes) deleted."""
-    folders = {int(p.name[1:]): p for p in builds_root().glob("b*") if p.name[1:].isdigit()}
-    sizes = {b: _size(p) for b, p in folders.items()}
+def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
+    """Delete cached builds (tagged builds and a commit-level bisect's commits), least recently used
+    first, until they take at most `max_bytes`; the builds in `keep` stay whatever their size.
+    Returns (name, bytes) of what was deleted: `bN` or `commit <sha>`."""
+    folders = {f"b{p.name[1:]}": p for p in builds_root().glob("b*") if p.name[1:].isdigit()}
+    folders |= {f"commit {p.name}": p for p in (builds_root() / "commits").glob("*") if p.is_dir()}
+    kept = {f"b{number}" for number in keep}
+    sizes = {name: _size(p) for name, p in folders.items()}
     total = sum(sizes.values())
 
-    def last_used(build: int) -> float:
-        stamp = folders[build] / USED
-        return stamp.stat().st_mtime if stamp.is_file() else folders[build].stat().st_mtime
+    def last_used(name: str) -> float:
+        stamp = folders[name] / USED
+        return stamp.stat().st_mtime if stamp.is_file() else folders[name].stat().st_mtime
 
     deleted = []
-    for build in sorted((b for b in folders if b not in keep), key=last_used):
+    for name in sorted((n for n in folders if n not in kept), key=last_used):
         if total <= max_bytes:
             break
-        shutil.rmtree(folders[build])
-        total -= sizes[build]
-        deleted.append((build, sizes[build]))
+        shutil.rmtree(folders[name])
+        total -= sizes[name]
+        deleted.append((name, sizes[name]))
     return deleted
 
 
@@ -158,20 +164,42 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False, token
     if done is not None:
         return done
     source = require_source(build_number)
+    made = _as_build(build_number, source, source_dir(build_number), build_dir(build_number))
+    again = f"tokconf llama build --build {build_number}"
+    _compile(made, source_dir(build_number), build_dir(build_number), jobs, quiet, tokenize, again)
+    return made
+
+
+def build_commit(repo: Path, commit: str, build_number: int, jobs: int | None = None, quiet: bool = False) -> Build:
+    """libllama of one commit of a llama.cpp checkout (a commit-level bisect), kept in the cache under
+    the commit; `build_number` is the last tag before it."""
+    source = fetch_commit(repo, commit, build_number)
+    root = commit_root(commit)
+    made = _as_build(build_number, source, root / "src", root / "build")
+    if (root / "build" / MARKER).is_file() and made.libllama.is_file():
+        (root / USED).touch()
+        return made
+    _compile(made, root / "src", root / "build", jobs, quiet, False, "tokconf bisect (it resumes the build)")
+    return made
+
+
+def _compile(made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str) -> None:
+    """cmake configure and build of `src` into `out`, logged beside it; the marker is written last."""
+    source = made.source
+    label = f"commit {source.commit}" if source.kind == "git-commit" else f"b{made.build}"
     if source.kind != "pypi-sdist":  # the user's tree: its CMakeLists.txt runs as it is
-        print(f"building b{build_number} from {source.describe()}: its build files run as they are",
+        print(f"building {label} from {source.describe()}: its build files run as they are",
               file=sys.stderr, flush=True)  # fmt: skip
     _check_toolchain()
-    out = build_dir(build_number)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).unlink(missing_ok=True)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    configure = ["cmake", "-S", str(source_dir(build_number)), "-B", str(out), *generator, *CMAKE_OPTIONS]
-    configure.append(f"-DLLAMA_BUILD_NUMBER={build_number}")
+    configure = ["cmake", "-S", str(src), "-B", str(out), *generator, *CMAKE_OPTIONS]
+    configure.append(f"-DLLAMA_BUILD_NUMBER={made.build}")
     parallel = str(jobs or os.cpu_count() or 2)
     targets = ["llama", "llama-tokenize"] if tokenize else ["llama"]
     compile_ = ["cmake", "--build", str(out), "--target", *targets, "-j", parallel]
-    log = build_root(build_number) / "build.log"
+    log = out.parent / "build.log"
     with log.open("w", encoding="utf-8") as sink:
         for step in (configure, compile_):
             print(f"$ {' '.join(step)}", file=sys.stderr, flush=True)
@@ -180,15 +208,13 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False, token
             sink.flush()
             if result.returncode != 0:
                 raise TokconfError(
-                    f"building llama.cpp b{build_number} failed at `{' '.join(step[:3])}` (log: {log})",
-                    f"read the log; after fixing the cause, `tokconf llama build --build {build_number}` resumes",
+                    f"building llama.cpp {label} failed at `{' '.join(step[:3])}` (log: {log})",
+                    f"read the log; after fixing the cause, `{again}` resumes",
                 )
-    made = _as_build(build_number, source)
     if not made.libllama.is_file() or (tokenize and not made.llama_tokenize.is_file()):
         raise TokconfError(
             f"cmake finished but {made.libllama} or {made.llama_tokenize} is missing (log: {log})",
             "report this with the log; the llama.cpp tree may lay out its targets differently",
         )
-    marker = {"build": build_number, "source": asdict(source), "libllama": str(made.libllama)}
+    marker = {"build": made.build, "source": asdict(source), "libllama": str(made.libllama)}
     atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
-    return made

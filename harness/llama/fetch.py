@@ -40,7 +40,7 @@ class Source:
     """Where a build's tree came from; recorded in every recording's provenance."""
 
     build: int
-    kind: str  # "pypi-sdist", "git" or "folder"
+    kind: str  # "pypi-sdist", "git" (a tag), "git-commit" (a bisect's commit) or "folder"
     origin: str  # the requirement string, the repository path or the folder path
     sha256: str | None  # the sdist's sha256; None for git and folders
     commit: str | None  # the git commit of tag bN; None otherwise
@@ -51,6 +51,8 @@ class Source:
             return f"PyPI sdist {self.origin} (sha256 {self.sha256})"
         if self.kind == "git":
             return f"git checkout {self.origin} at tag b{self.build} (commit {self.commit})"
+        if self.kind == "git-commit":
+            return f"git checkout {self.origin} at commit {self.commit} (after tag b{self.build})"
         return f"local folder {self.origin}"
 
 
@@ -221,26 +223,54 @@ def _pip_download(requirement: str, dest: Path) -> None:
 
 
 def _fetch_git(build: int, repo: Path, staging: Path) -> Source:
-    tag = f"b{build}"
+    commit = _git_tree(repo, f"b{build}", staging)
+    return Source(build=build, kind="git", origin=str(repo), sha256=None, commit=commit)
+
+
+def _git_tree(repo: Path, ref: str, staging: Path) -> str:
+    """Extract the tree of `ref` (a tag or a commit) from a git checkout into `staging`, through
+    `git archive` and the tar `data` filter; returns the commit it names."""
     resolved = subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{tag}^{{commit}}"],
+        ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
         capture_output=True,
         text=True,
         check=False,
     )
     if resolved.returncode != 0:
-        raise TokconfError(f"the git checkout {repo} has no tag {tag}", f"run `git -C {repo} fetch --tags`")
+        raise TokconfError(f"the git checkout {repo} has no {ref}", f"run `git -C {repo} fetch --tags`")
     staging.mkdir(parents=True)
-    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", tag], capture_output=True)
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True)
     if archive.returncode != 0:
-        raise TokconfError(f"git archive {tag} failed in {repo}: {archive.stderr.decode(errors='replace')}")
+        raise TokconfError(f"git archive {ref} failed in {repo}: {archive.stderr.decode(errors='replace')}")
     with tempfile.TemporaryFile() as handle:
         handle.write(archive.stdout)
         handle.seek(0)
-        with _unpacking(Path(f"{repo} at {tag}")), tarfile.open(fileobj=handle) as tar:
+        with _unpacking(Path(f"{repo} at {ref}")), tarfile.open(fileobj=handle) as tar:
             tar.extractall(staging, filter="data")
-    commit = resolved.stdout.strip()
-    return Source(build=build, kind="git", origin=str(repo), sha256=None, commit=commit)
+    return resolved.stdout.strip()
+
+
+def commit_root(commit: str) -> Path:
+    """The folder of a build of one commit (a commit-level bisect), beside the tagged builds."""
+    return builds_root() / "commits" / commit
+
+
+def fetch_commit(repo: Path, commit: str, build: int) -> Source:
+    """Put the tree of one commit of a llama.cpp checkout into the cache; `build` is the number of the
+    last tag before it (what `LLAMA_BUILD_NUMBER` and provenance say)."""
+    root = commit_root(commit)
+    recorded = root / "source.json"
+    if recorded.is_file() and (root / "src" / "CMakeLists.txt").is_file():
+        return Source(**json.loads(recorded.read_text(encoding="utf-8")))
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
+        staging = Path(tmp) / "src"
+        full = _git_tree(repo.resolve(), commit, staging)
+        shutil.rmtree(root / "src", ignore_errors=True)
+        staging.rename(root / "src")
+    source = Source(build=build, kind="git-commit", origin=str(repo.resolve()), sha256=None, commit=full)
+    atomic_write(recorded, json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
+    return source
 
 
 def _fetch_folder(build: int, folder: Path, staging: Path) -> Source:
