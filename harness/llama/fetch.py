@@ -223,12 +223,12 @@ def _pip_download(requirement: str, dest: Path) -> None:
 
 
 def _fetch_git(build: int, repo: Path, staging: Path) -> Source:
-    commit = _git_tree(repo, f"b{build}", staging)
+    commit = _git_tree(repo, f"b{build}", staging, "tag")
     return Source(build=build, kind="git", origin=str(repo), sha256=None, commit=commit)
 
 
-def _git_tree(repo: Path, ref: str, staging: Path) -> str:
-    """Extract the tree of `ref` (a tag or a commit) from a git checkout into `staging`, through
+def _git_tree(repo: Path, ref: str, staging: Path, kind: str) -> str:
+    """Extract the tree of `ref` (a `kind`: tag or commit) from a git checkout into `staging`, through
     `git archive` and the tar `data` filter; returns the commit it names."""
     resolved = subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"],
@@ -237,7 +237,7 @@ def _git_tree(repo: Path, ref: str, staging: Path) -> str:
         check=False,
     )
     if resolved.returncode != 0:
-        raise TokconfError(f"the git checkout {repo} has no {ref}", f"run `git -C {repo} fetch --tags`")
+        raise TokconfError(f"the git checkout {repo} has no {kind} {ref}", f"run `git -C {repo} fetch --tags`")
     staging.mkdir(parents=True)
     archive = subprocess.run(["git", "-C", str(repo), "archive", "--format=tar", ref], capture_output=True)
     if archive.returncode != 0:
@@ -265,7 +265,7 @@ def fetch_commit(repo: Path, commit: str, build: int) -> Source:
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
         staging = Path(tmp) / "src"
-        full = _git_tree(repo.resolve(), commit, staging)
+        full = _git_tree(repo.resolve(), commit, staging, "commit")
         shutil.rmtree(root / "src", ignore_errors=True)
         staging.rename(root / "src")
     source = Source(build=build, kind="git-commit", origin=str(repo.resolve()), sha256=None, commit=full)
