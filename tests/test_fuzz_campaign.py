@@ -167,3 +167,16 @@ def test_the_batch_engine_finds_the_other_planted_bugs(
             assert unicodedata.normalize("NFC", text) != text
             assert all(unicodedata.normalize("NFC", text[:i] + text[i + 1 :]) == text[:i] + text[i + 1 :]
                        or len(text) == 1 for i in range(len(text)))  # fmt: skip
+
+
+def test_a_damaged_found_file_is_refused_before_any_work(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "plain", "--no-db"]
+    assert fuzz(capsys, *args, "--found-dir", str(tmp_path), "--seed", "1")[0] == 1
+    path = tmp_path / "found-gpt-2.yaml"
+    path.write_text(path.read_text(encoding="utf-8")[:-40], encoding="utf-8")  # cut short
+    assert main(["fuzz", *args, "--found-dir", str(tmp_path), "--seed", "1"]) == 2
+    captured = capsys.readouterr()
+    assert "found-gpt-2.yaml: " in captured.err and "restore it from git or re-record it" in captured.err
+    assert "examples" not in captured.out and "gpt-2: 200 examples" not in captured.err  # nothing was fuzzed

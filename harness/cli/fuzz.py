@@ -50,7 +50,7 @@ def _in_process(args: argparse.Namespace) -> int:
     from harness.fuzz import PROFILES
     from harness.fuzz.campaign import Campaign, CampaignStats
     from harness.fuzz.database import open_database
-    from harness.fuzz.findings import Finding, describe_finding, write_finding
+    from harness.fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
     from harness.fuzz.report import Progress, summary_lines, write_html
     from harness.implementations.resolve import resolve
     from harness.llama.build import require_build
@@ -60,6 +60,7 @@ def _in_process(args: argparse.Namespace) -> int:
     vocabs = resolve_vocabs(args.vocab, made)
     modes = args.mode or list(MODES)
     budget = args.max_examples or PROFILES[args.profile]
+    check_found_files(args.found_dir, [vocab_name(v) for v in vocabs])
     store = open_database(args.database, args.shared_database or "")
     impl = resolve(args.impl, args.timeout)
     described: list[str] = []
@@ -67,12 +68,12 @@ def _in_process(args: argparse.Namespace) -> int:
     progress = Progress()
 
     def keep(finding: Finding) -> None:
-        path = write_finding(args.found_dir, finding, made, impl.name)
-        written.add(path)
+        path = found_path(args.found_dir, finding.vocab)
         text = "\n".join(describe_finding(finding, impl.name, args.impl, path))
         described.append(text)
         progress.done()
-        print(text, flush=True)
+        print(text, flush=True)  # before the write: a finding that cannot be written is still reported
+        written.add(write_finding(args.found_dir, finding, made, impl.name))
 
     stats = CampaignStats(seed=args.seed)
     campaign = Campaign(made, impl, modes, budget, store, stats, keep, progress)

@@ -41,12 +41,16 @@ class Finding:
         return f"found-{self.vocab}/fuzz-{hashlib.sha256(self.data).hexdigest()[:12]}"
 
 
+def found_path(found_dir: Path, vocab: str) -> Path:
+    return found_dir / f"found-{vocab}.yaml"
+
+
 def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: str) -> Path:
     """Add the finding to `found-<vocab>.yaml` (a recording: one case, every mode, llama.cpp's answers),
     unless that input is there already. A file recorded by another build or vocabulary file is not
     mixed with this one: that is an error that says to move it."""
     assert finding.facts is not None, "findings are written with the facts of their vocabulary"
-    path = found_dir / f"found-{finding.vocab}.yaml"
+    path = found_path(found_dir, finding.vocab)
     today = datetime.date.today().isoformat()
     campaign: CampaignProvenance = {"date": today, "implementation": impl_name, "seed": finding.seed}
     if path.is_file():
@@ -71,6 +75,15 @@ def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: st
     found_dir.mkdir(parents=True, exist_ok=True)
     write(path, recording, visible=True)
     return path
+
+
+def check_found_files(found_dir: Path, vocabs: list[str]) -> None:
+    """The found files a campaign will add to must read back, before it does any work: a damaged one
+    found only at the first finding would stop the campaign there."""
+    for vocab in vocabs:
+        path = found_path(found_dir, vocab)
+        if path.is_file():
+            load(path)
 
 
 def _same_origin(path: Path, recording: Recording, build: Build, finding: Finding) -> None:

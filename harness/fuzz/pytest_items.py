@@ -23,7 +23,7 @@ from harness.core.outcome import MODES, Mode
 from harness.fuzz import DEFAULT_DATABASE, INI_DATABASE, PROFILES
 from harness.fuzz.campaign import Campaign, CampaignStats, TargetStats
 from harness.fuzz.database import ExampleStore, open_database
-from harness.fuzz.findings import Finding, describe_finding, write_finding
+from harness.fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
 from harness.fuzz.report import summary_lines, write_html
 from harness.implementations.base import Implementation
 from harness.implementations.resolve import resolve
@@ -47,8 +47,11 @@ class FuzzItem(TokconfItem):
         described: list[str] = []
 
         def keep(finding: Finding) -> None:
-            path = write_finding(plugin.found_dir, finding, plugin.build, plugin.impl.name)
+            path = found_path(plugin.found_dir, finding.vocab)
             described.append("\n".join(describe_finding(finding, plugin.impl.name, plugin.spec, path)))
+            write_finding(plugin.found_dir, finding, plugin.build, plugin.impl.name)
+
+        check_found_files(plugin.found_dir, [vocab_name(self.location_path)])
 
         campaign = Campaign(plugin.build, plugin.impl, [self.mode], plugin.budget, plugin.store, stats, keep)
         campaign.fuzz_vocab(self.location_path)
