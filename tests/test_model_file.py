@@ -11,6 +11,7 @@ import pytest
 from gguf import GGUFReader
 
 from harness.cli.main import main
+from harness.core.files import BUNDLED_RECORDINGS
 from harness.llama.build import Build
 from harness.recordings.format import load
 
@@ -44,7 +45,7 @@ def with_tensors(vocab: Path, out: Path) -> Path:
 def test_a_model_file_with_tensors_is_recorded_and_checked(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    vocab = llama_build.models_dir / "ggml-vocab-qwen2.gguf"
+    vocab = llama_build.models_dir / "ggml-vocab-llama-spm.gguf"  # 32,000 tokens: its decoding is quick
     model = with_tensors(vocab, tmp_path / "my-model.gguf")
     assert model.stat().st_size > TENSOR_BYTES
     assert GGUFReader(model).tensors[0].name == "token_embd.weight"  # a well-formed model file
@@ -54,9 +55,10 @@ def test_a_model_file_with_tensors_is_recorded_and_checked(
     out = tmp_path / "recordings" / "b11192"
     assert sorted(p.name for p in out.iterdir()) == ["my-model.decoding.yaml", "my-model.yaml"]
     recorded = load(out / "my-model.yaml")
-    assert recorded.provenance["vocab"]["file"] == "my-model.gguf" and recorded.facts["pre"] == "qwen2"
+    assert recorded.provenance["vocab"]["file"] == "my-model.gguf" and recorded.facts["model"] == "llama"
     hello = next(c for c in recorded.cases if c.id == "c/hello")
-    assert hello.outcomes["plain"] == [9707, 1879]  # what the vocab-only file answers (recordings/b11192)
+    bundled = next(c for c in load(BUNDLED_RECORDINGS / "llama-spm.yaml").cases if c.id == "edge/hello-world")
+    assert hello.outcomes == bundled.outcomes  # what the vocab-only file answered
     check = ["check", "--recordings", str(out), "--vocab-dir", str(tmp_path)]
     assert main([*check, "--impl", "reference"]) == 0
     assert main([*check, "--impl", "llama.cpp@11192"]) == 0
