@@ -2,7 +2,8 @@
 
 Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokenizer name in
 `PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
-SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`) and Unigram (`t5`, `ugm.py`).
+SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`) and RWKV
+(`rwkv`, `rwkv.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
+from reference_impl.rwkv import RwkvEncoder, unescape
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import CharsmapError, UnigramEncoder
 from reference_impl.unicode import decode
@@ -183,7 +185,7 @@ class Tokenizer:
         self.token_to_id = {text: token for token, text in enumerate(self.tokens)}  # a repeated text: the last id
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
-        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder
+        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder | RwkvEncoder
         self.kind, self.clean_spaces, self.add_space_prefix = "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
@@ -197,6 +199,8 @@ class Tokenizer:
             self._init_wpm(fields)
         elif model == "t5":
             self._init_ugm_ids(fields)
+        elif model == "rwkv":
+            self._init_rwkv(fields)
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
@@ -261,6 +265,16 @@ class Tokenizer:
         scores = fields.get("tokenizer.ggml.scores") or [0.0] * len(self.tokens)
         raw = [t.encode("utf-8", "surrogateescape") for t in self.tokens]
         self.encoder = SentencePieceEncoder(raw, scores)
+
+    def _init_rwkv(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `rwkv`: no special ids unless the file names them, nothing
+        added, no space prefix or clean-up; the trie holds every token's unescaped bytes."""
+        self.kind = "rwkv"
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
+        self.encoder = RwkvEncoder(self.tokens, int(fields.get("tokenizer.ggml.unknown_token_id", -1)))
+        if not self.encoder.encode(b"\n"):  # load: GGML_ASSERT(... "model vocab missing newline token")
+            raise UnsupportedVocab("an RWKV vocabulary without a newline token: llama.cpp aborts loading it")
 
     def _init_wpm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `bert` (WPM): [CLS] 101 as BOS, [SEP] 102 at the end, [UNK] 100."""
@@ -397,7 +411,7 @@ class Tokenizer:
                 prev_special = True
             elif isinstance(self.encoder, WordPieceEncoder):
                 out.extend(self.encoder.encode(decode(fragment)))
-            elif isinstance(self.encoder, UnigramEncoder):
+            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder)):
                 out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):
                 text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
@@ -470,6 +484,8 @@ class Tokenizer:
         if not special and attr & (ATTR_UNKNOWN | ATTR_CONTROL):
             return b""
         text = self.tokens[token]
+        if self.kind == "rwkv":  # every attribute: the unescaped bytes
+            return unescape(text)
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:
