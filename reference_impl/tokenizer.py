@@ -2,8 +2,8 @@
 
 Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokenizer name in
 `PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
-SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`) and RWKV
-(`rwkv`, `rwkv.py`).
+SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`), RWKV
+(`rwkv`, `rwkv.py`) and PLaMo-2 (`plamo2`, `plamo2.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -23,6 +23,7 @@ from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
+from reference_impl.plamo2 import HEX, MissingByteToken, Plamo2Encoder
 from reference_impl.rwkv import RwkvEncoder, unescape
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import CharsmapError, UnigramEncoder
@@ -185,7 +186,9 @@ class Tokenizer:
         self.token_to_id = {text: token for token, text in enumerate(self.tokens)}  # a repeated text: the last id
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
-        self.encoder: BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder | RwkvEncoder
+        self.encoder: (
+            BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder | RwkvEncoder | Plamo2Encoder
+        )
         self.kind, self.clean_spaces, self.add_space_prefix = "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
@@ -201,6 +204,8 @@ class Tokenizer:
             self._init_ugm_ids(fields)
         elif model == "rwkv":
             self._init_rwkv(fields)
+        elif model == "plamo2":
+            self._init_plamo2(fields)
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
@@ -275,6 +280,19 @@ class Tokenizer:
         self.encoder = RwkvEncoder(self.tokens, int(fields.get("tokenizer.ggml.unknown_token_id", -1)))
         if not self.encoder.encode(b"\n"):  # load: GGML_ASSERT(... "model vocab missing newline token")
             raise UnsupportedVocab("an RWKV vocabulary without a newline token: llama.cpp aborts loading it")
+
+    def _init_plamo2(self, fields: dict[str, Any]) -> None:
+        """llama_vocab::impl::load for `plamo2`: ids 1/2 unless given, no space prefix or clean-up; the
+        tokenize step adds no BOS or EOS whatever the file says (b11192's PLAMO2 case has none)."""
+        self.kind = "plamo2"
+        self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", 1))
+        self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", 2))
+        scores = fields.get("tokenizer.ggml.scores") or [0.0] * len(self.tokens)
+        byte_tokens = {token for token, attr in enumerate(self.attrs) if attr & ATTR_BYTE}
+        try:
+            self.encoder = Plamo2Encoder(self.tokens, scores, byte_tokens)
+        except MissingByteToken as error:
+            raise GGUFError(f"{error} (llama.cpp refuses to load the vocabulary)") from None
 
     def _init_wpm(self, fields: dict[str, Any]) -> None:
         """llama_vocab::impl::load for `bert` (WPM): [CLS] 101 as BOS, [SEP] 102 at the end, [UNK] 100."""
@@ -400,7 +418,7 @@ class Tokenizer:
         """Token ids; raises `reference_impl.unicode.InvalidCodepoint` where llama.cpp aborts."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         out: list[int] = []
-        if add_special and (self.add_bos or self.kind == "wpm"):  # WPM always starts with [CLS]
+        if add_special and self.kind != "plamo2" and (self.add_bos or self.kind == "wpm"):  # WPM: [CLS]
             if self.bos_id < 0:
                 raise MissingSpecialToken("the vocabulary adds BOS but has none (llama.cpp aborts)")
             out.append(self.bos_id)
@@ -411,7 +429,7 @@ class Tokenizer:
                 prev_special = True
             elif isinstance(self.encoder, WordPieceEncoder):
                 out.extend(self.encoder.encode(decode(fragment)))
-            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder)):
+            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder, Plamo2Encoder)):
                 out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):
                 text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
@@ -423,7 +441,7 @@ class Tokenizer:
                 out.extend(self.encoder.encode(decode(fragment)))
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
-        elif add_special and self.add_eos:
+        elif add_special and self.add_eos and self.kind != "plamo2":
             if self.eos_id < 0:
                 raise MissingSpecialToken("the vocabulary adds EOS but has none (llama.cpp aborts)")
             out.append(self.eos_id)
@@ -486,6 +504,10 @@ class Tokenizer:
         text = self.tokens[token]
         if self.kind == "rwkv":  # every attribute: the unescaped bytes
             return unescape(text)
+        if self.kind == "plamo2":  # a byte token spelled <0xXX> gives its byte; any other token its text
+            if attr & ATTR_BYTE and len(text) == 6 and text[:3] == "<0x" and text[-1] == ">" and set(text[3:5]) <= HEX:
+                return bytes([int(text[3:5], 16)])
+            return text.encode("utf-8", "surrogateescape")
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:

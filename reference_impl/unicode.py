@@ -44,6 +44,15 @@ def is_whitespace(cpt: int) -> bool:
     return cpt in WHITESPACE
 
 
+def codepoints(text: bytes) -> list[int]:
+    """unicode_cpts_from_utf8: the code points, an invalid sequence's lead byte as U+FFFD, a 4-byte
+    sequence above U+10FFFF as its value (what the tokenizers that never classify it, PLaMo-2's, use)."""
+    try:
+        return [ord(c) for c in text.decode("utf-8")]
+    except UnicodeDecodeError:
+        return _decode_lenient(text)
+
+
 def decode(text: bytes) -> str:
     """The code points as a str; a code point above U+10FFFF (which Python cannot hold) is the abort."""
     try:

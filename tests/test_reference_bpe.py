@@ -77,8 +77,8 @@ def test_code_points_above_unicode_are_refused(tmp_path: Path) -> None:
 
 
 def test_unsupported_models_and_pre_tokenizers_are_named(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedVocab, match="tokenizer model 'plamo2'"):  # not implemented yet
-        Tokenizer.from_gguf(_vocab(tmp_path, model="plamo2"))
+    with pytest.raises(UnsupportedVocab, match="tokenizer model 'hybriddna'"):  # not implemented yet
+        Tokenizer.from_gguf(_vocab(tmp_path, model="hybriddna"))
     with pytest.raises(UnsupportedVocab, match="pre-tokenizer 'tekken-v9'"):  # a name llama.cpp does not know
         Tokenizer.from_gguf(_vocab(tmp_path, "tekken-v9"))
 
