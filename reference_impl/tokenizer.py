@@ -3,7 +3,7 @@
 Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokenizer name in
 `PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
 SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`), RWKV
-(`rwkv`, `rwkv.py`) and PLaMo-2 (`plamo2`, `plamo2.py`).
+(`rwkv`, `rwkv.py`), PLaMo-2 (`plamo2`, `plamo2.py`) and llama.cpp's `test` model (`chunk_hash.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
+from reference_impl.chunk_hash import ChunkHashEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.plamo2 import HEX, MissingByteToken, Plamo2Encoder
 from reference_impl.rwkv import RwkvEncoder, unescape
@@ -187,7 +188,13 @@ class Tokenizer:
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
         self.encoder: (
-            BytePairEncoder | SentencePieceEncoder | WordPieceEncoder | UnigramEncoder | RwkvEncoder | Plamo2Encoder
+            BytePairEncoder
+            | SentencePieceEncoder
+            | WordPieceEncoder
+            | UnigramEncoder
+            | RwkvEncoder
+            | Plamo2Encoder
+            | ChunkHashEncoder
         )
         self.kind, self.clean_spaces, self.add_space_prefix = "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
@@ -206,6 +213,11 @@ class Tokenizer:
             self._init_rwkv(fields)
         elif model == "plamo2":
             self._init_plamo2(fields)
+        elif model == "test":
+            self.kind = "test"  # no special ids unless the file names them; nothing added by tokenize
+            self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
+            self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
+            self.encoder = ChunkHashEncoder(len(self.tokens))
         else:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
@@ -418,7 +430,8 @@ class Tokenizer:
         """Token ids; raises `reference_impl.unicode.InvalidCodepoint` where llama.cpp aborts."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         out: list[int] = []
-        if add_special and self.kind != "plamo2" and (self.add_bos or self.kind == "wpm"):  # WPM: [CLS]
+        adds = self.kind not in ("plamo2", "test")  # their cases in llama_tokenize_impl add nothing
+        if add_special and adds and (self.add_bos or self.kind == "wpm"):  # WPM always starts with [CLS]
             if self.bos_id < 0:
                 raise MissingSpecialToken("the vocabulary adds BOS but has none (llama.cpp aborts)")
             out.append(self.bos_id)
@@ -429,7 +442,7 @@ class Tokenizer:
                 prev_special = True
             elif isinstance(self.encoder, WordPieceEncoder):
                 out.extend(self.encoder.encode(decode(fragment)))
-            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder, Plamo2Encoder)):
+            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder, Plamo2Encoder, ChunkHashEncoder)):
                 out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):
                 text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
@@ -441,7 +454,7 @@ class Tokenizer:
                 out.extend(self.encoder.encode(decode(fragment)))
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
-        elif add_special and self.add_eos and self.kind != "plamo2":
+        elif add_special and self.add_eos and adds:
             if self.eos_id < 0:
                 raise MissingSpecialToken("the vocabulary adds EOS but has none (llama.cpp aborts)")
             out.append(self.eos_id)
@@ -502,6 +515,8 @@ class Tokenizer:
         if not special and attr & (ATTR_UNKNOWN | ATTR_CONTROL):
             return b""
         text = self.tokens[token]
+        if self.kind == "test":  # the id in lowercase hex
+            return f"{token:x}".encode()
         if self.kind == "rwkv":  # every attribute: the unescaped bytes
             return unescape(text)
         if self.kind == "plamo2":  # a byte token spelled <0xXX> gives its byte; any other token its text
