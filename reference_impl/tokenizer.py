@@ -3,7 +3,8 @@
 Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokenizer name in
 `PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
 SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`), RWKV
-(`rwkv`, `rwkv.py`), PLaMo-2 (`plamo2`, `plamo2.py`) and llama.cpp's `test` model (`chunk_hash.py`).
+(`rwkv`, `rwkv.py`), PLaMo-2 (`plamo2`, `plamo2.py`), `whitespace` (BPE of the runs between
+whitespace) and llama.cpp's `test` model (`chunk_hash.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -28,7 +29,8 @@ from reference_impl.plamo2 import HEX, MissingByteToken, Plamo2Encoder
 from reference_impl.rwkv import RwkvEncoder, unescape
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import CharsmapError, UnigramEncoder
-from reference_impl.unicode import decode
+from reference_impl.unicode import WHITESPACE, decode
+from reference_impl.unicode_data_b11192 import LOWERCASE
 from reference_impl.wpm import WordPieceEncoder
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
@@ -199,8 +201,12 @@ class Tokenizer:
         self.kind, self.clean_spaces, self.add_space_prefix = "", False, False
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
-        if model == "gpt2":
+        self.whitespace_lowercase: bool | None = None  # the `whitespace` model: split at whitespace, maybe lowercase
+        if model in ("gpt2", "whitespace"):
             self._init_bpe(fields, fields.get("tokenizer.ggml.pre"))
+            if model == "whitespace":  # normalizer_opts.lowercase: true, false for pre "whitespace", then the key
+                default = fields.get("tokenizer.ggml.pre") != "whitespace"
+                self.whitespace_lowercase = bool(fields.get("tokenizer.ggml.normalizer.lowercase", default))
         elif model == "gemma4":
             self._init_bpe(fields, "gemma4", default_id=None)
         elif model == "llama":
@@ -451,7 +457,11 @@ class Tokenizer:
             else:
                 if self.escape_whitespaces:
                     fragment = fragment.replace(b" ", ESCAPED_SPACE)
-                out.extend(self.encoder.encode(decode(fragment)))
+                if self.whitespace_lowercase is None:
+                    out.extend(self.encoder.encode(decode(fragment)))
+                else:
+                    for segment in _whitespace_segments(decode(fragment), self.whitespace_lowercase):
+                        out.extend(self.encoder.encode(segment))
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
         elif add_special and self.add_eos and adds:
@@ -565,6 +575,21 @@ class StreamDecoder:
 
     def flush(self) -> str:
         return self.decoder.decode(b"", final=True)
+
+
+def _whitespace_segments(text: str, lowercase: bool) -> list[str]:
+    """llm_tokenizer_whitespace_session: the runs between whitespace code points (llama.cpp's
+    whitespace flag), each lowercased by `unicode_tolower` when the vocab says so."""
+    segments: list[str] = []
+    segment: list[str] = []
+    for char in text:
+        if ord(char) in WHITESPACE:
+            segments.append("".join(segment))
+            segment = []
+        else:
+            segment.append(chr(LOWERCASE.get(ord(char), ord(char))) if lowercase else char)
+    segments.append("".join(segment))
+    return [s for s in segments if s]
 
 
 def _decode_text(text: str) -> bytes:
