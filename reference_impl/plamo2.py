@@ -32,6 +32,13 @@ class MissingByteToken(ValueError):
 HEX = set("0123456789abcdefABCDEF")
 
 
+def byte_token(text: str) -> int | None:
+    """The byte a BYTE token spelled `<0xXX>` stands for (build and token_to_piece both parse it so)."""
+    if len(text) == 6 and text.startswith("<0x") and text.endswith(">") and set(text[3:5]) <= HEX:
+        return int(text[3:5], 16)
+    return None
+
+
 class Plamo2Encoder:
     def __init__(self, texts: list[str], scores: list[float], byte_tokens: set[int]) -> None:
         """`byte_tokens`: the ids with the BYTE attribute; those spelled `<0xXX>` are the fallback."""
@@ -41,8 +48,9 @@ class Plamo2Encoder:
         for token, text in enumerate(texts):
             token_to_id[text] = token
             if token in byte_tokens:
-                if len(text) == 6 and text.startswith("<0x") and text.endswith(">") and set(text[3:5]) <= HEX:
-                    self.bytes[int(text[3:5], 16)] = token
+                byte = byte_token(text)
+                if byte is not None:
+                    self.bytes[byte] = token
                 continue
             suffix_to_score[text] = scores[token]
             for i in range(1, len(text)):

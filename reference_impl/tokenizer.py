@@ -25,7 +25,7 @@ from typing import Any
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.chunk_hash import ChunkHashEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
-from reference_impl.plamo2 import HEX, MissingByteToken, Plamo2Encoder
+from reference_impl.plamo2 import MissingByteToken, Plamo2Encoder, byte_token
 from reference_impl.rwkv import RwkvEncoder, unescape
 from reference_impl.spm import SentencePieceEncoder
 from reference_impl.ugm import CharsmapError, UnigramEncoder
@@ -530,9 +530,8 @@ class Tokenizer:
         if self.kind == "rwkv":  # every attribute: the unescaped bytes
             return unescape(text)
         if self.kind == "plamo2":  # a byte token spelled <0xXX> gives its byte; any other token its text
-            if attr & ATTR_BYTE and len(text) == 6 and text[:3] == "<0x" and text[-1] == ">" and set(text[3:5]) <= HEX:
-                return bytes([int(text[3:5], 16)])
-            return text.encode("utf-8", "surrogateescape")
+            byte = byte_token(text) if attr & ATTR_BYTE else None
+            return text.encode("utf-8", "surrogateescape") if byte is None else bytes([byte])
         if attr & (ATTR_UNKNOWN | ATTR_CONTROL | ATTR_USER_DEFINED):
             return text.encode("utf-8", "surrogateescape")
         if attr & ATTR_NORMAL:

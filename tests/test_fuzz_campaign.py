@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -75,15 +76,29 @@ def test_the_example_database_replays_a_failure_first(
     assert len(load(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1  # not written twice
 
 
-def test_a_found_file_of_another_build_is_not_mixed(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("spoil", "error"),
+    [
+        (lambda text: text.replace("build: 11192", "build: 11191"), "holds findings recorded by llama.cpp b11191"),
+        (lambda text: text[:-40], "restore it from git or re-record it"),  # cut short
+    ],
+    ids=["another-build", "damaged"],
+)
+def test_a_found_file_of_another_build_or_damaged_is_refused_before_any_work(
+    llama_build: Build,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    spoil: Callable[[str], str],
+    error: str,
 ) -> None:
     args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "plain", "--no-db"]
     assert fuzz(capsys, *args, "--found-dir", str(tmp_path), "--seed", "1")[0] == 1
     path = tmp_path / "found-gpt-2.yaml"
-    path.write_text(path.read_text(encoding="utf-8").replace("build: 11192", "build: 11191"), encoding="utf-8")
+    path.write_text(spoil(path.read_text(encoding="utf-8")), encoding="utf-8")
     assert main(["fuzz", *args, "--found-dir", str(tmp_path), "--seed", "1"]) == 2
-    assert "found-gpt-2.yaml holds findings recorded by llama.cpp b11191" in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "found-gpt-2.yaml" in captured.err and error in captured.err
+    assert "gpt-2: 200 examples" not in captured.err and "examples" not in captured.out  # nothing was fuzzed
 
 
 def test_llama_cpp_against_itself_finds_nothing(
@@ -167,16 +182,3 @@ def test_the_batch_engine_finds_the_other_planted_bugs(
             assert unicodedata.normalize("NFC", text) != text
             assert all(unicodedata.normalize("NFC", text[:i] + text[i + 1 :]) == text[:i] + text[i + 1 :]
                        or len(text) == 1 for i in range(len(text)))  # fmt: skip
-
-
-def test_a_damaged_found_file_is_refused_before_any_work(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "plain", "--no-db"]
-    assert fuzz(capsys, *args, "--found-dir", str(tmp_path), "--seed", "1")[0] == 1
-    path = tmp_path / "found-gpt-2.yaml"
-    path.write_text(path.read_text(encoding="utf-8")[:-40], encoding="utf-8")  # cut short
-    assert main(["fuzz", *args, "--found-dir", str(tmp_path), "--seed", "1"]) == 2
-    captured = capsys.readouterr()
-    assert "found-gpt-2.yaml: " in captured.err and "restore it from git or re-record it" in captured.err
-    assert "examples" not in captured.out and "gpt-2: 200 examples" not in captured.err  # nothing was fuzzed

@@ -60,7 +60,7 @@ def _in_process(args: argparse.Namespace) -> int:
     vocabs = resolve_vocabs(args.vocab, made)
     modes = args.mode or list(MODES)
     budget = args.max_examples or PROFILES[args.profile]
-    check_found_files(args.found_dir, [vocab_name(v) for v in vocabs])
+    check_found_files(args.found_dir, made, vocabs)
     store = open_database(args.database, args.shared_database or "")
     impl = resolve(args.impl, args.timeout)
     described: list[str] = []

@@ -8,14 +8,16 @@ from __future__ import annotations
 import datetime
 import hashlib
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.core.errors import TokconfError
 from harness.core.facts import CampaignProvenance, VocabFacts
+from harness.core.files import sha256_file
 from harness.core.outcome import Mode, Outcome, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 from harness.llama.build import Build
+from harness.llama.vocabs import vocab_name
 from harness.record.recorder import provenance
 from harness.recordings.format import RecordedCase, Recording, load, write
 
@@ -30,11 +32,11 @@ class Finding:
     reason: str
     vocab_path: Path  # its GGUF file, for pieces in the report
     seed: int  # the campaign's seed (printed at its start, chosen at random unless given)
-    vocab_sha256: str = ""
-    facts: VocabFacts | None = None
-    outcomes: dict[Mode, Outcome] = field(default_factory=dict)  # llama.cpp's, every mode
-    replayed: bool = False  # from the example database, not generated
-    example: int = 0  # which example of its vocabulary and mode it was (1: the first)
+    vocab_sha256: str
+    facts: VocabFacts
+    outcomes: dict[Mode, Outcome]  # llama.cpp's, every mode
+    replayed: bool  # from the example database, not generated
+    example: int  # which example of its vocabulary and mode it was (1: the first)
 
     @property
     def case_id(self) -> str:
@@ -49,13 +51,12 @@ def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: st
     """Add the finding to `found-<vocab>.yaml` (a recording: one case, every mode, llama.cpp's answers),
     unless that input is there already. A file recorded by another build or vocabulary file is not
     mixed with this one: that is an error that says to move it."""
-    assert finding.facts is not None, "findings are written with the facts of their vocabulary"
     path = found_path(found_dir, finding.vocab)
     today = datetime.date.today().isoformat()
     campaign: CampaignProvenance = {"date": today, "implementation": impl_name, "seed": finding.seed}
     if path.is_file():
         recording = load(path)
-        _same_origin(path, recording, build, finding)
+        _same_origin(path, recording, build, finding.vocab_sha256)
     else:
         origin = provenance(
             build, finding.vocab_path, finding.vocab_sha256, finding.facts, {}, {"seed": 0, "generator": 0, "count": 0}
@@ -77,20 +78,21 @@ def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: st
     return path
 
 
-def check_found_files(found_dir: Path, vocabs: list[str]) -> None:
-    """The found files a campaign will add to must read back, before it does any work: a damaged one
-    found only at the first finding would stop the campaign there."""
+def check_found_files(found_dir: Path, build: Build, vocabs: list[Path]) -> None:
+    """The found files a campaign will add to must read back and hold this build's and vocab file's
+    answers, checked before it does any work: found only at the first finding, either would stop the
+    campaign there."""
     for vocab in vocabs:
-        path = found_path(found_dir, vocab)
+        path = found_path(found_dir, vocab_name(vocab))
         if path.is_file():
-            load(path)
+            _same_origin(path, load(path), build, sha256_file(vocab))
 
 
-def _same_origin(path: Path, recording: Recording, build: Build, finding: Finding) -> None:
-    if recording.build != build.build or recording.vocab_sha256 != finding.vocab_sha256:
+def _same_origin(path: Path, recording: Recording, build: Build, vocab_sha256: str) -> None:
+    if recording.build != build.build or recording.vocab_sha256 != vocab_sha256:
         raise TokconfError(
             f"{path} holds findings recorded by llama.cpp b{recording.build} with vocab sha256 "
-            f"{recording.vocab_sha256[:16]}…; this campaign runs b{build.build} with {finding.vocab_sha256[:16]}…",
+            f"{recording.vocab_sha256[:16]}…; this campaign runs b{build.build} with {vocab_sha256[:16]}…",
             "move that file away (or give --found-dir): a recording holds one build's answers",
         )
 

@@ -51,7 +51,7 @@ class FuzzItem(TokconfItem):
             described.append("\n".join(describe_finding(finding, plugin.impl.name, plugin.spec, path)))
             write_finding(plugin.found_dir, finding, plugin.build, plugin.impl.name)
 
-        check_found_files(plugin.found_dir, [vocab_name(self.location_path)])
+        check_found_files(plugin.found_dir, plugin.build, [self.location_path])
 
         campaign = Campaign(plugin.build, plugin.impl, [self.mode], plugin.budget, plugin.store, stats, keep)
         campaign.fuzz_vocab(self.location_path)
