@@ -1,7 +1,7 @@
 """tokconf: record what a pinned llama.cpp answers for a tokenizer, and check other tokenizers against it.
 
 The stages, in the order data flows through them (each imports only from the ones before it):
-`core` → `llama` → `oracle` → `corpus` → `recordings` → `record` → `implementations` → `check` →
+`core` → `llama` → `synth` → `oracle` → `corpus` → `recordings` → `record` → `implementations` → `check` →
 `fuzz` → `cli`; `plugin` is the pytest entry point and loads the rest only when asked to.
 """
 

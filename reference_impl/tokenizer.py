@@ -4,7 +4,8 @@ Supported: byte-level BPE (`tokenizer.ggml.model = gpt2`) with every pre-tokeniz
 `PRE_NAMES` (regexes in `bpe.PRE_REGEXES`), gemma4 (the same BPE on raw UTF-8 with escaped spaces),
 SentencePiece (`llama`, `spm.py`), WordPiece (`bert`, `wpm.py`), Unigram (`t5`, `ugm.py`), RWKV
 (`rwkv`, `rwkv.py`), PLaMo-2 (`plamo2`, `plamo2.py`), `whitespace` (BPE of the runs between
-whitespace) and llama.cpp's `test` model (`chunk_hash.py`).
+whitespace), `hybriddna` (BPE with `<dna>` spans cut into 6-mers, `hybriddna.py`) and llama.cpp's
+`test` model (`chunk_hash.py`).
 Other models and pre-tokenizers raise `UnsupportedVocab` — never a silent wrong answer; `tokconf
 check` counts those as unsupported.
 
@@ -25,6 +26,7 @@ from typing import Any
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.chunk_hash import ChunkHashEncoder
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
+from reference_impl.hybriddna import DnaSpans, unmarked
 from reference_impl.plamo2 import MissingByteToken, Plamo2Encoder, byte_token
 from reference_impl.rwkv import RwkvEncoder, unescape
 from reference_impl.spm import SentencePieceEncoder
@@ -202,8 +204,13 @@ class Tokenizer:
         self.bos_id, self.eos_id, self.sep_id, self.add_bos, self.add_eos = -1, -1, -1, False, False
         self.escape_whitespaces = self.force_bos = False
         self.whitespace_lowercase: bool | None = None  # the `whitespace` model: split at whitespace, maybe lowercase
-        if model in ("gpt2", "whitespace"):
+        self.dna: DnaSpans | None = None  # the `hybriddna` model: <dna> spans cut into k-mers
+        if model in ("gpt2", "whitespace", "hybriddna"):
             self._init_bpe(fields, fields.get("tokenizer.ggml.pre"))
+            if model == "hybriddna" and "<oov>" in self.token_to_id:
+                self.tokens = unmarked(self.tokens, self.token_to_id["<oov>"])
+                if {"<dna>", "</dna>"} <= self.token_to_id.keys():
+                    self.dna = DnaSpans(self.token_to_id)
             if model == "whitespace":  # normalizer_opts.lowercase: true, false for pre "whitespace", then the key
                 default = fields.get("tokenizer.ggml.pre") != "whitespace"
                 self.whitespace_lowercase = bool(fields.get("tokenizer.ggml.normalizer.lowercase", default))
@@ -407,7 +414,7 @@ class Tokenizer:
         return self.attrs[token]
 
     def _end_of_generation(self, fields: dict[str, Any]) -> list[int]:
-        """special_eog_ids: FIM pad/repo/separator, the end-of-generation texts, and EOS."""
+        """special_eog_ids: FIM pad/repo/separator, the end-of-generation texts, EOS, EOT and EOM."""
         eog = {self.eos_id} if 0 <= self.eos_id < len(self.tokens) else set()
         by_text = self.token_to_id
         for role, texts in FIM_TEXTS.items():
@@ -424,6 +431,10 @@ class Tokenizer:
         for text in EOG_TEXTS & by_text.keys():  # llama.cpp walks token_to_id: one id per text
             eog.add(by_text[text])
             self.attrs[by_text[text]] |= ATTR_CONTROL  # "control-looking token ... will be overridden"
+        for role in ("eot", "eom"):  # "special_eot_id is not in special_eog_ids": added, as EOS is
+            token = fields.get(f"tokenizer.ggml.{role}_token_id")
+            if token is not None and 0 <= int(token) < len(self.tokens):
+                eog.add(int(token))
         # "workaround for gemma4 and paddleocr": with <|tool_response> among them, </s> ends nothing
         # and is a NORMAL token again.
         eog_texts = {self.tokens[t]: t for t in eog}
@@ -457,7 +468,10 @@ class Tokenizer:
             else:
                 if self.escape_whitespaces:
                     fragment = fragment.replace(b" ", ESCAPED_SPACE)
-                if self.whitespace_lowercase is None:
+                if self.dna is not None:
+                    for part in self.dna.split(fragment):
+                        out.extend(part if isinstance(part, list) else self.encoder.encode(decode(part)))
+                elif self.whitespace_lowercase is None:
                     out.extend(self.encoder.encode(decode(fragment)))
                 else:
                     for segment in _whitespace_segments(decode(fragment), self.whitespace_lowercase):

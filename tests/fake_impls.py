@@ -142,3 +142,14 @@ def bpe_only(path: Path) -> LlamaCpp:
         tokenizer.close()
         raise NotImplementedError("only BPE vocabularies")
     return tokenizer
+
+
+def loads_anything(path: Path) -> object:
+    """A port that loads any vocabulary: a pre name it does not know is split as gpt-2 splits."""
+    from reference_impl.gguf_reader import read_tokenizer_fields
+    from reference_impl.tokenizer import PRE_NAMES, Tokenizer
+
+    fields = read_tokenizer_fields(path)
+    if fields.get("tokenizer.ggml.pre") not in PRE_NAMES:
+        fields["tokenizer.ggml.pre"] = "gpt-2"
+    return Tokenizer(fields)

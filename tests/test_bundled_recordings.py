@@ -1,4 +1,5 @@
-"""The bundled recordings (recordings/b11192): complete, faithful to llama.cpp, and exportable."""
+"""The bundled recordings of the shipped vocabularies (recordings/b11192): complete, faithful to
+llama.cpp, and exportable. The synthetic ones (recordings/b11192/synthetic) are tests/test_synth.py's."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from harness.recordings.export import export
 from harness.recordings.format import Recording, load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
-FILES = recording_files([BUNDLED])  # (not the *.decoding.yaml companions)
+FILES = [p for p in recording_files([BUNDLED]) if p.parent == BUNDLED]  # shipped (synthetic/: test_synth.py)
 SAMPLE = 60  # cases per vocab re-asked of the live oracle
 
 

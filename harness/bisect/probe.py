@@ -23,9 +23,9 @@ from harness.llama.build import build as build_llama
 from harness.llama.build import build_commit
 from harness.llama.fetch import fetch
 from harness.llama.lock import Lock
-from harness.llama.vocabs import vocab_file
 from harness.oracle.client import LibllamaOracle
 from harness.recordings.format import Recording
+from harness.synth.files import recorded_vocab
 
 Key = tuple[str, str, Mode]  # vocab, case, mode
 Answers = dict[Key, Outcome]
@@ -44,8 +44,7 @@ class ProbeSet:
         for recording in recordings:
             chosen = tuple((c.id, c.data) for c in recording.cases if not cases or c.id in cases)
             if chosen:
-                file = recording.provenance["vocab"]["file"]
-                path = vocab_file(file, recording.vocab_sha256, recording.build, vocab_dir)
+                path = recorded_vocab(recording.provenance["vocab"], recording.build, vocab_dir)
                 vocabs.append((recording.vocab_name, path, chosen))
         if not vocabs:
             raise TokconfError("no recorded case matches the selection", "check --vocab and --case")

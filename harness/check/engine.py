@@ -24,9 +24,9 @@ from harness.core.errors import TokconfError
 from harness.core.facts import Fact, VocabFacts
 from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
 from harness.implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
-from harness.llama.vocabs import vocab_file
 from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
 from harness.recordings.format import Recording, load
+from harness.synth.files import recorded_vocab
 
 
 class Verdict(enum.Enum):
@@ -130,7 +130,7 @@ def check_file(
     """Load one recording (unless the caller has it loaded already) and its decoding when wanted,
     find its vocab file, and check it."""
     recording = recording or load(path)
-    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, recording.build, vocab_dir)
+    vocab = recorded_vocab(recording.provenance["vocab"], recording.build, vocab_dir)
     decoding = load_for(path) if selection.wants_decoding else None
     results = list(check_recording(recording, impl, vocab, selection, xfails, decoding, stop))
     return CheckedFile(recording, vocab, results)
@@ -174,8 +174,11 @@ def check_recording(
         session = impl.open(info)
     except (Unsupported, Broken) as why:
         verdict = Verdict.UNSUPPORTED if isinstance(why, Unsupported) else Verdict.ERROR
+        reason = str(why)
+        if verdict is Verdict.UNSUPPORTED and "load_error" in facts:  # both refuse the vocab: agreement
+            verdict, reason = Verdict.PASSED, f"llama.cpp refuses to load it too ({facts['load_error']})"
         for case, mode in wanted:
-            yield CaseResult(name, mode, case.id, verdict, case.data, case.outcomes[mode], None, str(why))
+            yield CaseResult(name, mode, case.id, verdict, case.data, case.outcomes[mode], None, reason)
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
@@ -195,7 +198,7 @@ def check_recording(
                 yield result
         if stop.reached:
             return
-        if selection.wants_facts:
+        if selection.wants_facts and "load_error" not in facts:  # a refused vocab has no facts to compare
             yield from _check_facts(name, facts, session)
         if decoding:
             yield from _check_decoding(recording, decoding, decoder, selection)

@@ -26,9 +26,9 @@ from harness.implementations.base import Implementation
 from harness.implementations.resolve import resolve
 from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS
 from harness.recordings.decoding import path_for as decoding_path
-from harness.recordings.format import Recording, load, recording_files
+from harness.recordings.format import Recording, VocabGroup, load, recording_files
 
-PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict"
+PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict group"
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
 CAUSE_PROPERTY = "tokconf-cause"  # with --tokconf-explain: the cause a failed item is counted under
 
@@ -86,7 +86,8 @@ class CaseItem(TokconfItem):
         except TokconfError as error:
             raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
         for result in results:
-            self.user_properties.append((PROPERTY, f"{result.vocab} {result.section} {result.verdict.value}"))
+            group = plugin.group(self.location_path)
+            self.user_properties.append((PROPERTY, f"{result.vocab} {result.section} {result.verdict.value} {group}"))
             cause = plugin.causes.get((self.location_path, result.section, result.case))
             if cause is not None:
                 self.user_properties.append((CAUSE_PROPERTY, cause))
@@ -145,12 +146,17 @@ class CheckPlugin:
         self._unresolved: Exception | None = None
         self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
         self._collected: dict[Path, Recording] = {}
+        self._groups: dict[Path, VocabGroup] = {}  # each collected recording's table group
         self.vocab_paths: dict[str, Path] = {}
         self.summary = Summary()
         self.explain = bool(config.getoption("tokconf_explain"))
         # with --tokconf-explain: (recording, section, case) -> the story of the cause it is counted under
         self.causes: dict[tuple[Path, Section, str], str] = {}
         self.cause_stories: dict[str, None] = {}  # every cause reported by an item, in order (xdist included)
+
+    def group(self, path: Path) -> str:
+        """The table group of a collected recording (shipped, synthetic, user)."""
+        return self._groups[path].value
 
     def facts(self, path: Path) -> list[CaseResult]:
         return [r for (section, _), r in self._checked(path).items() if section == FACTS]
@@ -232,6 +238,7 @@ class CheckPlugin:
             except TokconfError as error:
                 raise pytest.UsageError(str(error)) from None
             self._collected[path] = recording
+            self._groups[path] = recording.group
             nodeid = f"tokconf/b{recording.build}/{recording.vocab_name}"
             collect_into(
                 session, items, nodeid, path, lambda parent, p=path, r=recording: self._make_items(parent, p, r)
@@ -248,8 +255,8 @@ class CheckPlugin:
             return
         for key, value in report.user_properties:
             if key == PROPERTY and isinstance(value, str):
-                vocab, section, verdict = value.split(" ")
-                self.summary.count(vocab, section, Verdict(verdict))  # type: ignore[arg-type]
+                vocab, section, verdict, group = value.split(" ")
+                self.summary.count(vocab, section, Verdict(verdict), VocabGroup(group))  # type: ignore[arg-type]
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
             elif key == CAUSE_PROPERTY and isinstance(value, str):

@@ -60,7 +60,7 @@ def check_paths(
             checked = check_file(path, impl, selection, xfails, vocab_dir, stop)
             run.stopped |= stop.reached
             run.vocabs[checked.recording.vocab_name] = checked.vocab
-            run.summary.add(checked.results)
+            run.summary.add(checked.results, checked.recording.group)
             run.results.extend(checked.results)
             if explain:
                 run.causes += explain_file(checked, impl)

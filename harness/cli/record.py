@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.llama import add_build
+from harness.core.facts import CorpusSample
 from harness.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+
+# The synthetic vocabularies' case set: ~110 vocabularies in two builds must fit the repository
+# (README "Recordings" states the sizes), so a fixed sample of the corpus and 500 fuzz strings.
+SYNTH_SAMPLE: CorpusSample = {"every": 2, "max_bytes": 512}
+SYNTH_FUZZ_COUNT = 500
 
 
 def add_parser(commands: Any) -> None:
@@ -24,12 +30,19 @@ def add_parser(commands: Any) -> None:
         help="corpus file or folder; repeatable (default: the bundled)",
     )
     rec.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"fuzz seed (default {DEFAULT_SEED})")
-    rec.add_argument("--fuzz-count", type=int, default=DEFAULT_COUNT, help=f"fuzz strings (default {DEFAULT_COUNT})")
+    rec.add_argument("--fuzz-count", type=int, help=f"fuzz strings (default {DEFAULT_COUNT})")
     rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the current folder)")
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
     rec.add_argument("--no-decoding", action="store_true", help="record ids only (no *.decoding.yaml)")
+    rec.add_argument(
+        "--synthetic",
+        action="store_true",
+        help=f"record the synthetic vocabularies (tokconf vocab synth; --vocab picks recipes) into "
+        f"<out>/synthetic, with every {SYNTH_SAMPLE['every']}nd corpus case up to {SYNTH_SAMPLE['max_bytes']} "
+        f"bytes and {SYNTH_FUZZ_COUNT} fuzz strings",
+    )
 
     rdec = commands.add_parser(
         "record-decoding", help="record llama.cpp's pieces and detokenizations beside existing recordings"
@@ -48,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.llama.vocabs import resolve_vocabs, vocab_name
     from harness.record.crosscheck import crosscheck_vocab
     from harness.record.recorder import Plan, record
+    from harness.synth.files import synthetic_vocabs
 
     made = require_build(args.build)
     corpus = load_corpus(args.corpus or [CORPUS])
@@ -56,9 +70,16 @@ def run(args: argparse.Namespace) -> int:
             f"no corpus cases under {' '.join(map(str, args.corpus or [CORPUS]))}",
             "give --corpus the corpus folder (a recording without it would silently record far fewer cases)",
         )
-    vocabs = resolve_vocabs(args.vocab, made)
     out = args.out or Path("recordings") / f"b{args.build}"
-    plan = Plan(made, tuple(corpus), args.seed, args.fuzz_count, out, not args.no_decoding)
+    if args.synthetic:
+        vocabs = synthetic_vocabs(args.vocab)
+        fuzz_count = SYNTH_FUZZ_COUNT if args.fuzz_count is None else args.fuzz_count
+        plan = Plan(made, tuple(corpus), args.seed, fuzz_count, out / "synthetic", not args.no_decoding,
+                    SYNTH_SAMPLE)  # fmt: skip
+    else:
+        vocabs = resolve_vocabs(args.vocab, made)
+        fuzz_count = DEFAULT_COUNT if args.fuzz_count is None else args.fuzz_count
+        plan = Plan(made, tuple(corpus), args.seed, fuzz_count, out, not args.no_decoding)
     if args.backend == "libllama":
         record(plan, vocabs, args.jobs)
         return 0

@@ -28,6 +28,17 @@ class VocabFacts(TypedDict):
     eog_ids: list[int]  # llama_vocab_is_eog
     token_attributes: dict[int, str]  # `control|lstrip`, only tokens that are not just `normal`
     special_texts: dict[int, bytes]  # the text of every control and user-defined token
+    load_error: NotRequired[str]  # llama.cpp refused to load the vocab (`refused_facts`)
+
+
+def refused_facts(reason: str) -> VocabFacts:
+    """The facts of a vocabulary llama.cpp refuses to load: none but the reason, which every case's
+    outcome repeats (a pre name the build does not know shows up in `tokconf diff` this way)."""
+    return {
+        "vocab_type": "none", "model": None, "pre": None, "n_tokens": 0, "add_bos": False, "add_eos": False,
+        "add_sep": False, "special_ids": {"bos": -1, "eos": -1}, "eog_ids": [], "token_attributes": {},
+        "special_texts": {}, "load_error": reason,
+    }  # fmt: skip
 
 
 def facts_to_json(facts: VocabFacts) -> bytes:
@@ -87,12 +98,29 @@ class LlamaCppProvenance(TypedDict):
     commit: str | None
 
 
+class BaseVocab(TypedDict):
+    build: int
+    file: str
+    sha256: str
+
+
+class SynthProvenance(TypedDict):
+    """How a synthetic vocab file was made (`harness.synth.recipes`)."""
+
+    recipe: str
+    family: str  # pre, model, variant
+    version: int  # SYNTH_VERSION
+    why: str
+    base: BaseVocab  # the shipped file it derives from
+
+
 class VocabProvenance(TypedDict):
     name: str
     file: str
     sha256: str
     model: str | None
     pre: str | None
+    synthetic: NotRequired[SynthProvenance]
 
 
 class FuzzProvenance(TypedDict):
@@ -114,6 +142,13 @@ class CasesDigest(TypedDict):
     sha256: str  # of the `cases:` section's bytes, to the end of the file
 
 
+class CorpusSample(TypedDict):
+    """Which corpus cases a recording holds: of those up to `max_bytes` long, every `every`th."""
+
+    every: int
+    max_bytes: int
+
+
 class Provenance(TypedDict):
     """Everything that decided a recording's content (docs/recording-format.md), and (`cases`, added
     when it is written) what it holds."""
@@ -122,6 +157,7 @@ class Provenance(TypedDict):
     backend: str
     vocab: VocabProvenance
     corpus: dict[str, str]  # corpus file name -> sha256
+    corpus_sample: NotRequired[CorpusSample]  # only a sample of the corpus was recorded (synthetic vocabs)
     upstream_tests: dict[str, str]  # .inp file name -> sha256
     fuzz: FuzzProvenance
     harness: str

@@ -12,7 +12,7 @@ import hashlib
 import os
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import IO, Any, Literal, TextIO, overload
 
 from harness.core.errors import TokconfError
 
@@ -27,16 +27,23 @@ def cache_root() -> Path:
     return base / "tokconf"
 
 
-@contextlib.contextmanager
-def atomic_output(path: Path, what: str = "output") -> Iterator[TextIO]:
-    """A text handle whose content replaces `path` only when the block ends without an exception.
+@overload
+def atomic_output(
+    path: Path, what: str = ..., binary: Literal[False] = ...
+) -> contextlib.AbstractContextManager[TextIO]: ...
+@overload
+def atomic_output(path: Path, what: str, binary: Literal[True]) -> contextlib.AbstractContextManager[IO[bytes]]: ...
+@contextlib.contextmanager  # type: ignore[misc]
+def atomic_output(path: Path, what: str = "output", binary: bool = False) -> Iterator[IO[Any]]:
+    """A handle (text, or bytes with `binary`) whose content replaces `path` only when the block ends
+    without an exception.
 
     Temporary file beside the target, fsync, rename: a reader sees the old file or the new one, never
     half of one, and a failure (a full disk included) leaves the old file and no temporary behind.
     """
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("w", encoding="utf-8") as handle:
+        with tmp.open("wb") if binary else tmp.open("w", encoding="utf-8") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
@@ -51,10 +58,14 @@ def atomic_output(path: Path, what: str = "output") -> Iterator[TextIO]:
         raise
 
 
-def atomic_write(path: Path, text: str, what: str = "output") -> None:
-    """Write `text` to `path` atomically (see `atomic_output`)."""
-    with atomic_output(path, what) as handle:
-        handle.write(text)
+def atomic_write(path: Path, content: str | bytes, what: str = "output") -> None:
+    """Write `content` (text or bytes) to `path` atomically (see `atomic_output`)."""
+    if isinstance(content, bytes):
+        with atomic_output(path, what, binary=True) as raw:
+            raw.write(content)
+    else:
+        with atomic_output(path, what) as text:
+            text.write(content)
 
 
 def sha256_file(path: Path) -> str:

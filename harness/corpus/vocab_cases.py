@@ -42,6 +42,15 @@ CHATS: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+# `<dna>` spans, for a vocab with the hybriddna tags (llm_tokenizer_hybriddna_session): whole k-mers,
+# a padded tail, lower case, non-ACGT letters (<oov>), unclosed, empty, nested, reversed and mixed spans.
+DNA_SPANS = (
+    "<dna>ACGTAC</dna>", "<dna>ACGTACGTA</dna>", "<dna>acgtnn</dna>", "Sequence: <dna>GATTACA</dna> ends here.",
+    "<dna>ACGTACGT", "<dna></dna>", "<dna>AC GT\nÄÖ</dna>x", "</dna>ACGTAC<dna>", "<dna><dna>ACGTAC</dna></dna>",
+    "a<dna>TTTTTTGGGGGG</dna>b<dna>cc</dna>", "<dna>ACGTACGTACGTACGTACGTACGTACGTACGTACGTACGTACGTAC</dna>",
+)  # fmt: skip
+
+
 def _focus(facts: VocabFacts, texts: dict[int, bytes]) -> list[int]:
     attrs: dict[int, str] = facts["token_attributes"]
     first = {i for i in facts["special_ids"].values() if i in texts} | {i for i in facts["eog_ids"] if i in texts}
@@ -82,4 +91,6 @@ def vocab_cases(facts: VocabFacts) -> list[Case]:
         markers = [p.encode() for p in parts if p.startswith(("<", "[")) and p.endswith((">", "]"))]
         if markers and all(m in known for m in markers if m not in (b"[INST]", b"[/INST]")):
             cases.append(Case(f"vocab/chat-{family}", "".join(parts).encode(), f"{family} chat markup"))
+    if {b"<dna>", b"</dna>"} <= known:
+        cases += [Case(f"vocab/dna-{n}", span.encode(), "a <dna> span (hybriddna)") for n, span in enumerate(DNA_SPANS)]
     return cases

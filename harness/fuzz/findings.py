@@ -18,8 +18,9 @@ from harness.core.outcome import Mode, Outcome, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 from harness.llama.build import Build
 from harness.llama.vocabs import vocab_name
-from harness.record.recorder import provenance
+from harness.record.recorder import Plan, provenance
 from harness.recordings.format import RecordedCase, Recording, load, write
+from harness.synth.files import synth_provenance
 
 
 @dataclass
@@ -58,9 +59,10 @@ def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: st
         recording = load(path)
         _same_origin(path, recording, build, finding.vocab_sha256)
     else:
-        origin = provenance(
-            build, finding.vocab_path, finding.vocab_sha256, finding.facts, {}, {"seed": 0, "generator": 0, "count": 0}
-        )
+        plan = Plan(build, (), 0, 0, found_dir, decoding=False)  # no corpus, no fuzz: campaigns say where
+        synthetic = synth_provenance(finding.vocab_path)
+        origin = provenance(plan, finding.vocab_path, finding.vocab_sha256, finding.facts, synthetic)
+        origin["fuzz"] = {"seed": 0, "generator": 0, "count": 0}
         origin["upstream_tests"] = {}
         recording = Recording(origin, finding.facts, [])
     if any(case.id == finding.case_id for case in recording.cases):

@@ -13,9 +13,10 @@ from harness.llama.fetch import fetch, fetched_source, source_dir
 
 
 def vocab_name(vocab: Path) -> str:
-    """`ggml-vocab-qwen2.gguf` -> `qwen2`; the recording is `<name>.yaml`."""
+    """`ggml-vocab-qwen2.gguf` -> `qwen2`, `synth-pre-glm5.gguf` -> `pre-glm5`; the recording is
+    `<name>.yaml`."""
     name = vocab.name.removesuffix(".gguf")
-    return name.removeprefix("ggml-vocab-")
+    return name.removeprefix("ggml-vocab-").removeprefix("synth-")
 
 
 def shipped_vocabs(build: Build) -> list[Path]:

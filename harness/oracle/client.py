@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import select
 import struct
 import subprocess
@@ -32,6 +33,21 @@ BATCH_BYTES = 1 << 20  # and about this much text
 
 class WorkerGone(Exception):
     """The worker closed its pipe or did not answer in time."""
+
+
+class VocabRefused(TokconfError):
+    """llama.cpp refused to load a vocabulary: `reason` in its own words, without the file's path, so a
+    recording can hold it as every case's outcome (a pre name a build does not know, a broken vocab)."""
+
+    def __init__(self, build: int, vocab: Path, reason: str) -> None:
+        super().__init__(
+            f"llama.cpp b{build} could not load {vocab}: {reason}",
+            "check that the file is a complete GGUF vocabulary (tokconf llama info lists the shipped ones)",
+        )
+        self.reason = reason
+
+
+LOAD_ERROR = re.compile(r"(?:error loading model(?: vocabulary)?: )+(.+)")  # llama_model_load's log line
 
 
 class LibllamaOracle:
@@ -66,16 +82,15 @@ class LibllamaOracle:
         try:
             ready = self._read()
         except WorkerGone as gone:
-            raise TokconfError(
-                f"llama.cpp b{self.build.build} could not load {self.vocab}: {self._died(str(gone))}",
-                "check that the file is a GGUF vocabulary (tokconf llama info lists the shipped ones)",
-            ) from None
+            raise VocabRefused(self.build.build, self.vocab, self._died(str(gone))) from None
         if ready[:1] != b"R":
             self._kill()
-            raise TokconfError(
-                f"llama.cpp b{self.build.build} could not load {self.vocab}: {ready[1:].decode(errors='replace')}",
-                "check that the file is a complete GGUF vocabulary; re-download or re-fetch it if truncated",
+            self._stderr.seek(0)
+            said = LOAD_ERROR.findall(self._stderr.read()[-8192:].decode("utf-8", errors="replace"))
+            reason = (
+                said[-1].strip() if said else ready[1:].decode(errors="replace").replace(str(self.vocab), "<vocab>")
             )
+            raise VocabRefused(self.build.build, self.vocab, reason)
 
     def _read_exact(self, size: int) -> bytes:
         assert self._proc is not None and self._proc.stdout is not None

@@ -10,12 +10,12 @@ from pathlib import Path
 from harness import __version__
 from harness.core.files import sha256_file
 from harness.llama.build import require_build
-from harness.llama.vocabs import vocab_file
 from harness.oracle.client import LibllamaOracle
 from harness.recordings.decoding import DETOKENIZE, Decoding, Edit, splice
 from harness.recordings.decoding import path_for as decoding_path
 from harness.recordings.decoding import write as write_decoding
 from harness.recordings.format import Recording, load
+from harness.synth.files import recorded_vocab
 
 
 def record_decoding(recording_path: Path, recording: Recording | None = None, vocab_dir: Path | None = None) -> Path:
@@ -28,8 +28,7 @@ def record_decoding(recording_path: Path, recording: Recording | None = None, vo
     """
     recording = recording or load(recording_path)  # just written by record_vocab, or read here
     build = require_build(recording.build)
-    folder = vocab_dir or build.models_dir
-    vocab = vocab_file(recording.provenance["vocab"]["file"], recording.vocab_sha256, build.build, folder)
+    vocab = recorded_vocab(recording.provenance["vocab"], build.build, vocab_dir)
     started = time.monotonic()
     with LibllamaOracle(build, vocab) as oracle:
         pieces = oracle.pieces(True)

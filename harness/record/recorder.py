@@ -10,7 +10,7 @@ import hashlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from functools import partial
@@ -18,7 +18,15 @@ from pathlib import Path
 
 from harness import __version__
 from harness.core.errors import TokconfError
-from harness.core.facts import FuzzProvenance, Provenance, VocabFacts
+from harness.core.facts import (
+    CorpusSample,
+    FuzzProvenance,
+    Provenance,
+    SynthProvenance,
+    VocabFacts,
+    VocabProvenance,
+    refused_facts,
+)
 from harness.core.files import sha256_file
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import Case, CorpusFile
@@ -27,10 +35,12 @@ from harness.corpus.upstream import upstream_cases
 from harness.corpus.vocab_cases import vocab_cases
 from harness.llama.build import Build
 from harness.llama.vocabs import vocab_name
-from harness.oracle.client import LibllamaOracle
+from harness.oracle.client import LibllamaOracle, VocabRefused
 from harness.record.decoding import record_decoding
 from harness.record.journal import Journal
 from harness.recordings.format import RecordedCase, Recording, write
+from harness.synth.files import synth_provenance
+from harness.synth.recipes import BY_NAME
 
 JOURNAL_CHUNK = 512  # cases asked for (in every mode), and journaled, at a time
 
@@ -45,46 +55,61 @@ class Plan:
     fuzz_count: int
     out_dir: Path
     decoding: bool = True  # also write each recording's decoding (record_decoding)
+    sample: CorpusSample | None = None  # a fixed sample of the corpus (synthetic vocabs), else all of it
 
 
 def provenance(
-    build: Build, vocab: Path, vocab_sha: str, facts: VocabFacts, corpus: dict[str, str], fuzz: FuzzProvenance
+    plan: Plan, vocab: Path, vocab_sha: str, facts: VocabFacts, synthetic: SynthProvenance | None
 ) -> Provenance:
-    """Where a recording's answers came from: the build, the vocab file, the inputs' sources."""
-    source = build.source
+    """Where a recording's answers came from: the build, the vocab file (and the recipe that made a
+    synthetic one), the inputs' sources."""
+    source = plan.build.source
     inp = vocab.with_name(vocab.name + ".inp")
-    return {
+    fuzz: FuzzProvenance = {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count}
+    vocab_provenance: VocabProvenance = {
+        "name": vocab_name(vocab),
+        "file": vocab.name,
+        "sha256": vocab_sha,
+        "model": facts["model"],
+        "pre": facts["pre"],
+    }
+    if synthetic is not None:
+        vocab_provenance["synthetic"] = synthetic
+    origin: Provenance = {
         "llama_cpp": {
-            "build": build.build,
+            "build": plan.build.build,
             "source": source.kind,
             "origin": source.origin,
             "sha256": source.sha256,
             "commit": source.commit,
         },
         "backend": "libllama (vocab_only, in a crash-isolated worker)",
-        "vocab": {
-            "name": vocab_name(vocab),
-            "file": vocab.name,
-            "sha256": vocab_sha,
-            "model": facts["model"],
-            "pre": facts["pre"],
-        },
-        "corpus": corpus,
+        "vocab": vocab_provenance,
+        "corpus": {f.path.name: f.sha256 for f in plan.corpus},
         "upstream_tests": {inp.name: sha256_file(inp)} if inp.is_file() else {},
         "fuzz": fuzz,
         "harness": __version__,
         "modes": {m: {"add_special": a, "parse_special": p} for m, (a, p) in MODES.items()},
     }
+    if plan.sample is not None:
+        origin["corpus_sample"] = plan.sample
+    return origin
 
 
 def all_cases(plan: Plan, vocab: Path, facts: VocabFacts) -> list[Case]:
     """Corpus, llama.cpp's tests, the vocab's own special-token cases, then fuzz: in that order."""
-    cases = [case for corpus_file in plan.corpus for case in corpus_file.cases]
+    cases = [case for corpus_file in plan.corpus for case in _sampled(corpus_file.cases, plan.sample)]
     cases += upstream_cases(vocab)
     cases += vocab_cases(facts)
     fuzz = fuzz_strings(plan.seed, plan.fuzz_count)
     cases += [Case(f"fuzz/{i:04d}", data) for i, data in enumerate(fuzz)]
     return cases
+
+
+def _sampled(cases: Sequence[Case], sample: CorpusSample | None) -> list[Case]:
+    if sample is None:
+        return list(cases)
+    return [case for case in cases if len(case.data) <= sample["max_bytes"]][:: sample["every"]]
 
 
 def record_vocab(plan: Plan, vocab: Path) -> Path:
@@ -96,11 +121,14 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     out = plan.out_dir / f"{name}.yaml"
     started = time.monotonic()
     vocab_sha = sha256_file(vocab)
-    with LibllamaOracle(plan.build, vocab) as oracle:
+    synthetic = synth_provenance(vocab)
+    try:
+        oracle = LibllamaOracle(plan.build, vocab)
+    except VocabRefused as load_error:
+        return _record_refusal(plan, vocab, vocab_sha, synthetic, load_error.reason, out)
+    with oracle:
         facts = oracle.facts()
-        corpus = {f.path.name: f.sha256 for f in plan.corpus}
-        fuzz: FuzzProvenance = {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count}
-        origin = provenance(plan.build, vocab, vocab_sha, facts, corpus, fuzz)
+        origin = provenance(plan, vocab, vocab_sha, facts, synthetic)
         cases = all_cases(plan, vocab, facts)
         key_source = json.dumps([origin, [c.id for c in cases]], sort_keys=True)
         key = hashlib.sha256(key_source.encode() + b"".join(c.data for c in cases)).hexdigest()
@@ -121,7 +149,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     recording = Recording(origin, facts, recorded)
     write(out, recording)
     journal.finish()
-    if plan.decoding:
+    if plan.decoding and (synthetic is None or BY_NAME[synthetic["recipe"]].decoding):
         record_decoding(out, recording, vocab.parent)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
@@ -132,6 +160,19 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
         file=sys.stderr,
         flush=True,
     )
+    return out
+
+
+def _record_refusal(
+    plan: Plan, vocab: Path, vocab_sha: str, synthetic: SynthProvenance | None, reason: str, out: Path
+) -> Path:
+    """A vocabulary llama.cpp refuses to load, recorded as that refusal: every case, every mode."""
+    facts = refused_facts(reason)
+    refusal = Refusal(f"load: {reason}")
+    cases = all_cases(plan, vocab, facts)
+    recorded = [RecordedCase(case.id, case.data, dict.fromkeys(MODES, refusal), case.why) for case in cases]
+    write(out, Recording(provenance(plan, vocab, vocab_sha, facts, synthetic), facts, recorded))
+    print(f"{vocab_name(vocab)}: llama.cpp b{plan.build.build} refuses to load it ({reason}) -> {out}", file=sys.stderr)
     return out
 
 

@@ -9,6 +9,7 @@ on, so a damaged file is refused with its path and the field, never a traceback.
 
 from __future__ import annotations
 
+import enum
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,14 @@ class RecordedCase:
     why: str | None = None
 
 
+class VocabGroup(enum.Enum):
+    """Where a recording's vocabulary comes from, the groups of the check table."""
+
+    SHIPPED = "shipped"  # a test vocabulary llama.cpp ships in models/
+    SYNTHETIC = "synthetic"  # made by a tokconf recipe (harness.synth)
+    USER = "user"  # any other file: a real model, a found file, a port's own
+
+
 @dataclass
 class Recording:
     """A whole recording file in memory."""
@@ -64,6 +73,15 @@ class Recording:
     @property
     def build(self) -> int:
         return self.provenance["llama_cpp"]["build"]
+
+    @property
+    def group(self) -> VocabGroup:
+        vocab = self.provenance["vocab"]
+        if "synthetic" in vocab:
+            return VocabGroup.SYNTHETIC
+        if vocab["file"].startswith("ggml-vocab-") and "campaigns" not in self.provenance:
+            return VocabGroup.SHIPPED
+        return VocabGroup.USER
 
 
 def _outcome_node(outcome: Outcome) -> Any:

@@ -1,0 +1,87 @@
+"""A recipe's file, made in the cache, and the file a recording was made from, found again.
+
+Synthetic files are not in the repository (about 150 MB in all): they are made from the pinned
+shipped files on first use, into `<cache>/synth/v<SYNTH_VERSION>/`, and a recording's sha256 decides
+whether the file made here is the one it was recorded from.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.core.errors import TokconfError
+from harness.core.facts import SynthProvenance, VocabProvenance
+from harness.core.files import atomic_write, cache_root, sha256_file
+from harness.llama.vocabs import vocab_file
+from harness.synth.gguf_write import gguf_bytes
+from harness.synth.recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Recipe
+
+
+def synth_dir() -> Path:
+    return cache_root() / "synth" / f"v{SYNTH_VERSION}"
+
+
+def synthesize(recipe: Recipe, out_dir: Path | None = None) -> Path:
+    """The recipe's GGUF file in `out_dir` (default: the cache), made unless it is there already."""
+    folder = out_dir or synth_dir()
+    path = folder / recipe.file
+    if path.is_file() and out_dir is None:
+        return path
+    from reference_impl.gguf_reader import read_tokenizer_fields
+
+    base = vocab_file(f"ggml-vocab-{recipe.base}.gguf", BASES[recipe.base], BASE_BUILD, None)
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, gguf_bytes(recipe.make(read_tokenizer_fields(base))), "synthetic vocab")
+    return path
+
+
+def recipes_named(names: list[str]) -> list[Recipe]:
+    """The named recipes (none named: all of them)."""
+    unknown = [name for name in names if name not in BY_NAME]
+    if unknown:
+        raise TokconfError(f"unknown recipe {', '.join(unknown)}", "tokconf vocab synth --list names them all")
+    return [BY_NAME[name] for name in names] or list(RECIPES)
+
+
+def synthetic_vocabs(names: list[str]) -> list[Path]:
+    """The files of the named recipes (none named: all), made in the cache."""
+    return [synthesize(recipe) for recipe in recipes_named(names)]
+
+
+def synth_provenance(vocab: Path) -> SynthProvenance | None:
+    """The recipe a vocab file was made by, if it is a synthetic file made by this tokconf."""
+    recipe = BY_NAME.get(vocab.name.removeprefix("synth-").removesuffix(".gguf"))
+    if recipe is None or not vocab.name.startswith("synth-") or sha256_file(vocab) != sha256_file(synthesize(recipe)):
+        return None
+    base = f"ggml-vocab-{recipe.base}.gguf"
+    return {
+        "recipe": recipe.name,
+        "family": recipe.family.value,
+        "version": SYNTH_VERSION,
+        "why": recipe.why,
+        "base": {"build": BASE_BUILD, "file": base, "sha256": BASES[recipe.base]},
+    }
+
+
+def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -> Path:
+    """The GGUF file a recording names, checked by sha256: a synthetic one from `vocab_dir` or made
+    again from its recipe; a shipped or user one from `vocab_dir` or the build's `models/`."""
+    synthetic = vocab.get("synthetic")
+    if synthetic is None or (vocab_dir is not None and (vocab_dir / vocab["file"]).is_file()):
+        return vocab_file(vocab["file"], vocab["sha256"], build, vocab_dir)
+    recipe = BY_NAME.get(synthetic["recipe"])
+    if recipe is None or synthetic["version"] != SYNTH_VERSION:
+        raise TokconfError(
+            f"synthetic vocab {vocab['file']} was made by recipe {synthetic['recipe']!r} version "
+            f"{synthetic['version']}, which this tokconf cannot make (it makes version {SYNTH_VERSION})",
+            "use the tokconf version that made the recording, or pass --vocab-dir with the file",
+        )
+    path = synthesize(recipe)
+    actual = sha256_file(path)
+    if actual != vocab["sha256"]:
+        raise TokconfError(
+            f"{path}, made by recipe {recipe.name}, has sha256 {actual}, but the recording was made from "
+            f"{vocab['sha256']}",
+            "delete the file to have it made again; if that does not help, this tokconf makes another file",
+        )
+    return path

@@ -1,0 +1,270 @@
+"""What each synthetic vocabulary is: a recipe names its family, the shipped vocabulary it derives
+from and the change, and `fields` turns it into the GGUF keys `gguf_write` writes.
+
+Three families:
+- `pre`: the gpt-2 vocabulary (tokens, types, merges) under every `tokenizer.ggml.pre` name that
+  b11192 or b11434 knows (`llama_vocab::impl::load`'s chain). A name a build does not know is recorded
+  as that build's load refusal, so a new name shows up in `tokconf diff`.
+- `model`: one vocabulary per tokenizer model no shipped file uses, in the layout llama.cpp's converter
+  writes and its loader reads (`rwkv`, `plamo2`, `t5`, `whitespace`, `hybriddna`, `test`).
+- `variant`: the vocab rules ports get wrong, each as one change to a shipped vocabulary (attributes
+  set by name in `llama_vocab::impl::load`, user-defined tokens, the add_* flags, missing byte tokens).
+
+Every recipe derives from the shipped files of `BASE_BUILD`, pinned by sha256; changing a recipe's
+output changes its file's sha256, which its recordings pin: bump `SYNTH_VERSION` and re-record it.
+"""
+
+from __future__ import annotations
+
+import enum
+import itertools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+SYNTH_VERSION = 1
+BASE_BUILD = 11192
+BASES = {  # shipped vocab -> sha256 of its b11192 file
+    "gpt-2": "cedc56ca6e2e89f63e781696d1fd76b4b1d49e6720dee86463e915f6e90016ac",
+    "llama-spm": "16c3724582d59aa8bf84711894e833f916ee46a31d80e21312759c48bf8d0e69",
+    "bert-bge": "fbcbe22278fb302694d5f4a41bfe48c5f90e8e3554eab1c0435387dff654a854",
+}
+
+# `tokenizer.ggml.pre` names of b11192 and b11434 (`tokconf coverage --build N` reads them from the
+# source; tests/test_synth.py holds this list to b11192's and to NEW_IN_B11434).
+NEW_IN_B11434 = ("glm5", "mmbert")
+PRE_NAMES = tuple(sorted((
+    "a.x-4.0", "afmoe", "bailingmoe", "bailingmoe2", "bloom", "chameleon", "chatglm-bpe", "codeshell",
+    "cohere2moe", "command-r", "dbrx", "deepseek-coder", "deepseek-llm", "deepseek-r1-qwen", "deepseek-v3",
+    "default", "exaone", "exaone-moe", "exaone4", "f2llmv2", "falcon", "falcon-h1", "falcon3", "gemma4",
+    "gigachat", "glm4", "gpt-2", "gpt-4o", "gpt3-finnish", "granite-docling", "granite-embed-multi-311m",
+    "granite-embed-multi-97m", "grok-2", "hunyuan", "hunyuan-dense", "hy_v4", "jais", "jais-2", "jina-de",
+    "jina-es", "jina-v1-en", "jina-v2-code", "jina-v2-de", "jina-v2-es", "jina-v5-nano", "joyai-llm",
+    "kanana2", "kimi-k2", "kormo", "laguna", "lfm2", "llada-moe", "llama-bpe", "llama-v3", "llama3", "llama4",
+    "megrez", "mellum", "mellum2", "midm-2.0", "minerva-7b", "minicpm5", "minimax-m2", "modern-bert", "mpt",
+    "olmo", "phi-2", "pixtral", "poro-chat", "qwen2", "qwen35", "refact", "roberta-bpe", "sarvam-moe",
+    "seed-coder", "smaug-bpe", "smollm", "solar-open", "spark2_5", "stablelm2", "starcoder", "superbpe",
+    "talkie", "tekken", "tiny_aya", "trillion", "ufakzeka", "viking", "whitespace", "youtu", *NEW_IN_B11434,
+)))  # fmt: skip
+
+NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6  # GGUF token types
+Fields = dict[str, Any]
+
+
+class Family(enum.Enum):
+    PRE = "pre"
+    MODEL = "model"
+    VARIANT = "variant"
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """One synthetic vocabulary: `synth-<name>.gguf`, recorded as `synthetic/<name>.yaml`."""
+
+    name: str
+    family: Family
+    base: str  # the shipped vocab of BASE_BUILD it derives from
+    why: str  # what it exercises
+    make: Callable[[Fields], Fields]  # the base's tokenizer fields -> the file's fields
+
+    @property
+    def file(self) -> str:
+        return f"synth-{self.name}.gguf"
+
+    @property
+    def decoding(self) -> bool:
+        """Whether its pieces and detokenizations are recorded too: not for the `pre` family, whose
+        token table is gpt-2's (recorded with it) and whose pre name `llama_token_to_piece` does not
+        read; `variant-clean-spaces-off` records the one decoding rule a pre name sets."""
+        return self.family is not Family.PRE
+
+
+def _bpe(base: Fields, pre: str | None, model: str = "gpt2") -> Fields:
+    """gpt-2's tokens, types and merges under another model or pre name."""
+    fields: Fields = {"general.architecture": "gpt2", "tokenizer.ggml.model": model}
+    if pre is not None:
+        fields["tokenizer.ggml.pre"] = pre
+    fields["tokenizer.ggml.tokens"] = base["tokenizer.ggml.tokens"]
+    fields["tokenizer.ggml.token_type"] = base["tokenizer.ggml.token_type"]
+    fields["tokenizer.ggml.merges"] = base["tokenizer.ggml.merges"]
+    fields["tokenizer.ggml.eos_token_id"] = base["tokenizer.ggml.eos_token_id"]
+    return fields
+
+
+def _appended(fields: Fields, tokens: list[tuple[str, int]]) -> Fields:
+    """Tokens appended after the base's, with their types (a converter's added tokens)."""
+    return fields | {
+        "tokenizer.ggml.tokens": [*fields["tokenizer.ggml.tokens"], *(t for t, _ in tokens)],
+        "tokenizer.ggml.token_type": [*fields["tokenizer.ggml.token_type"], *(k for _, k in tokens)],
+    }
+
+
+def _spm(base: Fields, **flags: Any) -> Fields:
+    """llama-spm as shipped, with flags after its keys."""
+    keys = ("tokens", "scores", "token_type", "unknown_token_id", "bos_token_id", "eos_token_id")
+    fields: Fields = {"general.architecture": "llama", "tokenizer.ggml.model": "llama"}
+    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in keys if f"tokenizer.ggml.{k}" in base}
+    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+
+
+def _gpt2_pieces(base: Fields) -> list[bytes]:
+    """gpt-2's tokens as bytes (its byte-to-unicode table undone), in id order."""
+    from reference_impl.bpe import BYTE_TO_UNICODE
+
+    undo = {char: byte for byte, char in enumerate(BYTE_TO_UNICODE)}
+    return [bytes(undo[c] for c in text) if all(c in undo for c in text) else b"" for text in
+            base["tokenizer.ggml.tokens"]]  # fmt: skip
+
+
+def rwkv(base: Fields, size: int = 6000) -> Fields:
+    """`_set_vocab_rwkv_world`'s layout: `<s>` control, every token `repr(bytes)[2:-1]`, `[PADn]`
+    unused up to the size; the multi-byte tokens are gpt-2's pieces (words, UTF-8, partial UTF-8), and
+    four escapes no converter writes, read as `llama_unescape_rwkv_token` reads them."""
+    words = sorted(set(_gpt2_pieces(base)) - {b""}, key=lambda p: (len(p), p))
+    chosen = [bytes([b]) for b in range(256)] + [w for w in words if len(w) > 1][: size - 300]
+    odd = ["\\xZZ", "\\q", "\\x\u00e9", "tail\\"]
+    tokens = ["<s>"] + [repr(w)[2:-1] for w in chosen] + odd
+    types = [CONTROL] + [NORMAL] * (len(chosen) + len(odd))
+    tokens += [f"[PAD{i}]" for i in range(len(tokens), size)]
+    types += [UNUSED] * (size - len(types))
+    return {"general.architecture": "rwkv6", "tokenizer.ggml.model": "rwkv", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.token_type": types}  # fmt: skip
+
+
+PLAMO_CONTROL = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>", "<|plamo:op|>"]
+
+
+def plamo2(base: Fields, size: int = 9000) -> Fields:
+    """`_set_vocab_plamo`'s layout from llama-spm's normal pieces (U+2581 as a space): the five PLaMo
+    control tokens, the 256 `<0xXX>` byte tokens, few distinct scores (so ties occur and the table
+    order decides), a normal `</s>` (which the EOG rule of `llama_vocab::impl::load` concerns), unused
+    padding; BOS added as the converter asks (b11192 ignores the flag, b11434 honours it)."""
+    tokens, scores, types = list(PLAMO_CONTROL), [0.0] * 5, [UNKNOWN, CONTROL, CONTROL, CONTROL, CONTROL]
+    tokens += [f"<0x{byte:02X}>" for byte in range(256)] + ["</s>"]
+    scores += [0.0] * 257
+    types += [BYTE] * 256 + [NORMAL]
+    seen = set(tokens)
+    triples = zip(
+        base["tokenizer.ggml.tokens"], base["tokenizer.ggml.scores"], base["tokenizer.ggml.token_type"], strict=True
+    )
+    for text, score, kind in triples:
+        piece = text.replace("\u2581", " ")
+        if kind == NORMAL and piece not in seen and len(tokens) < size - 100:
+            seen.add(piece)
+            tokens.append(piece)
+            scores.append(float(round(score / 1000)))
+            types.append(NORMAL)
+    pad = size - len(tokens)
+    return {
+        "general.architecture": "plamo2", "tokenizer.ggml.model": "plamo2", "tokenizer.ggml.pre": "default",
+        "tokenizer.ggml.tokens": tokens + [f"[PAD{i}]" for i in range(1, pad + 1)],
+        "tokenizer.ggml.scores": scores + [-1000.0] * pad, "tokenizer.ggml.token_type": types + [UNUSED] * pad,
+        "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2, "tokenizer.ggml.padding_token_id": 3,
+        "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.eot_token_id": 4,
+        "tokenizer.ggml.add_bos_token": True, "tokenizer.ggml.add_eos_token": False,
+    }  # fmt: skip
+
+
+def t5(base: Fields, **flags: Any) -> Fields:
+    """A Unigram (`t5`) vocabulary from llama-spm's pieces and scores: `<unk>` unknown, `</s>` EOS, no
+    precompiled charsmap (no normalization); flags after."""
+    fields: Fields = {"general.architecture": "t5", "tokenizer.ggml.model": "t5"}
+    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in ("tokens", "scores", "token_type")}
+    fields |= {"tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.eos_token_id": 2}
+    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+
+
+DNA_MARKER = "\ue000"  # llama-vocab.cpp's dna_kmer_marker
+
+
+def hybriddna(base: Fields) -> Fields:
+    """gpt-2's BPE plus `<dna>`, `</dna>` and `<oov>` control tokens and every 6-mer of ACGT with the
+    U+E000 marker, the block right after `<oov>` (`llm_tokenizer_hybriddna_session`)."""
+    kmers = ["".join(k) + DNA_MARKER for k in itertools.product("ACGT", repeat=6)]
+    added = [("<dna>", CONTROL), ("</dna>", CONTROL), ("<oov>", CONTROL)] + [(k, NORMAL) for k in kmers]
+    return _appended(_bpe(base, "gpt-2", model="hybriddna"), added)
+
+
+def test_model(base: Fields, size: int = 1009) -> Fields:
+    """llama.cpp's `test` model: 5-byte chunks hashed to ids (a prime size, so remainders vary)."""
+    tokens = ["<s>", "</s>", "<|user|>"] + [f"t{i}" for i in range(3, size)]
+    return {"general.architecture": "llama", "tokenizer.ggml.model": "test", "tokenizer.ggml.tokens": tokens,
+            "tokenizer.ggml.token_type": [CONTROL, CONTROL, USER_DEFINED] + [NORMAL] * (size - 3),
+            "tokenizer.ggml.bos_token_id": 0, "tokenizer.ggml.eos_token_id": 1}  # fmt: skip
+
+
+# User-defined tokens: raw spaces and texts no gpt-2 token has (a repeated text fails llama.cpp's load).
+OVERLAPPING = ["helloworld", " world!", "ell o", "lo wo", "<tag>", "1 2", "ing ", "\u00e9t\u00e9!", "  "]
+PHI3_SPECIALS = ["<|user|>", "<|end|>", "<|assistant|>", "<s>", "</s>", "<unk>"]
+
+
+def _wpm(base: Fields, **flags: Any) -> Fields:
+    keys = ("tokens", "token_type", "unknown_token_id", "seperator_token_id", "padding_token_id",
+            "cls_token_id", "mask_token_id", "bos_token_id", "eos_token_id")  # fmt: skip
+    fields: Fields = {"general.architecture": "bert", "tokenizer.ggml.model": "bert",
+                      "tokenizer.ggml.pre": base.get("tokenizer.ggml.pre", "bert-bge")}  # fmt: skip
+    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in keys if f"tokenizer.ggml.{k}" in base}
+    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+
+
+def _without_bytes(base: Fields, first: int) -> Fields:
+    """llama-spm without the byte tokens `<0xXX>` from `first` up: byte fallback finds no token."""
+    tokens = base["tokenizer.ggml.tokens"]
+    keep = [i for i, t in enumerate(tokens) if not (t.startswith("<0x") and int(t[3:5], 16) >= first)]
+    fields = _spm(base)
+    for key in ("tokens", "scores", "token_type"):
+        fields[f"tokenizer.ggml.{key}"] = [base[f"tokenizer.ggml.{key}"][i] for i in keep]
+    return fields
+
+
+def _recipes() -> tuple[Recipe, ...]:
+    pre = [
+        Recipe(f"pre-{name}", Family.PRE, "gpt-2", f"the pre-tokenizer llama.cpp selects for {name!r}",
+               lambda base, name=name: _bpe(base, name))  # type: ignore[misc]
+        for name in PRE_NAMES
+    ]  # fmt: skip
+    model = [
+        Recipe("model-rwkv", Family.MODEL, "gpt-2", "RWKV: greedy longest match over unescaped tokens", rwkv),
+        Recipe("model-plamo2", Family.MODEL, "llama-spm", "PLaMo-2: suffix table and dynamic programming", plamo2),
+        Recipe("model-t5", Family.MODEL, "llama-spm", "Unigram (t5) without a charsmap", t5),
+        Recipe("model-whitespace", Family.MODEL, "gpt-2", "BPE of the runs between whitespace, lowercased",
+               lambda base: _bpe(base, "gpt-2", model="whitespace")),
+        Recipe("model-hybriddna", Family.MODEL, "gpt-2", "BPE with <dna> spans cut into 6-mers", hybriddna),
+        Recipe("model-test", Family.MODEL, "gpt-2", "llama.cpp's test model: 5-byte chunks hashed", test_model),
+    ]  # fmt: skip
+    variant = [
+        Recipe("variant-lstrip-mask", Family.VARIANT, "gpt-2",
+               "<mask> gets LSTRIP for jina-v2-code (eats the spaces before it)",
+               lambda base: _appended(_bpe(base, "jina-v2-code"), [("<mask>", CONTROL), ("<|sep|>", CONTROL)])),
+        Recipe("variant-rstrip-phi3", Family.VARIANT, "gpt-2",
+               "a general.name containing phi-3: RSTRIP on every special token except <unk>, <s>, <|endoftext|>",
+               lambda base: _appended(_bpe(base, "gpt-2"), [(t, CONTROL) for t in PHI3_SPECIALS])
+               | {"general.name": "Phi-3 synthetic"}),
+        Recipe("variant-user-defined-overlap", Family.VARIANT, "gpt-2",
+               "user-defined tokens that overlap words and each other, cut out in every mode",
+               lambda base: _appended(_bpe(base, "gpt-2"), [(t, USER_DEFINED) for t in OVERLAPPING])),
+        Recipe("variant-bpe-bos-eos", Family.VARIANT, "gpt-2", "BPE adding BOS and EOS (add_bos, add_eos true)",
+               lambda base: _bpe(base, "gpt-2") | {"tokenizer.ggml.bos_token_id": 50256,
+                                                   "tokenizer.ggml.add_bos_token": True,
+                                                   "tokenizer.ggml.add_eos_token": True}),
+        Recipe("variant-spm-eos-only", Family.VARIANT, "llama-spm", "SPM adding EOS and no BOS",
+               lambda base: _spm(base, add_bos_token=False, add_eos_token=True)),
+        Recipe("variant-spm-no-space-prefix", Family.VARIANT, "llama-spm", "SPM with add_space_prefix false",
+               lambda base: _spm(base, add_space_prefix=False)),
+        Recipe("variant-spm-no-byte-fallback", Family.VARIANT, "llama-spm",
+               "SPM without the byte tokens <0x80>..<0xFF>: byte fallback finds none",
+               lambda base: _without_bytes(base, 0x80)),
+        Recipe("variant-wpm-no-cls-sep", Family.VARIANT, "bert-bge", "WordPiece with add_bos and add_sep false",
+               lambda base: _wpm(base, add_bos_token=False, add_sep_token=False)),
+        Recipe("variant-t5-extra-whitespace", Family.VARIANT, "llama-spm",
+               "Unigram removing extra whitespace, no space prefix",
+               lambda base: t5(base, add_space_prefix=False, remove_extra_whitespaces=True)),
+        Recipe("variant-clean-spaces-off", Family.VARIANT, "gpt-2",
+               "llama-bpe's pre name on gpt-2: ignore_merges on, clean_spaces off (detokenization)",
+               lambda base: _bpe(base, "llama-bpe")),
+    ]  # fmt: skip
+    return (*pre, *model, *variant)
+
+
+RECIPES = _recipes()
+BY_NAME = {recipe.name: recipe for recipe in RECIPES}
