@@ -70,3 +70,23 @@ def test_bundled_b11192_and_b11434_recordings_agree_on_a_sample() -> None:
     for item in diffs:
         assert item.changes == [] and item.facts == {} and item.sha_before == item.sha_after
         assert item.compared > 8000 and not item.only_before and not item.only_after
+
+
+def test_the_synthetic_recordings_show_b11434s_tokenizer_changes() -> None:
+    """docs/upgrade-b11192-b11434.md's table, held to the bundled synthetic recordings."""
+    root = Path(__file__).resolve().parent.parent / "recordings"
+    names = ("model-plamo2", "pre-glm5", "pre-mmbert", "pre-glm4", "model-rwkv")
+    before = [root / "b11192" / "synthetic" / f"{name}.yaml" for name in names]
+    after = [root / "b11434" / "synthetic" / f"{name}.yaml" for name in names]
+    diffs = {d.name: d for d in diff(before, after) if not isinstance(d, str)}
+    plamo = diffs["model-plamo2"]
+    assert plamo.facts["eog_ids"] == ([2, 4, 261], [2, 4])
+    assert {c.mode for c in plamo.changes} == {"bos"} and len(plamo.changes) == 900
+    assert all(c.after == [1, *c.before] for c in plamo.changes if isinstance(c.before, list))  # BOS first
+    for name in ("pre-glm5", "pre-mmbert"):
+        assert diffs[name].facts["load_error"] == (f"unknown pre-tokenizer type: '{name[4:]}'", None)
+        load = Refusal(f"load: unknown pre-tokenizer type: '{name[4:]}'")
+        assert all(c.before == load for c in diffs[name].changes)
+        assert sum(isinstance(c.after, list) for c in diffs[name].changes) > 2350  # (the rest: inputs that abort)
+        assert len(diffs[name].changes) == diffs[name].compared == 2382
+    assert not diffs["pre-glm4"].changes and not diffs["model-rwkv"].changes and not diffs["model-rwkv"].facts
