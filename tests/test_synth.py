@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from gguf import GGUFReader
 
+import harness.synth.files
 import reference_impl.hybriddna
 from harness.check.engine import Verdict, check_recording
 from harness.check.report import Summary
@@ -129,11 +130,17 @@ def test_a_refused_vocab_passes_only_an_implementation_that_refuses_it_too(llama
     assert "llama.cpp refused (load: unknown pre-tokenizer type: 'glm5')" in loading[0].reason
 
 
-def test_a_recording_names_a_file_this_tokconf_must_make_exactly(llama_build: Build) -> None:
+def test_a_recording_names_a_file_this_tokconf_must_make_exactly(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(harness.synth.files, "synth_dir", lambda: tmp_path)  # not the cache other tests read
     vocab = read_provenance(_path(11192, "model-test"))["vocab"]
     assert recorded_vocab(vocab, 11192, None).name == "synth-model-test.gguf"
     with pytest.raises(TokconfError, match="was made from 0000"):
         recorded_vocab(vocab | {"sha256": "0000"}, 11192, None)
+    made = recorded_vocab(vocab, 11192, None)
+    made.write_bytes(made.read_bytes()[:-1])  # a damaged file in the cache is made again
+    assert sha256_file(recorded_vocab(vocab, 11192, None)) == vocab["sha256"]
     older = vocab | {"synthetic": vocab["synthetic"] | {"version": SYNTH_VERSION + 1}}
     with pytest.raises(TokconfError, match=f"which this tokconf cannot make \\(it makes version {SYNTH_VERSION}\\)"):
         recorded_vocab(older, 11192, None)  # type: ignore[arg-type]

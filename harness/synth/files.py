@@ -7,6 +7,7 @@ whether the file made here is the one it was recorded from.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from harness.core.errors import TokconfError
@@ -21,17 +22,20 @@ def synth_dir() -> Path:
     return cache_root() / "synth" / f"v{SYNTH_VERSION}"
 
 
-def synthesize(recipe: Recipe, out_dir: Path | None = None) -> Path:
-    """The recipe's GGUF file in `out_dir` (default: the cache), made unless it is there already."""
+def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False) -> Path:
+    """The recipe's GGUF file in `out_dir` (default: the cache), made unless the cache has it already
+    (`again`: made anyway)."""
     folder = out_dir or synth_dir()
     path = folder / recipe.file
-    if path.is_file() and out_dir is None:
+    if path.is_file() and out_dir is None and not again:
         return path
     from reference_impl.gguf_reader import read_tokenizer_fields
 
     base = vocab_file(f"ggml-vocab-{recipe.base}.gguf", BASES[recipe.base], BASE_BUILD, None)
     folder.mkdir(parents=True, exist_ok=True)
-    atomic_write(path, gguf_bytes(recipe.make(read_tokenizer_fields(base))), "synthetic vocab")
+    staging = folder / f".{recipe.file}.{os.getpid()}"  # processes making the same file (xdist) race here
+    atomic_write(staging, gguf_bytes(recipe.make(read_tokenizer_fields(base))), "synthetic vocab")
+    os.replace(staging, path)  # the same bytes whoever renames last
     return path
 
 
@@ -77,11 +81,14 @@ def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -
             "use the tokconf version that made the recording, or pass --vocab-dir with the file",
         )
     path = synthesize(recipe)
+    if sha256_file(path) != vocab["sha256"]:  # a cached file damaged or left by another version: once more
+        path = synthesize(recipe, again=True)
     actual = sha256_file(path)
     if actual != vocab["sha256"]:
         raise TokconfError(
             f"{path}, made by recipe {recipe.name}, has sha256 {actual}, but the recording was made from "
             f"{vocab['sha256']}",
-            "delete the file to have it made again; if that does not help, this tokconf makes another file",
+            "this tokconf makes another file than the one recorded: use the tokconf version that recorded "
+            "it (provenance.harness), or pass --vocab-dir with the file",
         )
     return path
