@@ -231,8 +231,10 @@ class Tokenizer:
             self.bos_id = int(fields.get("tokenizer.ggml.bos_token_id", -1))
             self.eos_id = int(fields.get("tokenizer.ggml.eos_token_id", -1))
             self.encoder = ChunkHashEncoder(len(self.tokens))
+        elif model == "none":  # LLAMA_VOCAB_TYPE_NONE: llama_tokenize asserts an initialized tokenizer
+            raise UnsupportedVocab("tokenizer model 'none': llama.cpp cannot tokenize with it (it aborts)")
         else:
-            raise UnsupportedVocab(f"tokenizer model {model!r} is not supported by the reference yet")
+            raise UnsupportedVocab(f"tokenizer model {model!r} is not one llama.cpp b11192 knows")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
         self.add_eos = bool(fields.get("tokenizer.ggml.add_eos_token", self.add_eos))
         self.eog_ids = self._end_of_generation(fields)

@@ -77,8 +77,13 @@ def test_code_points_above_unicode_are_refused(tmp_path: Path) -> None:
 
 
 def test_unsupported_models_and_pre_tokenizers_are_named(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedVocab, match="tokenizer model 'hybriddna'"):  # not implemented yet
-        Tokenizer.from_gguf(_vocab(tmp_path, model="hybriddna"))
+    with pytest.raises(UnsupportedVocab, match=r"tokenizer model 'none': llama\.cpp cannot tokenize"):
+        Tokenizer.from_gguf(_vocab(tmp_path, model="none"))
+    with pytest.raises(UnsupportedVocab, match=r"tokenizer model 'sentencepiece2' is not one llama\.cpp"):
+        Tokenizer.from_gguf(_vocab(tmp_path, model="sentencepiece2"))
+    text = b"x <dna>ACGTAC</dna>"  # hybriddna without its <dna>, </dna>, <oov> tokens: plain BPE, as llama.cpp
+    dna = Tokenizer.from_gguf(_vocab(tmp_path, model="hybriddna"))
+    assert dna.encode(text) == Tokenizer.from_gguf(_vocab(tmp_path)).encode(text)
     with pytest.raises(UnsupportedVocab, match="pre-tokenizer 'tekken-v9'"):  # a name llama.cpp does not know
         Tokenizer.from_gguf(_vocab(tmp_path, "tekken-v9"))
 
