@@ -90,7 +90,7 @@ def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
     monkeypatch.setattr(probe_module, "fetch", fetch)
     monkeypatch.setattr(probe_module, "build_llama", lambda n, **_: dataclasses.replace(llama_build, build=n))
-    monkeypatch.setattr(probe_module, "vocab_file", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    monkeypatch.setattr(probe_module, "recorded_vocab", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
     real = LibllamaOracle.tokenize_many
 
     def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
