@@ -209,7 +209,7 @@ class Summary:
             total: Counter[Verdict] = Counter()
             for key in keys:
                 total.update(self.counts[key])
-            label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} all passed" if quiet else "")
+            label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} passed" if quiet else "")
             rows.append([label, "", *(str(total[v]) for v in Verdict), self.conformance(total)])
         totals = self.totals()
         rows.append(["all", "", *(str(totals[v]) for v in Verdict), self.conformance(totals)])
