@@ -22,7 +22,7 @@ from harness.llama.build import Build, collect_garbage
 from harness.llama.fetch import Source
 from harness.llama.lock import Lock
 from harness.llama.registry import parse_versions
-from harness.oracle.client import LibllamaOracle
+from harness.oracle.client import LibllamaOracle, VocabRefused
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 
@@ -123,6 +123,25 @@ def test_bisect_end_to_end_on_fake_builds(
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
     assert main([*args, "--case", "edge/empty"]) == 2
     assert "nothing to bisect" in capsys.readouterr().err
+
+
+def test_a_build_that_refuses_the_vocab_answers_with_that_refusal(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Up to b11193 the vocab does not load (as b11192 refuses `glm5`): the first build that loads it is found."""
+
+    class Oracle(LibllamaOracle):
+        def __init__(self, build: Build, vocab: Path) -> None:
+            if build.build < 11194:
+                raise VocabRefused(build.build, vocab, "unknown pre-tokenizer type: 'glm5'")
+            super().__init__(build, vocab)
+
+    monkeypatch.setattr(probe_module, "LibllamaOracle", Oracle)
+    args = ["bisect", "--good", "11192", "--bad", "11196", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main([*args, "--case", "edge/empty"]) == 0
+    out = capsys.readouterr().out
+    assert "first build answering otherwise:     b11194" in out
+    assert "refused: load: unknown pre-tokenizer type: 'glm5'" in out
 
 
 def _git(repo: Path, *args: str) -> str:

@@ -23,7 +23,7 @@ from harness.llama.build import build as build_llama
 from harness.llama.build import build_commit
 from harness.llama.fetch import fetch
 from harness.llama.lock import Lock
-from harness.oracle.client import LibllamaOracle
+from harness.oracle.client import LibllamaOracle, VocabRefused
 from harness.recordings.format import Recording
 from harness.synth.files import recorded_vocab
 
@@ -117,6 +117,8 @@ class Prober:
             try:
                 with LibllamaOracle(made, path) as oracle:
                     outcomes = oracle.tokenize_many(requests)
+            except VocabRefused as refused:  # an answer, as a recording holds it: a new pre name is found so
+                outcomes = [Refusal(f"load: {refused.reason}")] * len(requests)
             except TokconfError as error:
                 raise Unprobeable(f"its libllama could not load {path.name}: {error.problem}") from None
             keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
