@@ -60,7 +60,7 @@ def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: st
         _same_origin(path, recording, build, finding.vocab_sha256)
     else:
         plan = Plan(build, (), 0, 0, found_dir, decoding=False)  # no corpus, no fuzz: campaigns say where
-        synthetic = synth_provenance(finding.vocab_path)
+        synthetic = synth_provenance(finding.vocab_path, finding.vocab_sha256)
         origin = provenance(plan, finding.vocab_path, finding.vocab_sha256, finding.facts, synthetic)
         origin["fuzz"] = {"seed": 0, "generator": 0, "count": 0}
         origin["upstream_tests"] = {}

@@ -121,7 +121,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     out = plan.out_dir / f"{name}.yaml"
     started = time.monotonic()
     vocab_sha = sha256_file(vocab)
-    synthetic = synth_provenance(vocab)
+    synthetic = synth_provenance(vocab, vocab_sha)
     try:
         oracle = LibllamaOracle(plan.build, vocab)
     except VocabRefused as load_error:

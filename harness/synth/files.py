@@ -52,10 +52,10 @@ def synthetic_vocabs(names: list[str]) -> list[Path]:
     return [synthesize(recipe) for recipe in recipes_named(names)]
 
 
-def synth_provenance(vocab: Path) -> SynthProvenance | None:
-    """The recipe a vocab file was made by, if it is a synthetic file made by this tokconf."""
+def synth_provenance(vocab: Path, sha256: str) -> SynthProvenance | None:
+    """The recipe a vocab file (of that sha256) was made by, if it is a synthetic file made by this tokconf."""
     recipe = BY_NAME.get(vocab.name.removeprefix("synth-").removesuffix(".gguf"))
-    if recipe is None or not vocab.name.startswith("synth-") or sha256_file(vocab) != sha256_file(synthesize(recipe)):
+    if recipe is None or not vocab.name.startswith("synth-") or sha256 != sha256_file(synthesize(recipe)):
         return None
     base = f"ggml-vocab-{recipe.base}.gguf"
     return {

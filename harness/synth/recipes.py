@@ -79,16 +79,10 @@ class Recipe:
         return self.family is not Family.PRE
 
 
-def _bpe(base: Fields, pre: str | None, model: str = "gpt2") -> Fields:
+def _bpe(base: Fields, pre: str, model: str = "gpt2") -> Fields:
     """gpt-2's tokens, types and merges under another model or pre name."""
-    fields: Fields = {"general.architecture": "gpt2", "tokenizer.ggml.model": model}
-    if pre is not None:
-        fields["tokenizer.ggml.pre"] = pre
-    fields["tokenizer.ggml.tokens"] = base["tokenizer.ggml.tokens"]
-    fields["tokenizer.ggml.token_type"] = base["tokenizer.ggml.token_type"]
-    fields["tokenizer.ggml.merges"] = base["tokenizer.ggml.merges"]
-    fields["tokenizer.ggml.eos_token_id"] = base["tokenizer.ggml.eos_token_id"]
-    return fields
+    keys = ("tokens", "token_type", "merges", "eos_token_id")
+    return _copied(base, "gpt2", model, keys, {"tokenizer.ggml.pre": pre})
 
 
 def _appended(fields: Fields, tokens: list[tuple[str, int]]) -> Fields:
@@ -99,12 +93,20 @@ def _appended(fields: Fields, tokens: list[tuple[str, int]]) -> Fields:
     }
 
 
+def _copied(
+    base: Fields, arch: str, model: str, keys: tuple[str, ...], first: Fields | None = None, **flags: Any
+) -> Fields:
+    """A base's `tokenizer.ggml.*` keys (those of `keys` it has, in that order) under an architecture and
+    model; the `first` keys before them, `flags` (as `tokenizer.ggml.<flag>`) after."""
+    fields: Fields = {"general.architecture": arch, "tokenizer.ggml.model": model, **(first or {})}
+    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in keys if f"tokenizer.ggml.{k}" in base}
+    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+
+
 def _spm(base: Fields, **flags: Any) -> Fields:
     """llama-spm as shipped, with flags after its keys."""
     keys = ("tokens", "scores", "token_type", "unknown_token_id", "bos_token_id", "eos_token_id")
-    fields: Fields = {"general.architecture": "llama", "tokenizer.ggml.model": "llama"}
-    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in keys if f"tokenizer.ggml.{k}" in base}
-    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+    return _copied(base, "llama", "llama", keys, **flags)
 
 
 def _gpt2_pieces(base: Fields) -> list[bytes]:
@@ -168,10 +170,7 @@ def plamo2(base: Fields, size: int = 9000) -> Fields:
 def t5(base: Fields, **flags: Any) -> Fields:
     """A Unigram (`t5`) vocabulary from llama-spm's pieces and scores: `<unk>` unknown, `</s>` EOS, no
     precompiled charsmap (no normalization); flags after."""
-    fields: Fields = {"general.architecture": "t5", "tokenizer.ggml.model": "t5"}
-    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in ("tokens", "scores", "token_type")}
-    fields |= {"tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.eos_token_id": 2}
-    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+    return _copied(base, "t5", "t5", ("tokens", "scores", "token_type"), unknown_token_id=0, eos_token_id=2, **flags)
 
 
 DNA_MARKER = "\ue000"  # llama-vocab.cpp's dna_kmer_marker
@@ -201,10 +200,8 @@ PHI3_SPECIALS = ["<|user|>", "<|end|>", "<|assistant|>", "<s>", "</s>", "<unk>"]
 def _wpm(base: Fields, **flags: Any) -> Fields:
     keys = ("tokens", "token_type", "unknown_token_id", "seperator_token_id", "padding_token_id",
             "cls_token_id", "mask_token_id", "bos_token_id", "eos_token_id")  # fmt: skip
-    fields: Fields = {"general.architecture": "bert", "tokenizer.ggml.model": "bert",
-                      "tokenizer.ggml.pre": base.get("tokenizer.ggml.pre", "bert-bge")}  # fmt: skip
-    fields |= {f"tokenizer.ggml.{k}": base[f"tokenizer.ggml.{k}"] for k in keys if f"tokenizer.ggml.{k}" in base}
-    return fields | {f"tokenizer.ggml.{k}": v for k, v in flags.items()}
+    pre = {"tokenizer.ggml.pre": base.get("tokenizer.ggml.pre", "bert-bge")}
+    return _copied(base, "bert", "bert", keys, pre, **flags)
 
 
 def _without_bytes(base: Fields, first: int) -> Fields:
