@@ -12,6 +12,7 @@ import pytest
 from harness.core.errors import TokconfError
 from harness.core.outcome import Refusal
 from harness.corpus.generator import fuzz_strings
+from harness.recordings import yaml_io
 from harness.recordings.format import RecordedCase, Recording, dumps, load, write
 from harness.recordings.yaml_io import CorruptRecording
 
@@ -159,3 +160,42 @@ def test_cases_without_the_three_modes_are_refused(tmp_path: Path, cases: str, m
     path.write_text(head + "\n" + cases, encoding="utf-8")
     with pytest.raises(CorruptRecording, match=re.escape(message)):
         load(path)
+
+
+def test_a_large_file_is_parsed_once_and_a_damaged_or_stale_entry_never_believed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "big.yaml"
+    write(path, _recording(list(fuzz_strings(count=2000))))
+    assert path.stat().st_size >= yaml_io.KEEP_FROM
+    parsed = load(path)
+    (entry,) = yaml_io.kept_dir().glob("*.marshal")
+
+    def no_parse(raw: bytes) -> None:
+        raise AssertionError("parsed again")
+
+    with monkeypatch.context() as patched:  # the kept document is read, and is the parsed one
+        patched.setattr(yaml_io, "parse_yaml", no_parse)
+        assert load(path) == parsed
+    entry.write_bytes(entry.read_bytes()[:-1] + b"\x00")  # damaged: parsed again and kept again
+    assert load(path) == parsed and len(entry.read_bytes()) > 32
+    with monkeypatch.context() as patched:
+        patched.setattr(yaml_io, "parse_yaml", no_parse)
+        assert load(path) == parsed
+    edited = _recording(list(fuzz_strings(count=2000))[1:])
+    write(path, edited)  # other bytes: another entry, never the old one
+    assert load(path).cases == edited.cases and len(list(yaml_io.kept_dir().glob("*.marshal"))) == 2
+    monkeypatch.setattr(yaml_io, "KEPT_LIMIT", 0)  # over the limit: the least recently used go
+    write(path, _recording(list(fuzz_strings(count=2000))[2:]))
+    load(path)
+    assert list(yaml_io.kept_dir().glob("*.marshal")) == []
+
+
+def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cache").write_text("a file where the cache folder should be")
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    path = tmp_path / "big.yaml"
+    recording = _recording(list(fuzz_strings(count=2000)))
+    write(path, recording)
+    assert load(path).cases == recording.cases == load(path).cases

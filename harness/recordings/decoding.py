@@ -129,7 +129,10 @@ def from_document(path: Path, doc: Any) -> Decoding:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
         raise corrupt(path, f"not a {SCHEMA} file (schema: {found!r})")
     try:
-        pieces = [_bytes(path, node, f"piece {i}") for i, node in enumerate(doc["pieces"])]
+        pieces = [  # text inline: this list has a piece for each of up to 262,144 tokens
+            node.encode("utf-8") if isinstance(node, str) else _bytes(path, node, f"piece {i}")
+            for i, node in enumerate(doc["pieces"])
+        ]
         plain = {int(i): _bytes(path, node, f"plain piece {i}") for i, node in (doc["pieces_plain"] or {}).items()}
         detok = {
             setting: {

@@ -151,7 +151,7 @@ def _case_data(path: Path, node: dict[str, Any]) -> bytes:
 def _outcome(path: Path, case_id: str, node: Any) -> Outcome:
     if isinstance(node, str):
         try:
-            return [int(i) for i in node.split()]
+            return list(map(int, node.split()))
         except ValueError:
             pass
     elif isinstance(node, int) and not isinstance(node, bool):  # a lone id someone wrote unquoted

@@ -2,17 +2,24 @@
 
 Written with libyaml in a fixed key order, leaf mappings and lists on one line, no line folding,
 so re-recording unchanged inputs gives a byte-identical file and `git diff` shows changed cases line
-by line. Read with the C loader: the whole bundled set loads in seconds.
+by line. Read with the C loader, and the parsed document of a large file kept in the cache under the
+sha256 of its bytes: libyaml takes 0.5-1 s for a 4 MB recording, a kept document loads in 20 ms,
+and a test suite or a CI job loads the same recordings in many processes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import marshal
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.core.errors import TokconfError
+from harness.core.files import atomic_write, cache_root
 from harness.core.render import INVISIBLE
 
 
@@ -117,9 +124,64 @@ def read_yaml_raw(path: Path, what: str) -> tuple[bytes, Any]:
     except OSError as error:
         raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
     try:
-        return raw, parse_yaml(raw)
+        return raw, _parse_kept(raw)
     except yaml.YAMLError as error:
         raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+
+
+KEEP_FROM = 256 << 10  # smaller files parse in milliseconds: keeping them would only fill the folder
+KEPT_LIMIT = 1 << 30  # the kept documents' total size; the least recently used go first beyond it
+
+
+def kept_dir() -> Path:
+    """Where parsed documents are kept: per Python version, as `marshal`'s format is."""
+    return cache_root() / "parsed" / f"py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
+
+
+def _parse_kept(raw: bytes) -> Any:
+    """`parse_yaml(raw)`, from the kept document when there is one.
+
+    An entry is named by the sha256 of the YAML bytes, so an edited file never meets an old entry,
+    and holds the sha256 of its own payload, so a damaged entry is parsed again, never believed.
+    The cache is only a speed-up: an entry that cannot be written (read-only or full disk) is skipped.
+    `marshal` holds exactly the types the safe loader makes, and cannot run code when read.
+    """
+    if len(raw) < KEEP_FROM:
+        return parse_yaml(raw)
+    entry = kept_dir() / f"{hashlib.sha256(raw).hexdigest()}.marshal"
+    try:
+        kept = entry.read_bytes()
+        if hashlib.sha256(kept[32:]).digest() == kept[:32]:
+            doc = marshal.loads(kept[32:])
+            os.utime(entry)  # recently used
+            return doc
+    except (OSError, EOFError, ValueError, TypeError):
+        pass
+    doc = parse_yaml(raw)
+    try:
+        payload = marshal.dumps(doc)
+        entry.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write(entry, hashlib.sha256(payload).digest() + payload, "a parsed recording")
+        _evict(entry.parent)
+    except (OSError, ValueError, TokconfError):
+        pass
+    return doc
+
+
+def _evict(folder: Path) -> None:
+    """Remove the least recently used entries until the folder holds at most KEPT_LIMIT bytes."""
+    entries = []
+    for entry in folder.glob("*.marshal"):
+        try:
+            entries.append((entry.stat().st_mtime_ns, entry.stat().st_size, entry))
+        except FileNotFoundError:  # evicted by another process meanwhile
+            continue
+    total = sum(size for _, size, _ in entries)
+    for _, size, entry in sorted(entries):
+        if total <= KEPT_LIMIT:
+            break
+        entry.unlink(missing_ok=True)
+        total -= size
 
 
 def read_head(path: Path, stop: bytes, what: str) -> dict[str, Any]:
