@@ -128,11 +128,30 @@ class ControlTextAlways(LlamaCpp):
         return b"".join(self.token_to_piece(i) for i in ids)
 
 
+ASKED: list[tuple[bytes, bool, bool] | str] = []  # what `Counting` was asked, in this process
+
+
+class Counting(LlamaCpp):
+    """llama.cpp, noting each input and each decoding it is asked for in `ASKED`."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ASKED.append((data, add_special, parse_special))
+        return super().encode(data, add_special, parse_special)
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        ASKED.append("token_to_piece")
+        return super().token_to_piece(token, special)
+
+    def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        ASKED.append("decode")
+        return super().decode(ids, remove_special, unparse_special)
+
+
 # `module:factory` names: a class is itself a callable taking the GGUF path.
 llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 control_text_always = ControlTextAlways
-two_bugs, normalizes_nfc, own_pieces = TwoBugs, NormalizesNfc, OwnPieces
+two_bugs, normalizes_nfc, own_pieces, counting = TwoBugs, NormalizesNfc, OwnPieces, Counting
 
 
 def bpe_only(path: Path) -> LlamaCpp:

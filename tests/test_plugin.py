@@ -10,6 +10,7 @@ import pytest
 
 import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 from harness.core.files import cache_root
+from harness.core.outcome import MODES
 from harness.llama.build import Build
 from harness.recordings.format import load
 
@@ -79,6 +80,27 @@ def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.
             "*reproduce:*tokconf check --impl fake_impls:one_id_changed*--case edge/hello-world",
         ]
     )
+
+
+def test_only_the_items_the_run_kept_are_asked(sandbox: pytest.Pytester, llama_build: Build) -> None:
+    """`-k` (or --deselect, --lf) narrows what the implementation is asked, not only what is shown."""
+    import fake_impls
+
+    fake_impls.ASKED.clear()
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:counting", "-k", "hello or facts"
+    )
+    result.assert_outcomes(passed=10)
+    hello = [c.data for c in load(QWEN2).cases if "hello" in c.id]
+    asked = [a for a in fake_impls.ASKED if isinstance(a, tuple)]
+    assert len(asked) == len(fake_impls.ASKED)  # no decoding
+    assert sorted(asked) == sorted((d, *flags) for d in hello for flags in MODES.values())
+    fake_impls.ASKED.clear()
+    result = sandbox.runpytest(
+        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:counting", "-k", "pieces-plain"
+    )
+    result.assert_outcomes(passed=1)
+    assert set(fake_impls.ASKED) == {"token_to_piece"}  # the pieces, no case, no detokenization
 
 
 def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: Build) -> None:

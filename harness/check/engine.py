@@ -47,32 +47,43 @@ class Verdict(enum.Enum):
 Section = Mode | Literal["facts", "decode"]
 FACTS: Section = "facts"
 DECODE: Section = "decode"  # cases: pieces-special, pieces-plain and the DETOKENIZE settings
+ALL_FACTS = "*"  # the case of the one pytest item that holds every fact
 SECTIONS: tuple[Section, ...] = (*MODES, FACTS, DECODE)
 
 
 @dataclass(frozen=True)
 class Selection:
-    """Which part of the recordings to check (empty: all)."""
+    """Which part of the recordings to check (empty: all).
+
+    `only`: exactly these (section, case) pairs of one recording, the items a pytest run kept after
+    `-k`, `--deselect` or `--lf`, so a run of a few items asks the implementation for those alone
+    (None: no such limit)."""
 
     vocabs: frozenset[str] = frozenset()
     sections: frozenset[str] = frozenset()
     cases: frozenset[str] = frozenset()
+    only: frozenset[tuple[Section, str]] | None = None
 
     def wants(self, vocab: str, section: Section, case: str) -> bool:
         return (
             (not self.vocabs or vocab in self.vocabs)
             and (not self.sections or section in self.sections)
             and (not self.cases or case in self.cases)
+            and (self.only is None or (section, case) in self.only)
         )
 
     @property
     def wants_decoding(self) -> bool:
-        return not self.cases and (not self.sections or DECODE in self.sections)
+        return (
+            not self.cases
+            and (not self.sections or DECODE in self.sections)
+            and (self.only is None or any(section == DECODE for section, _ in self.only))
+        )
 
     @property
     def wants_facts(self) -> bool:
         """Facts are checked with every mode selection, not when single cases are asked for."""
-        return not self.cases
+        return not self.cases and (self.only is None or (FACTS, ALL_FACTS) in self.only)
 
 
 @dataclass(frozen=True)

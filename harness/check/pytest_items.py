@@ -2,21 +2,33 @@
 decoding check where the recording has a decoding (registered by `harness.plugin`).
 
 Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-fuzz-0042`, and
-selectable with `-k`. A vocabulary's selected cases are checked in one batch the first time one of
-its items runs (`harness.check.engine`), so each item only looks its verdict up; with pytest-xdist
-run `-n auto --dist loadgroup` to keep a vocabulary on one worker. The end-of-run summary prints the
+selectable with `-k`. A vocabulary's items that the run kept (after `-k`, `--deselect`, `--lf`) are
+checked in one batch the first time one of them runs (`harness.check.engine`), so each item only
+looks its verdict up; with pytest-xdist run `-n auto --dist loadgroup` to keep a vocabulary on one
+worker. The end-of-run summary prints the
 table `tokconf check` prints.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.check.engine import DECODE, FACTS, CaseResult, CheckedFile, Section, Selection, Verdict, check_file
+from harness.check.engine import (
+    ALL_FACTS,
+    DECODE,
+    FACTS,
+    CaseResult,
+    CheckedFile,
+    Section,
+    Selection,
+    Verdict,
+    check_file,
+)
 from harness.check.explain import explain_file
 from harness.check.report import Summary, describe, describe_cause
 from harness.check.xfail import Entry, ExpectedFailures
@@ -147,6 +159,7 @@ class CheckPlugin:
         self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
         self._collected: dict[Path, Recording] = {}
         self._groups: dict[Path, VocabGroup] = {}  # each collected recording's table group
+        self._kept: dict[Path, frozenset[tuple[Section, str]]] = {}  # the items the run kept, by recording
         self.vocab_paths: dict[str, Path] = {}
         self.summary = Summary()
         self.explain = bool(config.getoption("tokconf_explain"))
@@ -183,7 +196,8 @@ class CheckPlugin:
             if self._impl is None:
                 self._impl = self._resolve()
             loaded = self._collected.pop(path, None)  # read once, at collection
-            checked = check_file(path, self._impl, self.selection, self.xfails, self.vocab_dir, recording=loaded)
+            selection = dataclasses.replace(self.selection, only=self._kept.get(path))
+            checked = check_file(path, self._impl, selection, self.xfails, self.vocab_dir, recording=loaded)
             self.vocab_paths[checked.recording.vocab_name] = checked.vocab
             self._results[path] = {(r.section, r.case): r for r in checked.results}
             if self.explain:
@@ -207,7 +221,7 @@ class CheckPlugin:
             modes: list[Mode] = list(case.outcomes)
             wanted += [(mode, case.id) for mode in modes if self.selection.wants(name, mode, case.id)]
         if self.selection.wants_facts and not self.selection.sections:
-            wanted.append((FACTS, "*"))
+            wanted.append((FACTS, ALL_FACTS))
         if self.selection.wants_decoding and decoding_path(path).is_file():
             wanted += [
                 (DECODE, kind) for kind in (*PIECE_KINDS, *DETOKENIZE) if self.selection.wants(name, DECODE, kind)
@@ -245,8 +259,15 @@ class CheckPlugin:
             )
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        """Freeze what collection built: with 200,000 items the cyclic GC otherwise rescans them all,
-        over and over, and a full run spends most of its time in `gc_collect_main`."""
+        """Note which items of each recording the run kept (after `-k`, `--deselect`, `--lf`): only
+        those are checked. Then freeze what collection built: with 200,000 items the cyclic GC
+        otherwise rescans them all, over and over, and a full run spends most of its time in
+        `gc_collect_main`."""
+        kept: dict[Path, set[tuple[Section, str]]] = {}
+        for item in session.items:
+            if isinstance(item, CaseItem):
+                kept.setdefault(item.location_path, set()).add((item.section, item.case))
+        self._kept = {path: frozenset(pairs) for path, pairs in kept.items()}
         gc.collect()
         gc.freeze()
 
