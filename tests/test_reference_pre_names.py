@@ -1,8 +1,11 @@
 """Every `tokenizer.ggml.pre` name the reference accepts tokenizes as llama.cpp b11192 does.
 
-No shipped test vocabulary uses most of these names, so each test rewrites the shipped gpt-2
-vocabulary (tokens, types, merges) with one pre name and compares the reference with the live
-llama.cpp on the same file: vocab facts, and a sample of the corpus and the fuzz set in every mode.
+No shipped test vocabulary uses most of these names, so each is compared on the shipped gpt-2
+vocabulary (tokens, types, merges) under that pre name: the synthetic vocabulary `pre-NAME`
+(harness.synth), whose recording holds llama.cpp's answers to every second corpus case up to 512
+bytes and 500 fuzz strings in every mode (the reference matches them all: tests/test_synth.py).
+Here, for each name, a sample of the corpus and the fuzz set in every mode, and the vocab facts, are
+compared with the live llama.cpp on that file wherever the recording does not hold them already.
 The regex table itself is compared with llama.cpp's source at the pinned build.
 """
 
@@ -23,12 +26,15 @@ from harness.corpus.generator import fuzz_strings
 from harness.llama.build import Build
 from harness.llama.fetch import source_dir
 from harness.oracle.client import LibllamaOracle
+from harness.recordings.format import load
+from harness.synth.files import recorded_vocab
 from reference_impl.bpe import PRE_REGEXES
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab
 
 THEMES = ("contractions", "digits", "numbers", "punctuation", "scripts", "emoji", "edge", "controls", "whitespace")
 NOT_REPRODUCED = ("tekken-v2", "no-such-pre")  # not names llama.cpp b11192 knows
+SYNTHETIC = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "synthetic"
 
 
 @pytest.fixture(scope="module")
@@ -87,12 +93,16 @@ def test_the_spliced_file_is_the_file_gguf_writes(
 
 
 @pytest.mark.parametrize("pre", sorted(name for name in PRE_NAMES if name is not None))
-def test_the_pre_name_tokenizes_as_llama_cpp(
-    pre: str, vocab_head: bytes, texts: list[bytes], llama_build: Build, tmp_path: Path
-) -> None:
-    path = _with_pre(tmp_path, vocab_head, pre)
+def test_the_pre_name_tokenizes_as_llama_cpp(pre: str, texts: list[bytes], llama_build: Build) -> None:
+    recording = load(SYNTHETIC / f"pre-{pre}.yaml")
+    synthetic = recording.provenance["vocab"]["synthetic"]  # the recipe: gpt-2's file under this pre name
+    assert synthetic["recipe"] == f"pre-{pre}" and synthetic["base"]["file"] == "ggml-vocab-gpt-2.gguf"
+    path = recorded_vocab(recording.provenance["vocab"], 11192, None)  # made again, checked by sha256
+    recorded = {case.data for case in recording.cases if set(case.outcomes) == set(MODES)}
+    live = [data for data in texts if data not in recorded]
+    assert 0 < len(live) < 0.1 * len(texts)  # most of the sample is in the recording
     tok = Tokenizer.from_gguf(path)
-    requests = [(data, *flags) for data in texts for flags in MODES.values()]
+    requests = [(data, *flags) for data in live for flags in MODES.values()]
     with LibllamaOracle(llama_build, path) as oracle:
         facts = oracle.facts()
         expected = oracle.tokenize_many(requests)
@@ -108,6 +118,15 @@ def test_the_pre_name_tokenizes_as_llama_cpp(
         if got != ("refused" if isinstance(want, Refusal) else want):
             wrong.append((data, add_special, parse_special, want, got))
     assert not wrong, wrong[:3]
+
+
+def test_a_pre_name_vocabulary_is_gpt2s_under_that_name(gpt2_fields: dict[str, Any]) -> None:
+    """The recipe every `pre-NAME` file comes from (one lambda for all), read back for one name."""
+    recording = load(SYNTHETIC / "pre-deepseek-llm.yaml")
+    fields = read_tokenizer_fields(recorded_vocab(recording.provenance["vocab"], 11192, None))
+    assert fields["tokenizer.ggml.pre"] == "deepseek-llm"
+    for key in ("tokenizer.ggml.model", "tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.merges"):
+        assert fields[key] == gpt2_fields[key], key
 
 
 def test_names_llama_cpp_does_not_know_are_refused_by_name(vocab_head: bytes, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ whether the file made here is the one it was recorded from.
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from harness.core.facts import SynthProvenance, VocabProvenance
 from harness.core.files import atomic_write, cache_root, sha256_file
 from harness.llama.vocabs import vocab_file
 from harness.synth.gguf_write import gguf_bytes
-from harness.synth.recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Recipe
+from harness.synth.recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
 
 
 def synth_dir() -> Path:
@@ -29,14 +30,20 @@ def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False)
     path = folder / recipe.file
     if path.is_file() and out_dir is None and not again:
         return path
-    from reference_impl.gguf_reader import read_tokenizer_fields
-
-    base = vocab_file(f"ggml-vocab-{recipe.base}.gguf", BASES[recipe.base], BASE_BUILD, None)
     folder.mkdir(parents=True, exist_ok=True)
     staging = folder / f".{recipe.file}.{os.getpid()}"  # processes making the same file (xdist) race here
-    atomic_write(staging, gguf_bytes(recipe.make(read_tokenizer_fields(base))), "synthetic vocab")
+    atomic_write(staging, gguf_bytes(recipe.make(_base_fields(recipe.base))), "synthetic vocab")
     os.replace(staging, path)  # the same bytes whoever renames last
     return path
+
+
+@functools.cache
+def _base_fields(name: str) -> Fields:
+    """A base file's tokenizer keys, read once per process (92 recipes share gpt-2's: reading it took
+    most of the time of making them all). Recipes build new lists and never change these."""
+    from reference_impl.gguf_reader import read_tokenizer_fields
+
+    return read_tokenizer_fields(vocab_file(f"ggml-vocab-{name}.gguf", BASES[name], BASE_BUILD, None))
 
 
 def recipes_named(names: list[str]) -> list[Recipe]:

@@ -69,8 +69,10 @@ def gguf_bytes(fields: dict[str, Any]) -> bytes:
             out.append(struct.pack("<IQ", element, len(value)))
             if element is Kind.UINT8:
                 out.append(bytes(value))
-            elif element is Kind.STRING:
-                out += [_string(item) for item in value]
+            elif element is Kind.STRING:  # 10 million strings for all recipes: lengths packed at once
+                raws = [item.encode("utf-8", "surrogateescape") for item in value]
+                lengths = struct.pack(f"<{len(raws)}Q", *map(len, raws))
+                out += [piece for at, raw in enumerate(raws) for piece in (lengths[8 * at : 8 * at + 8], raw)]
             else:
                 out.append(struct.pack(f"<{len(value)}{_SCALAR[element][1]}", *value))
         else:
