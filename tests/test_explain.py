@@ -64,7 +64,7 @@ def test_a_normalizing_port_is_named_as_such(
     args = ["check", "--recordings", str(BUNDLED / "qwen2.yaml"), "--impl", "fake_impls:normalizes_nfc"]
     assert main([*args, "--mode", "plain", "--explain", "--details", "0"]) == 1
     (cause,) = check_runs[-1].causes
-    assert cause.pattern is Pattern.NFC
+    assert cause.pattern is Pattern.NFC and len(cause.cases) == 618  # every failing case of qwen2's plain mode
     assert "NFC normalization applied" in capsys.readouterr().out
 
 

@@ -31,12 +31,12 @@ def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     return pytester
 
 
-def _verdicts(sandbox: pytest.Pytester) -> Counter[str]:
+def _verdicts(sandbox: pytest.Pytester, group: str = "shipped") -> Counter[str]:
     """The verdicts the last run reported, from its JUnit file: `vocab section verdict` -> items (every
-    vocabulary of these runs is a shipped one, which each item's property names last)."""
+    vocabulary of a run is of one group, which each item's property names last)."""
     root = ET.parse(sandbox.path / "report.xml").getroot()
     values = [p.get("value", "") for p in root.iter("property") if p.get("name") == "tokconf"]
-    assert {value.rsplit(" ", 1)[1] for value in values} == {"shipped"}
+    assert {value.rsplit(" ", 1)[1] for value in values} == {group}
     return Counter(value.rsplit(" ", 1)[0] for value in values)
 
 
@@ -140,12 +140,15 @@ def test_without_recordings_the_plugin_adds_nothing(sandbox: pytest.Pytester) ->
 def test_the_reference_passes_a_whole_recording_through_the_plugin(
     sandbox: pytest.Pytester, llama_build: Build
 ) -> None:
-    gpt2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
-    result = sandbox.runpytest("--tokconf-recordings", str(gpt2), "--tokconf-impl", "reference", "-q", JUNIT)
-    cases = len(load(gpt2).cases)
+    """gpt-2's vocabulary adding BOS and EOS (a synthetic recording: a third of gpt-2's cases, so a
+    third of the items; the reference against every shipped recording: test_reference_conformance)."""
+    name = "variant-bpe-bos-eos"
+    recording = ROOT / "recordings" / "b11192" / "synthetic" / f"{name}.yaml"
+    result = sandbox.runpytest("--tokconf-recordings", str(recording), "--tokconf-impl", "reference", "-q", JUNIT)
+    cases = len(load(recording).cases)
     result.assert_outcomes(passed=3 * cases + 1 + 4)  # every case and mode, facts, decoding
-    expected = {f"gpt-2 {mode} passed": cases for mode in ("plain", "special", "bos")}
-    assert _verdicts(sandbox) == {**expected, "gpt-2 facts passed": 5, "gpt-2 decode passed": 4}
+    expected = {f"{name} {mode} passed": cases for mode in ("plain", "special", "bos")}
+    assert _verdicts(sandbox, "synthetic") == {**expected, f"{name} facts passed": 5, f"{name} decode passed": 4}
 
 
 def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
@@ -218,14 +221,17 @@ def test_an_expected_failure_entry_matching_nothing_fails_a_strict_run(
 
 
 def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.Pytester) -> None:
-    """Each failed item carries its cause (JUnit property `tokconf-cause`); the summary prints each once."""
+    """Each failed item carries its cause (JUnit property `tokconf-cause`); the summary prints each once.
+    On gpt-2's vocabulary under qwen2's pre name (a synthetic recording, a fifth of qwen2's plain items;
+    qwen2's own 618 NFC failures are one cause in tests/test_explain.py)."""
+    recording = ROOT / "recordings" / "b11192" / "synthetic" / "pre-qwen2.yaml"
     result = sandbox.runpytest_subprocess(
-        "-p", "no:cacheprovider", "--tokconf-impl", "fake_impls:normalizes_nfc", "--tokconf-recordings", str(QWEN2),
-        "--tokconf-mode", "plain", "--tokconf-explain", "-n", "2", "--dist", "loadgroup", JUNIT,
+        "-p", "no:cacheprovider", "--tokconf-impl", "fake_impls:normalizes_nfc", "--tokconf-recordings",
+        str(recording), "--tokconf-mode", "plain", "--tokconf-explain", "-n", "2", "--dist", "loadgroup", JUNIT,
     )  # fmt: skip
-    result.assert_outcomes(failed=618, passed=3618)
+    result.assert_outcomes(failed=158, passed=661)
     root = ET.parse(sandbox.path / "report.xml").getroot()
     causes = [p.get("value", "") for p in root.iter("property") if p.get("name") == "tokconf-cause"]
-    assert len(causes) == 618 and len(set(causes)) == 1
-    assert causes[0].startswith("cause 1: qwen2, 618 failing cases (plain 618) — NFC normalization applied")
-    assert result.stdout.str().count("cause 1: qwen2, 618 failing cases") == 1
+    assert len(causes) == 158 and len(set(causes)) == 1
+    assert causes[0].startswith("cause 1: pre-qwen2, 158 failing cases (plain 158) — NFC normalization applied")
+    assert result.stdout.str().count("cause 1: pre-qwen2, 158 failing cases") == 1
