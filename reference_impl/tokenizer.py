@@ -191,6 +191,9 @@ class Tokenizer:
         self.token_to_id = {text: token for token, text in enumerate(self.tokens)}  # a repeated text: the last id
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]
+        # token_to_piece's answers as they are first asked for, by `special` (llama.cpp keeps them too,
+        # `cache_token_to_piece`): detokenizing asks for the same pieces again and again
+        self._pieces: tuple[dict[int, bytes], dict[int, bytes]] = ({}, {})
         self.encoder: (
             BytePairEncoder
             | SentencePieceEncoder
@@ -537,6 +540,13 @@ class Tokenizer:
         Control and unknown tokens give their text only with `special`; user-defined ones always;
         normal tokens are byte-decoded (`llama_decode_text`), byte tokens give their byte.
         """
+        known = self._pieces[bool(special)]
+        piece = known.get(token)
+        if piece is None:
+            piece = known[token] = self._piece(token, special)
+        return piece
+
+    def _piece(self, token: int, special: bool) -> bytes:
         attr = self.attrs[token]
         if not special and attr & (ATTR_UNKNOWN | ATTR_CONTROL):
             return b""
