@@ -1,5 +1,7 @@
 """The bundled recordings of the shipped vocabularies (recordings/b11192): complete, faithful to
-llama.cpp, and exportable. The synthetic ones (recordings/b11192/synthetic) are tests/test_synth.py's."""
+llama.cpp (a sample of each is re-asked of the live llama.cpp in tests/test_oracle.py, with the worker
+its backend cross-check uses), and exportable. The synthetic ones (recordings/b11192/synthetic) are
+tests/test_synth.py's."""
 
 from __future__ import annotations
 
@@ -12,17 +14,14 @@ import pytest
 
 from harness.core.files import sha256_file
 from harness.core.outcome import MODES, Refusal
-from harness.corpus.generator import SplitMix64
 from harness.corpus.upstream import read_expected, split_inputs
 from harness.llama.build import Build
 from harness.llama.vocabs import shipped_vocabs, vocab_name
-from harness.oracle.client import LibllamaOracle
 from harness.recordings.export import export
 from harness.recordings.format import Recording, load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 FILES = [p for p in recording_files([BUNDLED]) if p.parent == BUNDLED]  # shipped (synthetic/: test_synth.py)
-SAMPLE = 60  # cases per vocab re-asked of the live oracle
 
 
 @pytest.fixture(scope="module", params=[p.stem for p in FILES])
@@ -64,19 +63,6 @@ def test_llama_cpp_out_files_are_reproduced_in_plain_mode(recording: Recording, 
         case = recorded[f"llama.cpp/{i:04d}"]
         assert case.data == data
         assert case.outcomes["plain"] == expected, f"{out.name} line {i + 1}"
-
-
-def test_a_random_sample_re_recorded_live_is_identical(recording: Recording, llama_build: Build) -> None:
-    vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]
-    rng = SplitMix64(int(recording.vocab_sha256[:8], 16))
-    crash = [c for c in recording.cases if c.id == "invalid-utf8/above-max-f4-90"]
-    sample = crash + [recording.cases[rng.below(len(recording.cases))] for _ in range(SAMPLE)]
-    with LibllamaOracle(llama_build, vocab) as oracle:
-        facts = oracle.facts()
-        live = oracle.tokenize_many([(c.data, *MODES[m]) for c in sample for m in MODES])
-    assert facts == recording.facts
-    recorded = [c.outcomes[m] for c in sample for m in MODES]
-    assert live == recorded
 
 
 def test_the_abort_is_recorded_as_an_error_where_llama_cpp_aborts(recording: Recording) -> None:

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from harness.core.errors import TokconfError
-from harness.core.outcome import Refusal
+from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus
+from harness.corpus.generator import SplitMix64
 from harness.llama.build import Build
 from harness.llama.vocabs import shipped_vocabs, vocab_name
 from harness.oracle.client import LibllamaOracle
@@ -16,6 +17,7 @@ from harness.oracle.libllama import binding
 from harness.oracle.llama_tokenize import CliOracle
 from harness.record.crosscheck import crosscheck_vocab
 from harness.record.recorder import Plan
+from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASH = bytes.fromhex("f4908080")  # U+110000: b11192 throws std::invalid_argument and aborts
@@ -71,11 +73,27 @@ def test_the_backends_are_compared_on_every_shipped_vocab(llama_build: Build) ->
     assert [vocab_name(v) for v in shipped_vocabs(llama_build)] == SHIPPED and len(SHIPPED) == 19
 
 
+SAMPLE = 60  # recorded cases per vocab re-asked of the live oracle
+
+
 @pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the llama-tokenize processes
-def test_both_backends_agree_on_a_sample_of_every_shipped_vocab(name: str, llama_build: Build, tmp_path: Path) -> None:
-    corpus = load_corpus([ROOT / "corpora"])
-    plan = Plan(llama_build, tuple(corpus), 11192, 2000, tmp_path)
-    compared, disagreements = crosscheck_vocab(plan, llama_build, llama_build.models_dir / f"ggml-vocab-{name}.gguf", 4)
+def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
+    name: str, llama_build: Build, tmp_path: Path
+) -> None:
+    """One libllama worker per vocab (gemma-4's takes a second to load) answers both: the recording
+    re-asked (its aborting input and a random sample, facts included), and the backend cross-check."""
+    recording = load(ROOT / "recordings" / "b11192" / f"{name}.yaml")
+    vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]
+    rng = SplitMix64(int(recording.vocab_sha256[:8], 16))
+    crash = [c for c in recording.cases if c.id == "invalid-utf8/above-max-f4-90"]
+    sample = crash + [recording.cases[rng.below(len(recording.cases))] for _ in range(SAMPLE)]
+    plan = Plan(llama_build, tuple(load_corpus([ROOT / "corpora"])), 11192, 2000, tmp_path)
+    with LibllamaOracle(llama_build, vocab) as oracle:
+        facts = oracle.facts()
+        live = oracle.tokenize_many([(c.data, *MODES[m]) for c in sample for m in MODES])
+        compared, disagreements = crosscheck_vocab(plan, llama_build, vocab, 4, oracle)
+    assert facts == recording.facts
+    assert live == [c.outcomes[m] for c in sample for m in MODES]
     assert compared >= 8 and disagreements == []
 
 

@@ -45,14 +45,20 @@ def _same(a: Outcome, b: Outcome) -> bool:
     return a == b
 
 
-def crosscheck_vocab(plan: Plan, build: Build, vocab: Path, k: int) -> tuple[int, list[Disagreement]]:
-    """Compare the backends on K sampled cases of one vocab; returns (comparisons, disagreements)."""
-    with LibllamaOracle(build, vocab) as worker:
-        facts = worker.facts()
-        cases = sample(all_cases(plan, vocab, facts), k, plan.seed)
-        cli = CliOracle(build, vocab, add_bos=facts["add_bos"])
-        asked = [(case, mode) for case in cases for mode in MODES if cli.expresses(*MODES[mode])]
-        expected = worker.tokenize_many([(case.data, *MODES[mode]) for case, mode in asked])
+def crosscheck_vocab(
+    plan: Plan, build: Build, vocab: Path, k: int, worker: LibllamaOracle | None = None
+) -> tuple[int, list[Disagreement]]:
+    """Compare the backends on K sampled cases of one vocab; returns (comparisons, disagreements).
+    `worker`: the vocab's libllama worker when the caller has one open (a large vocab takes a second
+    to load), else one is started for this."""
+    if worker is None:
+        with LibllamaOracle(build, vocab) as started:
+            return crosscheck_vocab(plan, build, vocab, k, started)
+    facts = worker.facts()
+    cases = sample(all_cases(plan, vocab, facts), k, plan.seed)
+    cli = CliOracle(build, vocab, add_bos=facts["add_bos"])
+    asked = [(case, mode) for case in cases for mode in MODES if cli.expresses(*MODES[mode])]
+    expected = worker.tokenize_many([(case.data, *MODES[mode]) for case, mode in asked])
     # One llama-tokenize process per input, most of it loading the vocab: run them side by side.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         actual = list(pool.map(lambda pair: cli.tokenize(pair[0].data, *MODES[pair[1]]), asked))
