@@ -178,6 +178,12 @@ def test_a_large_file_is_parsed_once_and_a_damaged_or_stale_entry_never_believed
     with monkeypatch.context() as patched:  # the kept document is read, and is the parsed one
         patched.setattr(yaml_io, "parse_yaml", no_parse)
         assert load(path) == parsed
+
+        def read_only(*args: object) -> None:
+            raise PermissionError("read-only file system")
+
+        patched.setattr(yaml_io.os, "utime", read_only)  # a cache that cannot be touched still serves it
+        assert load(path) == parsed
     entry.write_bytes(entry.read_bytes()[:-1] + b"\x00")  # damaged: parsed again and kept again
     assert load(path) == parsed and len(entry.read_bytes()) > 32
     with monkeypatch.context() as patched:

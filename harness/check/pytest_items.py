@@ -5,8 +5,7 @@ Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-f
 selectable with `-k`. A vocabulary's items that the run kept (after `-k`, `--deselect`, `--lf`) are
 checked in one batch the first time one of them runs (`harness.check.engine`), so each item only
 looks its verdict up; with pytest-xdist run `-n auto --dist loadgroup` to keep a vocabulary on one
-worker. The end-of-run summary prints the
-table `tokconf check` prints.
+worker. The end-of-run summary prints the table `tokconf check` prints.
 """
 
 from __future__ import annotations

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,14 +52,12 @@ def crosscheck_vocab(
     """Compare the backends on K sampled cases of one vocab; returns (comparisons, disagreements).
     `worker`: the vocab's libllama worker when the caller has one open (a large vocab takes a second
     to load), else one is started for this."""
-    if worker is None:
-        with LibllamaOracle(build, vocab) as started:
-            return crosscheck_vocab(plan, build, vocab, k, started)
-    facts = worker.facts()
-    cases = sample(all_cases(plan, vocab, facts), k, plan.seed)
-    cli = CliOracle(build, vocab, add_bos=facts["add_bos"])
-    asked = [(case, mode) for case in cases for mode in MODES if cli.expresses(*MODES[mode])]
-    expected = worker.tokenize_many([(case.data, *MODES[mode]) for case, mode in asked])
+    with nullcontext(worker) if worker is not None else LibllamaOracle(build, vocab) as oracle:
+        facts = oracle.facts()
+        cases = sample(all_cases(plan, vocab, facts), k, plan.seed)
+        cli = CliOracle(build, vocab, add_bos=facts["add_bos"])
+        asked = [(case, mode) for case in cases for mode in MODES if cli.expresses(*MODES[mode])]
+        expected = oracle.tokenize_many([(case.data, *MODES[mode]) for case, mode in asked])
     # One llama-tokenize process per input, most of it loading the vocab: run them side by side.
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
         actual = list(pool.map(lambda pair: cli.tokenize(pair[0].data, *MODES[pair[1]]), asked))

@@ -9,6 +9,7 @@ and a test suite or a CI job loads the same recordings in many processes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import marshal
 import os
@@ -153,7 +154,8 @@ def _parse_kept(raw: bytes) -> Any:
         kept = entry.read_bytes()
         if hashlib.sha256(kept[32:]).digest() == kept[:32]:
             doc = marshal.loads(kept[32:])
-            os.utime(entry)  # recently used
+            with contextlib.suppress(OSError):  # recently used (a read-only cache still serves it)
+                os.utime(entry)
             return doc
     except (OSError, EOFError, ValueError, TypeError):
         pass
@@ -173,9 +175,10 @@ def _evict(folder: Path) -> None:
     entries = []
     for entry in folder.glob("*.marshal"):
         try:
-            entries.append((entry.stat().st_mtime_ns, entry.stat().st_size, entry))
+            status = entry.stat()
         except FileNotFoundError:  # evicted by another process meanwhile
             continue
+        entries.append((status.st_mtime_ns, status.st_size, entry))
     total = sum(size for _, size, _ in entries)
     for _, size, entry in sorted(entries):
         if total <= KEPT_LIMIT:

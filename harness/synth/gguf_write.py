@@ -49,9 +49,16 @@ def kind_of(key: str, value: Any) -> Kind:
     raise ValueError(f"no GGUF type for {key} = {value!r}")
 
 
+def _strings(texts: list[str]) -> list[bytes]:
+    """Each text as a GGUF string (u64 length, UTF-8 bytes, lone surrogates as the bytes they stand
+    for), as pieces to join; the lengths packed at once (all recipes write 10 million strings)."""
+    raws = [text.encode("utf-8", "surrogateescape") for text in texts]
+    lengths = struct.pack(f"<{len(raws)}Q", *map(len, raws))
+    return [piece for at, raw in enumerate(raws) for piece in (lengths[8 * at : 8 * at + 8], raw)]
+
+
 def _string(text: str) -> bytes:
-    raw = text.encode("utf-8", "surrogateescape")
-    return struct.pack("<Q", len(raw)) + raw
+    return b"".join(_strings([text]))
 
 
 def _value(kind: Kind, value: Any) -> bytes:
@@ -69,10 +76,8 @@ def gguf_bytes(fields: dict[str, Any]) -> bytes:
             out.append(struct.pack("<IQ", element, len(value)))
             if element is Kind.UINT8:
                 out.append(bytes(value))
-            elif element is Kind.STRING:  # 10 million strings for all recipes: lengths packed at once
-                raws = [item.encode("utf-8", "surrogateescape") for item in value]
-                lengths = struct.pack(f"<{len(raws)}Q", *map(len, raws))
-                out += [piece for at, raw in enumerate(raws) for piece in (lengths[8 * at : 8 * at + 8], raw)]
+            elif element is Kind.STRING:
+                out += _strings(value)
             else:
                 out.append(struct.pack(f"<{len(value)}{_SCALAR[element][1]}", *value))
         else:
