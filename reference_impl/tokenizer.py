@@ -136,6 +136,7 @@ FIM_TEXTS = {
 ASCII_SPACE = b" \t\n\x0b\x0c\r"  # C isspace() in the "C" locale
 UNICODE_TO_BYTE = {ch: byte for byte, ch in enumerate(BYTE_TO_UNICODE)}
 ESCAPED_SPACE = "\u2581".encode()  # llama_escape_whitespace: " " -> "▁"
+RECENT_FRAGMENTS = 16  # text fragments whose ids a tokenizer keeps (Tokenizer._fragment_ids)
 
 
 class UnsupportedVocab(NotImplementedError):
@@ -194,6 +195,7 @@ class Tokenizer:
         # token_to_piece's answers as they are first asked for, by `special` (llama.cpp keeps them too,
         # `cache_token_to_piece`): detokenizing asks for the same pieces again and again
         self._pieces: tuple[dict[int, bytes], dict[int, bytes]] = ({}, {})
+        self._recent: dict[tuple[bytes, bool], tuple[int, ...]] = {}  # _fragment_ids
         self.encoder: (
             BytePairEncoder
             | SentencePieceEncoder
@@ -462,25 +464,11 @@ class Tokenizer:
             if isinstance(fragment, int):
                 out.append(fragment)
                 prev_special = True
-            elif isinstance(self.encoder, WordPieceEncoder):
-                out.extend(self.encoder.encode(decode(fragment)))
-            elif isinstance(self.encoder, (UnigramEncoder, RwkvEncoder, Plamo2Encoder, ChunkHashEncoder)):
-                out.extend(self.encoder.encode(fragment))
             elif isinstance(self.encoder, SentencePieceEncoder):
-                text = (b" " if self.add_space_prefix and prev_special else b"") + fragment
-                out.extend(self.encoder.encode(text.replace(b" ", ESCAPED_SPACE)))
+                out.extend(self._fragment_ids(fragment, self.add_space_prefix and prev_special))
                 prev_special = False
             else:
-                if self.escape_whitespaces:
-                    fragment = fragment.replace(b" ", ESCAPED_SPACE)
-                if self.dna is not None:
-                    for part in self.dna.split(fragment):
-                        out.extend(part if isinstance(part, list) else self.encoder.encode(decode(part)))
-                elif self.whitespace_lowercase is None:
-                    out.extend(self.encoder.encode(decode(fragment)))
-                else:
-                    for segment in _whitespace_segments(decode(fragment), self.whitespace_lowercase):
-                        out.extend(self.encoder.encode(segment))
+                out.extend(self._fragment_ids(fragment, False))
         if add_special and self.kind == "wpm":  # and ends with [SEP]
             out.append(self.sep_id)
         elif add_special and self.add_eos and adds:
@@ -488,6 +476,40 @@ class Tokenizer:
                 raise MissingSpecialToken("the vocabulary adds EOS but has none (llama.cpp aborts)")
             out.append(self.eos_id)
         return out
+
+    def _fragment_ids(self, fragment: bytes, space_prefix: bool) -> tuple[int, ...]:
+        """A text fragment's ids, kept for the last few fragments: a fragment's ids depend on it and
+        the SPM space prefix alone, and a check asks for each text in three modes in a row (two of
+        them partition it alike), so the pre-tokenizer's regexes run once instead of three times."""
+        key = (fragment, space_prefix)
+        ids = self._recent.get(key)
+        if ids is None:
+            ids = tuple(self._encode_fragment(fragment, space_prefix))
+            if len(self._recent) >= RECENT_FRAGMENTS:
+                del self._recent[next(iter(self._recent))]
+            self._recent[key] = ids
+        return ids
+
+    def _encode_fragment(self, fragment: bytes, space_prefix: bool) -> list[int]:
+        """The ids of one text fragment between special tokens (llama_tokenize_impl's per-model cases)."""
+        if isinstance(self.encoder, WordPieceEncoder):
+            return self.encoder.encode(decode(fragment))
+        if isinstance(self.encoder, (UnigramEncoder, RwkvEncoder, Plamo2Encoder, ChunkHashEncoder)):
+            return self.encoder.encode(fragment)
+        if isinstance(self.encoder, SentencePieceEncoder):
+            text = (b" " if space_prefix else b"") + fragment
+            return self.encoder.encode(text.replace(b" ", ESCAPED_SPACE))
+        if self.escape_whitespaces:
+            fragment = fragment.replace(b" ", ESCAPED_SPACE)
+        if self.dna is not None:
+            out: list[int] = []
+            for part in self.dna.split(fragment):
+                out.extend(part if isinstance(part, list) else self.encoder.encode(decode(part)))
+            return out
+        if self.whitespace_lowercase is None:
+            return self.encoder.encode(decode(fragment))
+        segments = _whitespace_segments(decode(fragment), self.whitespace_lowercase)
+        return [token for segment in segments for token in self.encoder.encode(segment)]
 
     def _partition(self, raw: bytes, parse_special: bool) -> list[bytes | int]:
         """tokenizer_st_partition: cut special-token texts out of the raw text fragments."""
