@@ -4,8 +4,9 @@ No shipped test vocabulary uses most of these names, so each is compared on the 
 vocabulary (tokens, types, merges) under that pre name: the synthetic vocabulary `pre-NAME`
 (harness.synth), whose recording holds llama.cpp's answers to every second corpus case up to 512
 bytes and 500 fuzz strings in every mode (the reference matches them all: tests/test_synth.py).
-Here, for each name, a sample of the corpus and the fuzz set in every mode, and the vocab facts, are
-compared with the live llama.cpp on that file wherever the recording does not hold them already.
+Here, for each name, a sample of the corpus and the fuzz set is compared in every mode with the live
+llama.cpp on that file wherever the recording does not hold it already, and the reference's vocab
+facts with the ones llama.cpp recorded from the file.
 The regex table itself is compared with llama.cpp's source at the pinned build.
 """
 
@@ -109,8 +110,8 @@ def test_the_pre_name_tokenizes_as_llama_cpp(
     tok = Tokenizer(BY_NAME[f"pre-{pre}"].make(gpt2_fields))
     requests = [(data, *flags) for data in live for flags in MODES.values()]
     with LibllamaOracle(llama_build, path) as oracle:
-        facts = oracle.facts()
         expected = oracle.tokenize_many(requests)
+    facts = recording.facts  # llama.cpp's, recorded from this file (its sha256 checked above)
     assert (tok.add_bos, tok.add_eos, tok.bos_id, tok.eos_id) == (
         facts["add_bos"], facts["add_eos"], facts["special_ids"]["bos"], facts["special_ids"]["eos"],
     )  # fmt: skip
