@@ -136,7 +136,10 @@ FIM_TEXTS = {
 ASCII_SPACE = b" \t\n\x0b\x0c\r"  # C isspace() in the "C" locale
 UNICODE_TO_BYTE = {ch: byte for byte, ch in enumerate(BYTE_TO_UNICODE)}
 ESCAPED_SPACE = "\u2581".encode()  # llama_escape_whitespace: " " -> "▁"
-RECENT_FRAGMENTS = 16  # text fragments whose ids a tokenizer keeps (Tokenizer._fragment_ids)
+# Tokenizer._fragment_ids keeps the ids of at most this many recent text fragments, of at most this
+# many bytes in all (the corpus's longest case is 51 KB; a long document's ids are not held on to)
+RECENT_FRAGMENTS = 16
+RECENT_BYTES = 1 << 20
 
 
 class UnsupportedVocab(NotImplementedError):
@@ -485,9 +488,13 @@ class Tokenizer:
         ids = self._recent.get(key)
         if ids is None:
             ids = tuple(self._encode_fragment(fragment, space_prefix))
-            if len(self._recent) >= RECENT_FRAGMENTS:
-                del self._recent[next(iter(self._recent))]
-            self._recent[key] = ids
+            if len(fragment) <= RECENT_BYTES:
+                while self._recent and (
+                    len(self._recent) >= RECENT_FRAGMENTS
+                    or len(fragment) + sum(len(kept) for kept, _ in self._recent) > RECENT_BYTES
+                ):
+                    del self._recent[next(iter(self._recent))]  # the oldest
+                self._recent[key] = ids
         return ids
 
     def _encode_fragment(self, fragment: bytes, space_prefix: bool) -> list[int]:
