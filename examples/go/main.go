@@ -514,10 +514,23 @@ func (v *vocab) encodeWord(cpts []rune) ([]int, error) {
 	if ids, ok := v.cache[key]; ok {
 		return ids, nil
 	}
-	for { // merge the pair with the lowest rank, the leftmost on ties, until none is left
+	// Merge the pair with the lowest rank, the leftmost on ties, until none is left. pairRanks[i] is
+	// the rank of symbols i and i+1; a merge changes only its neighbours' ranks, so only those are
+	// looked up again (looking every pair up on every merge is quadratic in lookups on a long word).
+	rankOf := func(i int) int {
+		if rank, ok := v.ranks[symbols[i]+" "+symbols[i+1]]; ok {
+			return rank
+		}
+		return math.MaxInt
+	}
+	var pairRanks []int
+	for i := 0; i+1 < len(symbols); i++ {
+		pairRanks = append(pairRanks, rankOf(i))
+	}
+	for {
 		best, bestRank := -1, math.MaxInt
-		for i := 0; i+1 < len(symbols); i++ {
-			if rank, ok := v.ranks[symbols[i]+" "+symbols[i+1]]; ok && rank < bestRank {
+		for i, rank := range pairRanks {
+			if rank < bestRank {
 				best, bestRank = i, rank
 			}
 		}
@@ -526,6 +539,13 @@ func (v *vocab) encodeWord(cpts []rune) ([]int, error) {
 		}
 		symbols[best] += symbols[best+1]
 		symbols = append(symbols[:best+1], symbols[best+2:]...)
+		pairRanks = append(pairRanks[:best], pairRanks[best+1:]...)
+		if best > 0 {
+			pairRanks[best-1] = rankOf(best - 1)
+		}
+		if best < len(pairRanks) {
+			pairRanks[best] = rankOf(best)
+		}
 	}
 	ids := []int{}
 	for _, s := range symbols {

@@ -301,17 +301,23 @@ class Vocab {
     const word = bytes.map((b) => BYTE_TO_CHAR[b]).join("");
     const cached = this.cache.get(word);
     if (cached) return cached;
-    let symbols = [...word];
-    // Merge the pair with the lowest rank, the leftmost on ties, until none is left.
+    const symbols = [...word];
+    // Merge the pair with the lowest rank, the leftmost on ties, until none is left. pairRanks[i] is
+    // the rank of symbols i and i+1; a merge changes only its neighbours' ranks, so only those are
+    // looked up again (looking every pair up on every merge is quadratic in lookups on a long word).
+    const rankOf = (i) => this.ranks.get(symbols[i] + " " + symbols[i + 1]) ?? Infinity;
+    const pairRanks = symbols.slice(1).map((_, i) => rankOf(i));
     for (;;) {
       let best = -1;
       let bestRank = Infinity;
-      for (let i = 0; i + 1 < symbols.length; i++) {
-        const rank = this.ranks.get(symbols[i] + " " + symbols[i + 1]);
-        if (rank !== undefined && rank < bestRank) [best, bestRank] = [i, rank];
+      for (let i = 0; i < pairRanks.length; i++) {
+        if (pairRanks[i] < bestRank) [best, bestRank] = [i, pairRanks[i]];
       }
       if (best < 0) break;
       symbols.splice(best, 2, symbols[best] + symbols[best + 1]);
+      pairRanks.splice(best, 1);
+      if (best > 0) pairRanks[best - 1] = rankOf(best - 1);
+      if (best < pairRanks.length) pairRanks[best] = rankOf(best);
     }
     const ids = [];
     for (const symbol of symbols) {
