@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from harness.cli.main import main
 from harness.core.errors import TokconfError
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus
@@ -15,8 +17,9 @@ from harness.llama.vocabs import shipped_vocabs, vocab_name
 from harness.oracle.client import LibllamaOracle
 from harness.oracle.libllama import binding
 from harness.oracle.llama_tokenize import CliOracle
-from harness.record.crosscheck import crosscheck_vocab
-from harness.record.recorder import Plan
+from harness.record.crosscheck import compare, crosscheck_vocab, load_evidence
+from harness.record.crosscheck import sample as crosscheck_sample
+from harness.record.recorder import Plan, all_cases
 from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,32 +72,84 @@ def test_cli_cannot_express_add_special_without_bos() -> None:
 SHIPPED = sorted(p.stem for p in (ROOT / "recordings" / "b11192").glob("*.yaml") if ".decoding" not in p.name)
 
 
+EVIDENCE = ROOT / "recordings" / "b11192" / "llama-tokenize.crosscheck.json"
+LIVE_CLI = ("gpt-2", "llama-spm")  # llama-tokenize run live: a vocab without BOS and one with (both flag paths)
+
+
 def test_the_backends_are_compared_on_every_shipped_vocab(llama_build: Build) -> None:
     assert [vocab_name(v) for v in shipped_vocabs(llama_build)] == SHIPPED and len(SHIPPED) == 19
+    evidence = load_evidence(EVIDENCE)
+    assert sorted(evidence.vocabs) == SHIPPED
+    assert (evidence.build, evidence.build_sha256) == (11192, llama_build.source.sha256)
+    assert (evidence.sample, evidence.seed) == (4, 11192)
 
 
 SAMPLE = 60  # recorded cases per vocab re-asked of the live oracle
 
 
-@pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the llama-tokenize processes
+@pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the vocab loads
 def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
     name: str, llama_build: Build, tmp_path: Path
 ) -> None:
     """One libllama worker per vocab (gemma-4's takes a second to load) answers both: the recording
-    re-asked (its aborting input and a random sample, facts included), and the backend cross-check."""
+    re-asked (its aborting input and a random sample, facts included), and the backend cross-check:
+    llama-tokenize's answers at this build for the sample `crosscheck.sample` picks, kept in
+    EVIDENCE and produced again live for LIVE_CLI (llama-tokenize reloads the vocab for every
+    input: gemma-4's 12 take 15 s)."""
     recording = load(ROOT / "recordings" / "b11192" / f"{name}.yaml")
     vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]
     rng = SplitMix64(int(recording.vocab_sha256[:8], 16))
     crash = [c for c in recording.cases if c.id == "invalid-utf8/above-max-f4-90"]
     sample = crash + [recording.cases[rng.below(len(recording.cases))] for _ in range(SAMPLE)]
-    plan = Plan(llama_build, tuple(load_corpus([ROOT / "corpora"])), 11192, 2000, tmp_path)
+    evidence = load_evidence(EVIDENCE)
+    kept = evidence.vocabs[name]
+    plan = Plan(llama_build, tuple(load_corpus([ROOT / "corpora"])), evidence.seed, 2000, tmp_path)
+    recorded = {c.id: c for c in recording.cases}
     with LibllamaOracle(llama_build, vocab) as oracle:
         facts = oracle.facts()
         live = oracle.tokenize_many([(c.data, *MODES[m]) for c in sample for m in MODES])
-        compared, disagreements = crosscheck_vocab(plan, llama_build, vocab, 4, oracle)
+        picked = [c.id for c in crosscheck_sample(all_cases(plan, vocab, facts), evidence.sample, plan.seed)]
+        worker = oracle.tokenize_many([(recorded[a.case].data, *MODES[a.mode]) for a in kept.answers])
+        again = crosscheck_vocab(plan, llama_build, vocab, evidence.sample, oracle) if name in LIVE_CLI else None
     assert facts == recording.facts
     assert live == [c.outcomes[m] for c in sample for m in MODES]
-    assert compared >= 8 and disagreements == []
+    assert kept.sha256 == recording.vocab_sha256 and kept.file == vocab.name
+    expressed = ["plain", "special", "bos"] if facts["add_bos"] else ["plain", "special"]
+    assert [(a.case, a.mode) for a in kept.answers] == [(c, m) for c in picked for m in expressed]
+    assert len(kept.answers) >= 8 and compare(name, kept.answers, worker) == []
+    assert compare(name, kept.answers, [recorded[a.case].outcomes[a.mode] for a in kept.answers]) == []
+    if again is not None:  # llama-tokenize, live, answers as it did when the evidence was written
+        assert again.answers == kept.answers and again.disagreements == []
+
+
+def test_record_backend_cli_save_writes_the_bundled_evidence(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command that wrote EVIDENCE writes the same answers again (llama-spm: cheap to load)."""
+    saved = tmp_path / "answers.json"
+    assert main(["record", "--backend", "cli", "--sample", "4", "--vocab", "llama-spm", "--save", str(saved)]) == 0
+    assert "llama-spm: 12/12 answers agree" in capsys.readouterr().out
+    again, bundled = load_evidence(saved), load_evidence(EVIDENCE)
+    assert again.vocabs == {"llama-spm": bundled.vocabs["llama-spm"]}
+    assert (again.build, again.build_sha256, again.sample, again.seed) == (
+        bundled.build, bundled.build_sha256, bundled.sample, bundled.seed,
+    )  # fmt: skip
+    assert main(["record", "--vocab", "llama-spm", "--save", str(saved)]) == 2  # answers need --backend cli
+    assert "--save keeps llama-tokenize's answers: it needs --backend cli" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda text: text[: len(text) // 2], lambda text: text.replace('"ids": [', '"ids": [true, ', 1),
+     lambda text: text.replace('"mode": "plain"', '"mode": "loud"', 1),
+     lambda text: text.replace("crosscheck/1", "x/9")],
+    ids=["truncated", "an-id-not-an-int", "unknown-mode", "other-schema"],
+)  # fmt: skip
+def test_damaged_evidence_is_refused_with_its_path(damage: Callable[[str], str], tmp_path: Path) -> None:
+    damaged = tmp_path / "answers.json"
+    damaged.write_text(damage(EVIDENCE.read_text(encoding="utf-8")), encoding="utf-8")
+    with pytest.raises(TokconfError, match=f"{damaged}: not a tokconf cross-check file"):
+        load_evidence(damaged)
 
 
 def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Build) -> None:

@@ -35,6 +35,13 @@ def add_parser(commands: Any) -> None:
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
+    rec.add_argument(
+        "--save",
+        type=Path,
+        metavar="FILE",
+        help="with --backend cli: also write llama-tokenize's answers there (JSON; the bundled recordings "
+        "keep theirs in llama-tokenize.crosscheck.json)",
+    )
     rec.add_argument("--no-decoding", action="store_true", help="record ids only (no *.decoding.yaml)")
     rec.add_argument(
         "--synthetic",
@@ -59,10 +66,12 @@ def run(args: argparse.Namespace) -> int:
     from harness.corpus.files import load_corpus
     from harness.llama.build import require_build
     from harness.llama.vocabs import resolve_vocabs, vocab_name
-    from harness.record.crosscheck import crosscheck_vocab
+    from harness.record.crosscheck import crosscheck_vocab, save
     from harness.record.recorder import Plan, record
     from harness.synth.files import synthetic_vocabs
 
+    if args.save and args.backend != "cli":
+        raise TokconfError("--save keeps llama-tokenize's answers: it needs --backend cli", "add --backend cli")
     made = require_build(args.build)
     corpus = load_corpus(args.corpus or [CORPUS])
     if not any(corpus_file.cases for corpus_file in corpus):
@@ -83,16 +92,20 @@ def run(args: argparse.Namespace) -> int:
     if args.backend == "libllama":
         record(plan, vocabs, args.jobs)
         return 0
-    failures = 0
+    checks = []
     for vocab in vocabs:
-        compared, found = crosscheck_vocab(plan, made, vocab, args.sample)
+        check = crosscheck_vocab(plan, made, vocab, args.sample)
+        compared, found = len(check.answers), check.disagreements
         print(
             f"{vocab_name(vocab)}: {compared - len(found)}/{compared} answers agree (libllama worker vs llama-tokenize)"
         )
         for d in found:
             print(f"  {d.case} [{d.mode}]: libllama {d.libllama} != llama-tokenize {d.cli}")
-        failures += len(found)
-    return 1 if failures else 0
+        checks.append(check)
+    if args.save:
+        save(args.save, made, args.sample, args.seed, checks)
+        print(f"llama-tokenize's answers: {args.save}")
+    return 1 if any(check.disagreements for check in checks) else 0
 
 
 def run_decoding(args: argparse.Namespace) -> int:
