@@ -71,16 +71,21 @@ class _Cursor:
 
     def strings(self, count: int, what: str) -> list[str]:
         """`count` strings in one tight loop (a vocabulary has ~250,000; this is most of the load time)."""
-        data, pos, end, out = self.data, self.pos, len(self.data), []
+        data, pos, end = self.data, self.pos, len(self.data)
+        out: list[str] = []
         length, append = _LENGTH.unpack_from, out.append  # the length read in place, not sliced out first
-        for _ in range(count):
-            (size,) = length(data, pos)
-            pos += 8
-            if pos + size > end:
-                self.pos = pos - 8
-                self.need(8 + size, f"{what} (string of {size} bytes)")
-            append(data[pos : pos + size].decode("utf-8", "surrogateescape"))
-            pos += size
+        try:
+            for _ in range(count):
+                (size,) = length(data, pos)
+                pos += 8
+                if pos + size > end:
+                    self.pos = pos - 8
+                    self.need(8 + size, f"{what} (string of {size} bytes)")
+                append(data[pos : pos + size].decode("utf-8", "surrogateescape"))
+                pos += size
+        except struct.error:  # fewer than 8 bytes left for a length
+            self.pos = pos
+            self.need(8, f"{what} (string length)")
         self.pos = pos
         return out
 
