@@ -3,10 +3,11 @@
 No shipped test vocabulary uses most of these names, so each is compared on the shipped gpt-2
 vocabulary (tokens, types, merges) under that pre name: the synthetic vocabulary `pre-NAME`
 (harness.synth), whose recording holds llama.cpp's answers to every second corpus case up to 512
-bytes and 500 fuzz strings in every mode (the reference matches them all: tests/test_synth.py).
-Here, for each name, a sample of the corpus and the fuzz set is compared in every mode with the live
-llama.cpp on that file wherever the recording does not hold it already, and the reference's vocab
-facts with the ones llama.cpp recorded from the file.
+bytes and 500 fuzz strings in every mode. For each name, the reference matches that recording in
+every case and fact (what tests/test_synth.py asks of the other synthetic recordings), and a sample
+of the corpus and the fuzz set is compared in every mode with the live llama.cpp on that file
+wherever the recording does not hold it already; one tokenizer and one load of the recording serve
+both.
 The regex table itself is compared with llama.cpp's source at the pinned build.
 """
 
@@ -14,19 +15,23 @@ from __future__ import annotations
 
 import re
 import struct
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 from gguf import GGUFWriter
 
+from harness.check.engine import Verdict, check_recording
 from harness.core.files import CORPUS
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus
 from harness.corpus.generator import fuzz_strings
+from harness.implementations.python import PythonImplementation
 from harness.llama.build import Build
 from harness.llama.fetch import source_dir
 from harness.oracle.client import LibllamaOracle
+from harness.recordings.decoding import load_for
 from harness.recordings.format import load
 from harness.synth.files import recorded_vocab
 from harness.synth.recipes import BY_NAME
@@ -95,19 +100,21 @@ def test_the_spliced_file_is_the_file_gguf_writes(
 
 
 @pytest.mark.parametrize("pre", sorted(name for name in PRE_NAMES if name is not None))
-def test_the_pre_name_tokenizes_as_llama_cpp(
-    pre: str, texts: list[bytes], gpt2_fields: dict[str, Any], llama_build: Build
-) -> None:
+def test_the_pre_name_tokenizes_as_llama_cpp(pre: str, texts: list[bytes], llama_build: Build) -> None:
     recording = load(SYNTHETIC / f"pre-{pre}.yaml")
     synthetic = recording.provenance["vocab"]["synthetic"]  # the recipe: gpt-2's file under this pre name
     assert synthetic["recipe"] == f"pre-{pre}" and synthetic["base"]["file"] == "ggml-vocab-gpt-2.gguf"
     path = recorded_vocab(recording.provenance["vocab"], 11192, None)  # made again, checked by sha256
+    tok = Tokenizer.from_gguf(path)
+    decoding = load_for(SYNTHETIC / f"pre-{pre}.yaml")
+    reference = PythonImplementation("reference", lambda _: tok)  # resolve("reference"), with this tokenizer
+    results = list(check_recording(recording, reference, path, decoding=decoding))
+    problems = [f"{r.section} {r.case}: {r.reason}" for r in results if r.verdict is not Verdict.PASSED][:5]
+    assert not problems, problems
+    assert Counter(r.verdict for r in results)[Verdict.PASSED] == 3 * len(recording.cases) + 5 + 4 * bool(decoding)
     recorded = {case.data for case in recording.cases if set(case.outcomes) == set(MODES)}
     live = [data for data in texts if data not in recorded]
     assert 0 < len(live) < 0.1 * len(texts)  # most of the sample is in the recording
-    # The fields that file holds, made from gpt-2's read once (the test below reads one file back as
-    # these fields; test_synth makes every file byte for byte as recorded and matches from_gguf's reference)
-    tok = Tokenizer(BY_NAME[f"pre-{pre}"].make(gpt2_fields))
     requests = [(data, *flags) for data in live for flags in MODES.values()]
     with LibllamaOracle(llama_build, path) as oracle:
         expected = oracle.tokenize_many(requests)
