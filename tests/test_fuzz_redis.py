@@ -77,15 +77,15 @@ def test_a_finding_of_worker_a_is_worker_bs_first_example(
 ) -> None:
     for machine in ("a", "b", "c"):
         (tmp_path / machine).mkdir()
-    common = ["--vocab", "qwen2", "--mode", "plain", "--max-examples", "300", "--found-dir", "found"]
+    common = ["--vocab", "gpt-2", "--mode", "plain", "--max-examples", "300", "--found-dir", "found"]
     status, out, err = finish(tokconf_fuzz(*common, "--database", server.url, "--seed", "0", cwd=tmp_path / "a"))
     assert status == 1, err
-    assert "qwen2 [plain] different ids (example " in out
+    assert "gpt-2 [plain] different ids (example " in out
     assert server.stored()  # worker A saved its finding in the shared database
     status, out, err = finish(tokconf_fuzz(*common, "--database", server.url, "--seed", "7", cwd=tmp_path / "b"))
     assert status == 1, err
     assert "(replayed from the example database as example 1, seed 7)" in out
-    assert [c.data for c in load(tmp_path / "b" / "found" / "found-qwen2.yaml").cases] == ["\u3000".encode()]
+    assert [c.data for c in load(tmp_path / "b" / "found" / "found-gpt-2.yaml").cases] == ["\u3000".encode()]
     # read-only under a local folder: replayed from Redis, kept locally, Redis not written
     before = {key: server.client.smembers(key) for key in server.stored()}
     local = ["--database", "db", "--shared-database", server.url, "--seed", "8"]
@@ -99,8 +99,8 @@ def test_a_finding_of_worker_a_is_worker_bs_first_example(
 def test_killing_redis_mid_campaign_is_a_clear_error_and_loses_no_finding(
     llama_build: Build, server: RedisServer, tmp_path: Path
 ) -> None:
-    found = tmp_path / "found" / "found-qwen2.yaml"
-    args = ["--vocab", "qwen2", "--mode", "plain", "--mode", "special", "--max-examples", "30000"]
+    found = tmp_path / "found" / "found-gpt-2.yaml"
+    args = ["--vocab", "gpt-2", "--mode", "plain", "--mode", "special", "--max-examples", "30000"]
     process = tokconf_fuzz(*args, "--database", server.url, "--found-dir", "found", "--seed", "0", cwd=tmp_path)
     deadline = time.monotonic() + 120
     while not found.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -111,7 +111,7 @@ def test_killing_redis_mid_campaign_is_a_clear_error_and_loses_no_finding(
     assert status == 2, (out, err)
     assert f"tokconf: error: the example database {server.url} failed to" in err
     assert "ConnectionError" in err and "every finding so far is written to the found folder" in err
-    assert "qwen2 [plain] different ids" in out  # reported as it was found
+    assert "gpt-2 [plain] different ids" in out  # reported as it was found
     assert [c.data for c in load(found).cases] == ["\u3000".encode()]
 
 
@@ -119,7 +119,7 @@ def test_an_unreachable_database_is_refused_before_any_work(llama_build: Build, 
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # nothing listens there once closed
-    status, _, err = finish(tokconf_fuzz("--vocab", "qwen2", "--database", f"redis://127.0.0.1:{port}/0", cwd=tmp_path))
+    status, _, err = finish(tokconf_fuzz("--vocab", "gpt-2", "--database", f"redis://127.0.0.1:{port}/0", cwd=tmp_path))
     assert status == 2
     assert f"cannot reach the example database redis://127.0.0.1:{port}/0" in err and "start redis-server" in err
     assert not (tmp_path / "found").exists()
