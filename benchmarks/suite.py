@@ -5,16 +5,10 @@
 Runs `pytest -n auto --dist worksteal` (tox's tests environment) and `pytest -m "not oracle"` (the
 tests that need no llama.cpp build) from the repository root, and prints each wall time with its
 pytest summary line. Targets: under 4 minutes, and under 60 s without the oracle.
-
-Python writes bytecode caches here as it does under tox and in CI, even when the calling shell sets
-PYTHONDONTWRITEBYTECODE: the suite starts about a hundred Python processes (workers, pytester runs,
-the installed wheel), and without the caches each compiles tokconf's modules again (about 15 s of the
-whole suite's wall time on this machine).
 """
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
@@ -26,15 +20,13 @@ RUNS = {
     'without the oracle (-m "not oracle")': ["-n", "auto", "--dist", "worksteal", "-m", "not oracle"],
 }
 
-ENV = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
-
 
 def main() -> None:
     for label, args in RUNS.items():
         started = time.monotonic()
         result = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
-            cwd=ROOT, capture_output=True, text=True, check=False, env=ENV,
+            cwd=ROOT, capture_output=True, text=True, check=False,
         )  # fmt: skip
         seconds = time.monotonic() - started
         last = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else f"exit {result.returncode}"
