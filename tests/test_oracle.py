@@ -150,6 +150,8 @@ def test_damaged_evidence_is_refused_with_its_path(damage: Callable[[str], str],
     damaged.write_text(damage(EVIDENCE.read_text(encoding="utf-8")), encoding="utf-8")
     with pytest.raises(TokconfError, match=f"{damaged}: not a tokconf cross-check file"):
         load_evidence(damaged)
+    with pytest.raises(TokconfError, match=f"{tmp_path / 'gone.json'}: cannot read: No such file"):
+        load_evidence(tmp_path / "gone.json")
 
 
 def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Build) -> None:

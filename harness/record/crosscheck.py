@@ -139,6 +139,9 @@ def save(path: Path, build: Build, k: int, seed: int, checks: list[CrossCheck]) 
         where = json.dumps({"file": check.vocab.name, "sha256": sha256_file(check.vocab)})[1:-1]
         vocabs.append(f'  {json.dumps(vocab_name(check.vocab))}: {{{where}, "answers": [\n{answers}\n  ]}}')
     text = json.dumps(head, ensure_ascii=False)[:-1] + ', "vocabs": {\n' + ",\n".join(vocabs) + "\n}}\n"
+    again = _evidence(path, text)  # read back before anything is replaced, as a recording is
+    if [again.vocabs[vocab_name(check.vocab)].answers for check in checks] != [check.answers for check in checks]:
+        raise TokconfError(f"{path}: the answers do not read back identically; nothing was written")
     atomic_write(path, text, "cross-check answers")
 
 
@@ -149,14 +152,20 @@ def _outcome_node(outcome: Outcome) -> dict[str, Any]:
 def load_evidence(path: Path) -> Evidence:
     """A saved cross-check, every field checked: a damaged file is refused with its path."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise TokconfError(f"{path}: cannot read: {error.strerror}", "give the file --save wrote") from None
+    return _evidence(path, text)
+
+
+def _evidence(path: Path, text: str) -> Evidence:
+    try:
+        document = json.loads(text)
         if document["schema"] != SCHEMA:
             raise ValueError(f"schema {document['schema']!r}, not {SCHEMA!r}")
         vocabs = {name: _vocab_answers(node) for name, node in document["vocabs"].items()}
         build = document["llama_cpp"]
         evidence = Evidence(build["build"], build["sha256"], document["sample"], document["seed"], vocabs)
-    except OSError as error:
-        raise TokconfError(f"{path}: cannot read: {error.strerror}", "give the file --save wrote") from None
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise TokconfError(
             f"{path}: not a tokconf cross-check file ({type(error).__name__}: {error})",
