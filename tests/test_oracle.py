@@ -17,7 +17,7 @@ from harness.llama.vocabs import shipped_vocabs, vocab_name
 from harness.oracle.client import LibllamaOracle
 from harness.oracle.libllama import binding
 from harness.oracle.llama_tokenize import CliOracle
-from harness.record.crosscheck import compare, crosscheck_vocab, load_evidence
+from harness.record.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
 from harness.record.crosscheck import sample as crosscheck_sample
 from harness.record.recorder import Plan, all_cases
 from harness.recordings.format import load
@@ -76,9 +76,13 @@ EVIDENCE = ROOT / "recordings" / "b11192" / "llama-tokenize.crosscheck.json"
 LIVE_CLI = ("gpt-2", "llama-spm")  # llama-tokenize run live: a vocab without BOS and one with (both flag paths)
 
 
-def test_the_backends_are_compared_on_every_shipped_vocab(llama_build: Build) -> None:
+@pytest.fixture(scope="module")
+def evidence() -> Evidence:
+    return load_evidence(EVIDENCE)
+
+
+def test_the_backends_are_compared_on_every_shipped_vocab(llama_build: Build, evidence: Evidence) -> None:
     assert [vocab_name(v) for v in shipped_vocabs(llama_build)] == SHIPPED and len(SHIPPED) == 19
-    evidence = load_evidence(EVIDENCE)
     assert sorted(evidence.vocabs) == SHIPPED
     assert (evidence.build, evidence.build_sha256) == (11192, llama_build.source.sha256)
     assert (evidence.sample, evidence.seed) == (4, 11192)
@@ -89,7 +93,7 @@ SAMPLE = 60  # recorded cases per vocab re-asked of the live oracle
 
 @pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the vocab loads
 def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
-    name: str, llama_build: Build, tmp_path: Path
+    name: str, llama_build: Build, tmp_path: Path, evidence: Evidence
 ) -> None:
     """One libllama worker per vocab (gemma-4's takes a second to load) answers both: the recording
     re-asked (its aborting input and a random sample, facts included), and the backend cross-check:
@@ -101,7 +105,6 @@ def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
     rng = SplitMix64(int(recording.vocab_sha256[:8], 16))
     crash = [c for c in recording.cases if c.id == "invalid-utf8/above-max-f4-90"]
     sample = crash + [recording.cases[rng.below(len(recording.cases))] for _ in range(SAMPLE)]
-    evidence = load_evidence(EVIDENCE)
     kept = evidence.vocabs[name]
     plan = Plan(llama_build, tuple(load_corpus([ROOT / "corpora"])), evidence.seed, 2000, tmp_path)
     recorded = {c.id: c for c in recording.cases}
@@ -123,13 +126,13 @@ def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
 
 
 def test_record_backend_cli_save_writes_the_bundled_evidence(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], evidence: Evidence
 ) -> None:
     """The command that wrote EVIDENCE writes the same answers again (llama-spm: cheap to load)."""
     saved = tmp_path / "answers.json"
     assert main(["record", "--backend", "cli", "--sample", "4", "--vocab", "llama-spm", "--save", str(saved)]) == 0
     assert "llama-spm: 12/12 answers agree" in capsys.readouterr().out
-    again, bundled = load_evidence(saved), load_evidence(EVIDENCE)
+    again, bundled = load_evidence(saved), evidence
     assert again.vocabs == {"llama-spm": bundled.vocabs["llama-spm"]}
     assert (again.build, again.build_sha256, again.sample, again.seed) == (
         bundled.build, bundled.build_sha256, bundled.sample, bundled.seed,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Mode = Literal["plain", "special", "bos"]
 
@@ -55,3 +55,19 @@ def render_outcome(outcome: Outcome) -> str:
     if isinstance(outcome, Refusal):
         return f"{outcome.kind.value}: {outcome.reason}"
     return " ".join(map(str, outcome)) or "(no ids)"
+
+
+def outcome_fields(outcome: Outcome) -> dict[str, Any]:
+    """An outcome as JSON fields: `{"ids": [...]}`, or `{"error": reason}` for a refusal (the form of
+    `tokconf export`'s lines and of saved cross-check answers)."""
+    return {"error": outcome.reason} if isinstance(outcome, Refusal) else {"ids": outcome}
+
+
+def outcome_from_fields(node: dict[str, Any]) -> Outcome:
+    """The inverse of `outcome_fields`; a ValueError for anything else (a bool or a float is no id)."""
+    if isinstance(node.get("error"), str):
+        return Refusal(node["error"])
+    ids = node.get("ids")
+    if isinstance(ids, list) and all(type(i) is int for i in ids):
+        return ids
+    raise ValueError("an outcome is a list of integer ids or an error")

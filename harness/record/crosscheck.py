@@ -24,7 +24,7 @@ from typing import Any, get_args
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, sha256_file
-from harness.core.outcome import MODES, Mode, Outcome, Refusal
+from harness.core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
 from harness.corpus.files import Case
 from harness.corpus.generator import SplitMix64
 from harness.llama.build import Build
@@ -133,7 +133,7 @@ def save(path: Path, build: Build, k: int, seed: int, checks: list[CrossCheck]) 
     vocabs = []
     for check in checks:
         answers = ",\n".join(
-            "   " + json.dumps({"case": a.case, "mode": a.mode, **_outcome_node(a.outcome)}, ensure_ascii=False)
+            "   " + json.dumps({"case": a.case, "mode": a.mode, **outcome_fields(a.outcome)}, ensure_ascii=False)
             for a in check.answers
         )
         where = json.dumps({"file": check.vocab.name, "sha256": sha256_file(check.vocab)})[1:-1]
@@ -143,10 +143,6 @@ def save(path: Path, build: Build, k: int, seed: int, checks: list[CrossCheck]) 
     if [again.vocabs[vocab_name(check.vocab)].answers for check in checks] != [check.answers for check in checks]:
         raise TokconfError(f"{path}: the answers do not read back identically; nothing was written")
     atomic_write(path, text, "cross-check answers")
-
-
-def _outcome_node(outcome: Outcome) -> dict[str, Any]:
-    return {"error": outcome.reason} if isinstance(outcome, Refusal) else {"ids": outcome}
 
 
 def load_evidence(path: Path) -> Evidence:
@@ -181,11 +177,9 @@ def _vocab_answers(node: dict[str, Any]) -> VocabAnswers:
     for item in node["answers"]:
         if item["mode"] not in get_args(Mode):
             raise ValueError(f"unknown mode {item['mode']!r}")
-        if "error" in item:
-            outcome: Outcome = Refusal(str(item["error"]))
-        elif isinstance(item["ids"], list) and all(type(i) is int for i in item["ids"]):
-            outcome = item["ids"]
-        else:
-            raise ValueError(f"case {item['case']!r}: ids must be a list of integers")
+        try:
+            outcome = outcome_from_fields(item)
+        except ValueError as error:
+            raise ValueError(f"case {item['case']!r}: {error}") from None
         answers.append(Answer(str(item["case"]), item["mode"], outcome))
     return VocabAnswers(str(node["file"]), str(node["sha256"]), answers)

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.core.outcome import MODES, Refusal
+from harness.core.outcome import MODES, outcome_fields
 from harness.recordings.format import load, recording_files
 
 
@@ -32,11 +32,8 @@ def export_lines(path: Path) -> Iterator[dict[str, Any]]:
                 "add_special": add_special,
                 "parse_special": parse_special,
                 "text_b64": text_b64,
+                **outcome_fields(outcome),
             }
-            if isinstance(outcome, Refusal):
-                line["error"] = outcome.reason
-            else:
-                line["ids"] = outcome
             yield line
 
 
