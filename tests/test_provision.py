@@ -12,11 +12,13 @@ import pytest
 
 from harness.cli.main import main
 from harness.core.errors import TokconfError
+from harness.core.facts import VocabProvenance
 from harness.core.files import sha256_file
 from harness.llama import build as cmake_build
 from harness.llama import fetch as provision
 from harness.llama import vocabs
 from harness.llama.build import Build
+from harness.synth.files import recorded_vocab
 
 
 @pytest.fixture(autouse=True)
@@ -167,3 +169,59 @@ def test_vocab_files_are_fetched_on_first_use(llama_build: Build, monkeypatch: p
     gguf = llama_build.models_dir / "ggml-vocab-gpt-2.gguf"
     found = vocabs.vocab_file(gguf.name, sha256_file(gguf), 11192, None)
     assert fetched == [11192] and found == gguf
+
+
+def _named(file: str, sha256: str = "0" * 64) -> VocabProvenance:
+    return {"name": "v", "file": file, "sha256": sha256, "model": "gpt2", "pre": None}
+
+
+@pytest.fixture
+def hashed(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Every file `vocab_file` hashes (the file a check would then hand the implementation)."""
+    seen: list[Path] = []
+
+    def record(path: Path) -> str:
+        seen.append(path)
+        return sha256_file(path)
+
+    monkeypatch.setattr(vocabs, "sha256_file", record)
+    return seen
+
+
+@pytest.mark.parametrize(
+    "name", ["/etc/shadow", "../../etc/shadow", "..", "a/b.gguf", "a\\b.gguf", "C:b.gguf", "b\0.gguf"]
+)
+def test_a_vocab_file_name_with_a_folder_in_it_is_refused_unopened(
+    tmp_path: Path, name: str, hashed: list[Path]
+) -> None:
+    """A recording from elsewhere must not make tokconf hash a file (printing its sha256) or hand it over."""
+    with pytest.raises(TokconfError, match=r"recording's `provenance.vocab.file` is not a bare file name"):
+        recorded_vocab(_named(name), 11192, tmp_path)
+    with pytest.raises(TokconfError, match=r"`provenance.vocab.file` is not a bare file name"):
+        recorded_vocab(_named(name), 11192, None)  # the build's models/ folder: the same rule
+    assert hashed == []
+
+
+def test_a_vocab_file_linked_from_outside_the_vocab_folder_and_cache_is_refused_unopened(
+    tmp_path: Path, private_cache: Path, hashed: list[Path]
+) -> None:
+    secret = tmp_path / "elsewhere" / "secret.gguf"
+    secret.parent.mkdir()
+    secret.write_bytes(b"not a vocab file")
+    folder = tmp_path / "vocabs"
+    folder.mkdir()
+    (folder / "ggml-vocab-a.gguf").symlink_to(secret)
+    (folder / "ggml-vocab-b.gguf").symlink_to("../elsewhere/secret.gguf")
+    (folder / "ggml-vocab-c.gguf").symlink_to(folder / "ggml-vocab-b.gguf")  # a chain leading out
+    for name in ("ggml-vocab-a.gguf", "ggml-vocab-b.gguf", "ggml-vocab-c.gguf"):
+        with pytest.raises(TokconfError, match=r"is a link to .*secret.gguf, outside .* refused, not opened"):
+            recorded_vocab(_named(name, sha256_file(secret)), 11192, folder)
+    assert hashed == []
+
+    kept = private_cache / "kept.gguf"  # links into tokconf's cache, or within the folder, are followed
+    private_cache.mkdir(exist_ok=True)
+    kept.write_bytes(b"a vocab file")
+    (folder / "ggml-vocab-d.gguf").symlink_to(kept)
+    (folder / "ggml-vocab-e.gguf").symlink_to("ggml-vocab-d.gguf")
+    for name in ("ggml-vocab-d.gguf", "ggml-vocab-e.gguf"):
+        assert recorded_vocab(_named(name, sha256_file(kept)), 11192, folder) == folder / name

@@ -83,6 +83,27 @@ class Fact(enum.Enum):
             return sorted(facts["eog_ids"])
         return facts["special_ids"][self.value]
 
+    def exposed(self, value: object) -> bool | int | list[int]:
+        """An implementation's value of this fact, typed as llama.cpp's (`llama_vocab_get_add_bos` is a
+        bool, `llama_vocab_bos` a token id); a ValueError for anything else. One rule for every front
+        end: in Python `True == 1` and `1.0 == 1`, so an untyped comparison would pass `1` for a flag."""
+        if self in (Fact.ADD_BOS, Fact.ADD_EOS):
+            if isinstance(value, bool):
+                return value
+            raise ValueError(f"fact {self.value} must be true or false, not {value!r}")
+        if self in (Fact.BOS, Fact.EOS):
+            if is_token_id(value, allow_none=True):
+                return value  # type: ignore[return-value]
+            raise ValueError(f"fact {self.value} must be a token id (-1 for none), not {value!r}")
+        if isinstance(value, list | tuple | set | frozenset) and all(is_token_id(i) for i in value):
+            return sorted(value)
+        raise ValueError(f"fact eog_ids must be a list of token ids, not {str(value)[:200]}")
+
+
+def is_token_id(value: object, allow_none: bool = False) -> bool:
+    """An int that is not a bool, non-negative (`allow_none`: or -1, llama.cpp's LLAMA_TOKEN_NULL)."""
+    return type(value) is int and (value >= 0 or (allow_none and value == -1))
+
 
 ExposedFacts = dict[Fact, bool | int | list[int]]
 
@@ -116,11 +137,29 @@ class SynthProvenance(TypedDict):
 
 class VocabProvenance(TypedDict):
     name: str
-    file: str
+    file: str  # a bare file name (`is_bare_file_name`), looked for in --vocab-dir or the cache only
     sha256: str
     model: str | None
     pre: str | None
     synthetic: NotRequired[SynthProvenance]
+
+
+MAX_FILE_NAME = 255  # bytes, as most file systems allow
+
+
+def is_bare_file_name(name: object) -> bool:
+    """A file name with no folder in it: no `/` or `\\`, no `..`, no drive (`C:`), no control character
+    (NUL included), at most MAX_FILE_NAME bytes. A recording names its vocab file this way, so a
+    recording from elsewhere cannot make tokconf open, hash or hand an implementation any other file
+    (`/etc/shadow`, `../../x`): the name is looked for only in the vocab folder or tokconf's cache."""
+    return (
+        isinstance(name, str)
+        and 0 < len(name) <= MAX_FILE_NAME
+        and len(name.encode("utf-8", "surrogatepass")) <= MAX_FILE_NAME
+        and ".." not in name
+        and name != "."
+        and not any(c in "/\\:" or ord(c) < 0x20 or ord(c) == 0x7F for c in name)
+    )
 
 
 class FuzzProvenance(TypedDict):
@@ -137,11 +176,6 @@ class CampaignProvenance(TypedDict):
     seed: int
 
 
-class CasesDigest(TypedDict):
-    count: int
-    sha256: str  # of the `cases:` section's bytes, to the end of the file
-
-
 class CorpusSample(TypedDict):
     """Which corpus cases a recording holds: of those up to `max_bytes` long, every `every`th."""
 
@@ -150,8 +184,8 @@ class CorpusSample(TypedDict):
 
 
 class Provenance(TypedDict):
-    """Everything that decided a recording's content (docs/recording-format.md), and (`cases`, added
-    when it is written) what it holds."""
+    """Everything that decided a recording's content (docs/recording-format.md). The file's digest
+    (`provenance.digest`) is a property of its bytes, checked on load and not kept in memory."""
 
     llama_cpp: LlamaCppProvenance
     backend: str
@@ -162,5 +196,4 @@ class Provenance(TypedDict):
     fuzz: FuzzProvenance
     harness: str
     modes: dict[str, dict[str, bool]]
-    cases: NotRequired[CasesDigest]
     campaigns: NotRequired[list[CampaignProvenance]]  # found recordings only

@@ -10,6 +10,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.core.facts import is_token_id
+
 Mode = Literal["plain", "special", "bos"]
 
 # mode -> (add_special, parse_special)
@@ -50,6 +52,17 @@ class Refusal:
 Outcome = list[int] | Refusal
 
 
+def ids_from_text(text: str) -> list[int]:
+    """Ids written as llama.cpp's `.out` files write them, `9707 1879`: ASCII decimal digits, one space
+    between ids ('' for none). A ValueError for anything else: `int()` alone would also take `-5`,
+    `1_5496`, `+3`, Arabic-Indic or fullwidth digits and surrounding whitespace."""
+    if not text:
+        return []
+    if text.encode("utf-8", "surrogatepass").translate(None, b"0123456789 "):  # what is left is no digit
+        raise ValueError("ids are ASCII decimal digits separated by single spaces")
+    return list(map(int, text.split(" ")))  # a doubled, leading or trailing space gives '': a ValueError
+
+
 def render_outcome(outcome: Outcome) -> str:
     """One outcome on one line, as every report shows it: `1 2 3`, `(no ids)` or `refused: reason`."""
     if isinstance(outcome, Refusal):
@@ -64,10 +77,11 @@ def outcome_fields(outcome: Outcome) -> dict[str, Any]:
 
 
 def outcome_from_fields(node: dict[str, Any]) -> Outcome:
-    """The inverse of `outcome_fields`; a ValueError for anything else (a bool or a float is no id)."""
+    """The inverse of `outcome_fields`; a ValueError for anything else (a bool, a float or a negative
+    number is no id)."""
     if isinstance(node.get("error"), str):
         return Refusal(node["error"])
     ids = node.get("ids")
-    if isinstance(ids, list) and all(type(i) is int for i in ids):
+    if isinstance(ids, list) and all(is_token_id(i) for i in ids):
         return ids
     raise ValueError("an outcome is a list of integer ids or an error")

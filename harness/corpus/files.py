@@ -22,6 +22,7 @@ from harness.core.errors import TokconfError
 from harness.core.facts import RECORDING_SCHEMA
 from harness.core.files import yaml_files
 from harness.core.outcome import MODES
+from harness.core.plain_yaml import parse_yaml
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
@@ -51,10 +52,13 @@ def _bad(path: Path, where: str, problem: str) -> TokconfError:
 
 
 def _load_yaml(path: Path, raw: bytes) -> Any:
+    """A corpus file, or a found file (a recording) read for its inputs: plain data only, as every
+    file from elsewhere (`harness.core.plain_yaml`)."""
     try:
-        return yaml.load(raw, Loader=yaml.CSafeLoader)
+        return parse_yaml(raw)
     except yaml.YAMLError as error:
-        raise _bad(path, "YAML", str(error).replace("\n", " ")) from None
+        problem = str(error).replace("\n", " ")
+        raise _bad(path, "YAML", problem if len(problem) <= 300 else problem[:300] + "…") from None
 
 
 def _case_data(path: Path, where: str, entry: dict[str, Any]) -> bytes:

@@ -11,20 +11,33 @@ empty then). A case's detokenized text is written only where it differs from the
 so the usual round trip costs nothing, and as one edit of that input (`{at, cut, put}`: replace
 `cut` bytes at offset `at` by `put`), so a rendered BOS costs a few bytes. Every case with ids is
 decoded and compared all the same.
+
+Like a recording, a decoding is sealed by `provenance.digest` (the sha256 of every other byte) and
+refused, naming the file, when it was cut short or edited anywhere.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, sha256_file
+from harness.core.plain_yaml import parse_yaml, shown
 from harness.recordings.format import SUFFIX_DECODING
-from harness.recordings.yaml_io import Flow, corrupt, dump_yaml, parse_yaml, read_head, read_yaml
+from harness.recordings.yaml_io import (
+    Flow,
+    check_seal,
+    corrupt,
+    dump_yaml,
+    read_head,
+    read_untrusted,
+    seal,
+)
 
 SCHEMA = "tokconf-decoding/1"
+SEALED_BEFORE = b"pieces:"  # the top-level line the digest line precedes
 # llama_detokenize settings recorded for each case's `bos` ids.
 DETOKENIZE = {
     "remove-special": (True, False),  # what a user is shown: BOS/EOS dropped, control tokens empty
@@ -104,10 +117,19 @@ def _bytes(path: Path, node: Any, where: str) -> bytes:
             return bytes.fromhex(node["hex"])
         except ValueError:
             pass
-    raise corrupt(path, f"{where}: expected text or {{hex: …}}, found {node!r}")
+    raise corrupt(path, f"{where}: expected text or {{hex: …}}, found {shown(node)}")
+
+
+def _count(value: object) -> int:
+    """A non-negative int as the file wrote it: an id, an offset, a length (never `int()` of a string,
+    which would take `1_5` or Arabic-Indic digits)."""
+    if type(value) is int and value >= 0:  # a bool is no count
+        return value
+    raise ValueError(f"expected a non-negative int, found {shown(value)}")
 
 
 def dumps(decoding: Decoding) -> str:
+    """The YAML text of a decoding, sealed by `provenance.digest` (the sha256 of every other byte)."""
     doc = {
         "schema": SCHEMA,
         "provenance": decoding.provenance,
@@ -121,43 +143,69 @@ def dumps(decoding: Decoding) -> str:
             for setting in DETOKENIZE
         },
     }
-    return dump_yaml(doc)
+    return seal(dump_yaml(doc).encode("utf-8"), SEALED_BEFORE).decode("utf-8")
 
 
 def from_document(path: Path, doc: Any) -> Decoding:
+    """Validate a loaded YAML document and build the in-memory decoding (its digest is checked by
+    `load`, which has the file's bytes; the provenance in memory leaves it out)."""
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         found = doc.get("schema") if isinstance(doc, dict) else type(doc).__name__
-        raise corrupt(path, f"not a {SCHEMA} file (schema: {found!r})")
+        raise corrupt(path, f"not a {SCHEMA} file (schema: {shown(found)})")
+    if not isinstance(doc.get("provenance"), dict):
+        raise corrupt(path, "`provenance` must be a mapping")
     try:
         pieces = [  # text inline: this list has a piece for each of up to 262,144 tokens
             node.encode("utf-8") if isinstance(node, str) else _bytes(path, node, f"piece {i}")
             for i, node in enumerate(doc["pieces"])
         ]
-        plain = {int(i): _bytes(path, node, f"plain piece {i}") for i, node in (doc["pieces_plain"] or {}).items()}
+        plain = {_count(i): _bytes(path, node, f"plain piece {i}") for i, node in (doc["pieces_plain"] or {}).items()}
         detok = {
             setting: {
-                str(case): Edit(int(node["at"]), int(node["cut"]), _bytes(path, node["put"], f"{setting} {case}"))
+                _case_id(case): Edit(_count(node["at"]), _count(node["cut"]), _bytes(path, node["put"], setting))
                 for case, node in (doc["detokenize"].get(setting) or {}).items()
             }
             for setting in DETOKENIZE
         }
-        return Decoding(doc["provenance"], pieces, plain, detok)
+        provenance = {k: v for k, v in doc["provenance"].items() if k != "digest"}
+        return Decoding(provenance, pieces, plain, detok)
     except (KeyError, TypeError, ValueError, AttributeError) as error:
-        raise corrupt(path, f"malformed content ({type(error).__name__}: {error})") from None
+        raise corrupt(path, f"malformed content ({type(error).__name__}: {str(error)[:200]})") from None
+
+
+def _case_id(value: object) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"a case id must be a string, found {shown(value)}")
+    return value
+
+
+UNSEALED = (
+    "if you trust where it came from, `tokconf seal --trust RECORDING` seals it with the recording beside it; "
+    "otherwise record it again: tokconf record-decoding RECORDING"
+)
+
+
+def _sealed(path: Path, raw: bytes, doc: Any) -> Decoding:
+    """The decoding a file's bytes and their parsed document hold, checked field by field and then
+    against its digest."""
+    decoding = from_document(path, doc)
+    check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
+    return decoding
 
 
 def load(path: Path) -> Decoding:
-    return from_document(path, read_yaml(path, "decoding"))
+    """Read one decoding file: every field checked, then the file's bytes against its digest."""
+    raw, doc = read_untrusted(path, "decoding")
+    return _sealed(path, raw, doc)
 
 
 def read_provenance(path: Path) -> dict[str, Any]:
     """The `provenance:` block alone, from the head of the file (the pieces that follow are megabytes):
-    what `load_for` checks before it reads the rest."""
-    doc = read_head(path, b"pieces:", "decoding")
+    what `load_for` checks before it reads the rest (and `load` then checks against the digest)."""
+    doc = read_head(path, SEALED_BEFORE, "decoding")
     if doc.get("schema") != SCHEMA:
-        raise corrupt(path, f"not a {SCHEMA} file (schema: {doc.get('schema')!r})")
-    provenance: dict[str, Any] = doc["provenance"]
-    return provenance
+        raise corrupt(path, f"not a {SCHEMA} file (schema: {shown(doc.get('schema'))})")
+    return {k: v for k, v in doc["provenance"].items() if k != "digest"}
 
 
 def load_for(recording_path: Path) -> Decoding | None:
@@ -176,9 +224,36 @@ def load_for(recording_path: Path) -> Decoding | None:
 
 
 def write(path: Path, decoding: Decoding) -> None:
-    """Atomic, and only after the text reads back to the same decoding."""
+    """Atomic, and only after the text reads back to the same decoding, digest included."""
     text = dumps(decoding)
-    again = from_document(path, parse_yaml(text))
-    if again != decoding:
+    raw = text.encode("utf-8")
+    if _sealed(path, raw, parse_yaml(raw)) != decoding:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
     atomic_write(path, text, "decoding")
+
+
+def reseal(path: Path, raw: bytes, doc: Any, recording_was: str, recording_is: str) -> bytes:
+    """A decoding's bytes as this tokconf seals them, for `tokconf seal --trust`, once its recording's
+    bytes had sha256 `recording_was` and have `recording_is` (`format.reseal`; the two are equal for a
+    recording sealed already): its `provenance.recording.sha256` line naming them, and its digest line
+    added or renewed; every other byte kept. A digest it has already must hold first. `doc`: what `raw`
+    parses to."""
+    decoding = from_document(path, doc)
+    if "digest" in doc["provenance"]:
+        check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
+    named = decoding.provenance.get("recording")
+    if not isinstance(named, dict) or named.get("sha256") not in (recording_was, recording_is):
+        raise TokconfError(
+            f"{path} decodes another version of its recording (sha256 differs): not sealed",
+            f"record it again: tokconf record-decoding {path.name.removesuffix(SUFFIX_DECODING)}.yaml",
+        )
+    head = raw.find(b"\n" + SEALED_BEFORE + b"\n")
+    old, new = f"    sha256: {named['sha256']}\n".encode(), f"    sha256: {recording_is}\n".encode()
+    if head < 0 or raw.count(old, 0, head) != 1:
+        raise corrupt(path, "`provenance.recording.sha256` is not one line of `provenance:` as tokconf writes it")
+    at = raw.index(old, 0, head)
+    sealed = seal(raw[:at] + new + raw[at + len(old) :], SEALED_BEFORE)
+    renamed = replace(decoding, provenance=decoding.provenance | {"recording": named | {"sha256": recording_is}})
+    if _sealed(path, sealed, parse_yaml(sealed)) != renamed:
+        raise TokconfError(f"{path}: sealed, it does not read back identically; nothing was written")
+    return sealed

@@ -1,10 +1,14 @@
-"""The YAML style recordings and decodings share, and their one reader.
+"""The YAML style recordings and decodings share, their one reader for files from elsewhere, and
+the digest that seals them.
 
 Written with libyaml in a fixed key order, leaf mappings and lists on one line, no line folding,
 so re-recording unchanged inputs gives a byte-identical file and `git diff` shows changed cases line
 by line. Read with the C loader, and the parsed document of a large file kept in the cache under the
 sha256 of its bytes: libyaml takes 0.5-1 s for a 4 MB recording, a kept document loads in 20 ms,
 and a test suite or a CI job loads the same recordings in many processes.
+
+Every YAML file tokconf reads may come from elsewhere (a recording, a decoding, a found file, an
+expected-failure file), so `load_untrusted` reads only plain data (`harness.core.plain_yaml`).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import contextlib
 import hashlib
 import marshal
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,6 +26,7 @@ import yaml
 
 from harness.core.errors import TokconfError
 from harness.core.files import atomic_write, cache_root
+from harness.core.plain_yaml import parse_yaml, shown
 from harness.core.render import INVISIBLE
 
 
@@ -97,29 +103,27 @@ def dump_yaml(doc: dict[str, Any], visible: bool = False) -> str:
     return text
 
 
-def parse_yaml(text: str | bytes) -> Any:
-    """YAML text parsed with the C safe loader."""
-    return yaml.load(text, Loader=yaml.CSafeLoader)
-
-
 class CorruptRecording(TokconfError):
-    """A recording or decoding file that cannot be read back as the schema says."""
+    """A file tokconf reads, from tokconf or from elsewhere (a recording, a decoding, a found file, an
+    expected-failure file), refused: malformed, hostile, or not the file that was sealed."""
 
 
-def corrupt(path: Path, problem: str) -> CorruptRecording:
-    return CorruptRecording(
-        f"{path}: {problem}",
-        "restore it from git or re-record it with `tokconf record` (see docs/recording-format.md)",
-    )
+RERECORD = "restore it from git or re-record it with `tokconf record` (see docs/recording-format.md)"
 
 
-def read_yaml(path: Path, what: str) -> Any:
-    """A recording-style YAML file, parsed; an unreadable or invalid file is a `TokconfError`."""
-    return read_yaml_raw(path, what)[1]
+def corrupt(path: Path, problem: str, fix: str = RERECORD) -> CorruptRecording:
+    return CorruptRecording(f"{path}: {problem}", fix)
 
 
-def read_yaml_raw(path: Path, what: str) -> tuple[bytes, Any]:
-    """A recording-style YAML file's bytes, and the document they parse to."""
+def load_untrusted(path: Path, what: str) -> Any:
+    """The document of a YAML file from elsewhere (`what`: "recording", "expected-failure file", …) as
+    plain data: no anchors or aliases, no repeated keys (`parse_yaml`). An unreadable or refused file
+    is a `TokconfError` naming it."""
+    return read_untrusted(path, what)[1]
+
+
+def read_untrusted(path: Path, what: str) -> tuple[bytes, Any]:
+    """`load_untrusted`, with the file's bytes (for its digest)."""
     try:
         raw = path.read_bytes()
     except OSError as error:
@@ -127,16 +131,34 @@ def read_yaml_raw(path: Path, what: str) -> tuple[bytes, Any]:
     try:
         return raw, _parse_kept(raw)
     except yaml.YAMLError as error:
-        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+        raise corrupt(path, f"not a {what} tokconf reads ({_first_line(error)})", _fix(what)) from None
+
+
+def _first_line(error: Exception) -> str:
+    """The cause of a parse error, cut: libyaml repeats an anchor's name or a bad character verbatim."""
+    lines = str(error).splitlines() or [type(error).__name__]
+    problem = lines[0] if len(lines) == 1 or not lines[0].startswith("while ") else lines[-2]
+    return problem if len(problem) <= 200 else problem[:200] + "…"
+
+
+def _fix(what: str) -> str:
+    if what in ("recording", "decoding"):
+        return RERECORD
+    return (
+        f"a {what} is plain YAML: no anchors, aliases, tags or repeated keys "
+        '(docs/recording-format.md, "Files from elsewhere")'
+    )
 
 
 KEEP_FROM = 256 << 10  # smaller files parse in milliseconds: keeping them would only fill the folder
 KEPT_LIMIT = 1 << 30  # the kept documents' total size; the least recently used go first beyond it
+LOADER_VERSION = 2  # of `_StrictLoader`: documents another loader made are never believed
 
 
 def kept_dir() -> Path:
-    """Where parsed documents are kept: per Python version, as `marshal`'s format is."""
-    return cache_root() / "parsed" / f"py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
+    """Where parsed documents are kept: per loader and Python version, as `marshal`'s format is."""
+    version = f"v{LOADER_VERSION}-py{sys.version_info[0]}{sys.version_info[1]}-m{marshal.version}"
+    return cache_root() / "parsed" / version
 
 
 def _parse_kept(raw: bytes) -> Any:
@@ -144,12 +166,16 @@ def _parse_kept(raw: bytes) -> Any:
 
     An entry is named by the sha256 of the YAML bytes, so an edited file never meets an old entry,
     and holds the sha256 of its own payload, so a damaged entry is parsed again, never believed.
-    The cache is only a speed-up: an entry that cannot be written (read-only or full disk) is skipped.
-    `marshal` holds exactly the types the safe loader makes, and cannot run code when read.
+    Only a document `parse_yaml` accepted is kept. The cache is only a speed-up: one that cannot be
+    used or written (read-only or full disk, a file in its place) is skipped.
+    `marshal` holds exactly the types the loader makes, and cannot run code when read.
     """
     if len(raw) < KEEP_FROM:
         return parse_yaml(raw)
-    entry = kept_dir() / f"{hashlib.sha256(raw).hexdigest()}.marshal"
+    try:
+        entry = kept_dir() / f"{hashlib.sha256(raw).hexdigest()}.marshal"
+    except TokconfError:  # no usable cache folder
+        return parse_yaml(raw)
     try:
         kept = entry.read_bytes()
         if hashlib.sha256(kept[32:]).digest() == kept[:32]:
@@ -202,7 +228,70 @@ def read_head(path: Path, stop: bytes, what: str) -> dict[str, Any]:
     try:
         doc = parse_yaml(b"".join(head))
     except yaml.YAMLError as error:
-        raise corrupt(path, f"invalid YAML ({str(error).splitlines()[0]})") from None
+        raise corrupt(path, f"not a {what} tokconf reads ({_first_line(error)})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("provenance"), dict):
         raise corrupt(path, f"no `provenance` before `{stop.decode().rstrip(':')}`")
     return doc
+
+
+# The digest: `provenance.digest`, the last line of the `provenance:` block, is the sha256 of every other
+# byte of the file. Whatever a verdict reads (facts, provenance, cases, pieces) is covered; the line
+# leaves itself out, so a file is sealed by adding one line and checked by hashing around it.
+DIGEST_VERSION = 1
+
+
+def _digest_line(sha256: str) -> bytes:
+    return f"  digest: {{version: {DIGEST_VERSION}, sha256: {sha256}}}\n".encode()
+
+
+def _section(raw: bytes, section: bytes) -> int:
+    """Where the top-level line `section` (`facts:`, `pieces:`) starts; -1 when there is none."""
+    at = raw.find(b"\n" + section + b"\n")
+    return at + 1 if at >= 0 else -1
+
+
+def seal(raw: bytes, section: bytes) -> bytes:
+    """`raw` with its digest line: the last line of `provenance:`, right before the top-level line
+    `section`. A digest line already there is replaced."""
+    at = _section(raw, section)
+    if at < 0:
+        raise ValueError(f"no top-level `{section.decode()}` line to seal before")
+    start = raw.rfind(b"\n", 0, at - 1) + 1
+    if raw.startswith(b"  digest: ", start):
+        raw, at = raw[:start] + raw[at:], start
+    return raw[:at] + _digest_line(hashlib.sha256(raw).hexdigest()) + raw[at:]
+
+
+def check_seal(path: Path, raw: bytes, provenance: dict[str, Any], section: bytes, unsealed: str) -> None:
+    """The file is the one sealed: `provenance.digest` is the sha256 of its bytes but that line, so a file
+    cut short or edited anywhere is refused, naming it. `unsealed`: what to do when it has no digest."""
+    claimed = provenance.get("digest")
+    if claimed is None:
+        raise corrupt(path, "`provenance.digest` is missing (the file was not sealed by this tokconf)", unsealed)
+    if not isinstance(claimed, dict):
+        raise corrupt(path, f"`provenance.digest` must be a mapping, not {shown(claimed)}")
+    version = claimed.get("version")
+    if type(version) is not int or version != DIGEST_VERSION:  # `true` == 1 in Python
+        raise corrupt(
+            path,
+            f"`provenance.digest` has version {shown(version)}; this tokconf reads version {DIGEST_VERSION}",
+            "use the tokconf version that wrote it, or re-record it",
+        )
+    sha256 = claimed.get("sha256")
+    at = _section(raw, section)
+    start = raw.rfind(b"\n", 0, max(at - 1, 0)) + 1
+    if not (isinstance(sha256, str) and re.fullmatch("[0-9a-f]{64}", sha256)) or raw[start:at] != _digest_line(sha256):
+        raise corrupt(
+            path,
+            f"`provenance.digest` must be `{{version: {DIGEST_VERSION}, sha256: <64 hex digits>}}`, "
+            f"the last line of `provenance:` before `{section.decode()}`",
+        )
+    view = memoryview(raw)
+    digest = hashlib.sha256(view[:start])
+    digest.update(view[at:])
+    if digest.hexdigest() != sha256:
+        raise corrupt(
+            path,
+            f"the file is not the one sealed: its bytes but the digest line have sha256 {digest.hexdigest()[:16]}…, "
+            f"`provenance.digest` says {sha256[:16]}… (it was cut short or edited)",
+        )

@@ -3,6 +3,10 @@
 Synthetic files are not in the repository (about 150 MB in all): they are made from the pinned
 shipped files on first use, into `<cache>/synth/v<SYNTH_VERSION>/`, and a recording's sha256 decides
 whether the file made here is the one it was recorded from.
+
+A recording may come from elsewhere, so the file it names is confined: a bare name, looked for only
+in the vocab folder (`--vocab-dir`) or tokconf's cache, and a link there that leads out of both is
+refused before anything opens or hashes it.
 """
 
 from __future__ import annotations
@@ -12,8 +16,9 @@ import os
 from pathlib import Path
 
 from harness.core.errors import TokconfError
-from harness.core.facts import SynthProvenance, VocabProvenance
+from harness.core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
 from harness.core.files import atomic_write, cache_root, sha256_file
+from harness.llama.fetch import source_dir
 from harness.llama.vocabs import vocab_file
 from harness.synth.gguf_write import gguf_bytes
 from harness.synth.recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
@@ -76,9 +81,11 @@ def synth_provenance(vocab: Path, sha256: str) -> SynthProvenance | None:
 
 def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -> Path:
     """The GGUF file a recording names, checked by sha256: a synthetic one from `vocab_dir` or made
-    again from its recipe; a shipped or user one from `vocab_dir` or the build's `models/`."""
+    again from its recipe; a shipped or user one from `vocab_dir` or the build's `models/`. Confined
+    (`_confined`): no other file is opened or hashed."""
     synthetic = vocab.get("synthetic")
-    if synthetic is None or (vocab_dir is not None and (vocab_dir / vocab["file"]).is_file()):
+    path = _confined(vocab, vocab_dir or source_dir(build) / "models")
+    if synthetic is None or (vocab_dir is not None and path.is_file()):
         return vocab_file(vocab["file"], vocab["sha256"], build, vocab_dir)
     recipe = BY_NAME.get(synthetic["recipe"])
     if recipe is None or synthetic["version"] != SYNTH_VERSION:
@@ -97,5 +104,29 @@ def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -
             f"{vocab['sha256']}",
             "this tokconf makes another file than the one recorded: use the tokconf version that recorded "
             "it (provenance.harness), or pass --vocab-dir with the file",
+        )
+    return path
+
+
+def _confined(vocab: VocabProvenance, folder: Path) -> Path:
+    """Where a recording's vocab file would be in `folder`, refused unless `provenance.vocab.file` is a
+    bare file name and the path, links followed, stays in `folder` or tokconf's cache: a recording from
+    elsewhere must not make tokconf read (and print the sha256 of, or hand an implementation) any
+    other file."""
+    name, recording = vocab["file"], vocab["name"][:60]  # both strings, checked when it was read; cut
+    if not is_bare_file_name(name):
+        raise TokconfError(
+            f"the {recording!r} recording's `provenance.vocab.file` is not a bare file name: {name[:80]!r}",
+            "tokconf names a vocab file without its folder: re-record it with `tokconf record`",
+        )
+    path = folder / name
+    if not path.is_symlink():
+        return path
+    target = path.resolve()
+    if not any(target.is_relative_to(root.resolve()) for root in (folder, cache_root())):
+        raise TokconfError(
+            f"{path}, the {recording!r} recording's `provenance.vocab.file`, is a link to {target}, outside "
+            f"{folder} and tokconf's cache: refused, not opened",
+            f"pass the folder holding {target.name} as --vocab-dir, or copy the file into {folder}",
         )
     return path

@@ -1,0 +1,288 @@
+"""Files from elsewhere, mutated at random: refused with an error naming the file, or read as they
+were, never a traceback, and within a memory limit (issue 24).
+
+Each kind of file tokconf reads is made small and valid (a recording of a few bundled cases, a
+decoding, a found file, an expected-failure file), then mutated: cut short, a byte flipped, a line
+deleted or repeated (a key deleted or duplicated), a value swapped for an alias bomb, another type,
+a huge number or digits `int()` would take (`1_5`, `-1`, Arabic-Indic, fullwidth). A recording or
+decoding is also sealed again after the mutation, half the time, so that what its digest would
+refuse reaches the checks of every field.
+
+The files are read in one worker process whose address space is limited (`RLIMIT_AS`): an alias
+bomb that got expanded would end it with a MemoryError, which the test reports as the failure it is.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from harness.core.outcome import MODES, Refusal
+from harness.recordings import decoding, format
+from harness.recordings.decoding import Decoding, Edit
+from harness.recordings.format import RecordedCase, Recording
+from harness.recordings.yaml_io import seal
+
+BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
+MEMORY_LIMIT = 1 << 30  # bytes of address space for the process that reads the files
+MAX_MESSAGE = 2000  # an error shows what it must, cut: never a whole value from the file
+SEALED_BEFORE = {"recording": b"facts:", "found": b"facts:", "decoding": b"pieces:"}
+
+# 1 KB: nine levels of nine aliases, a list of 387 million strings once expanded.
+BOMB = "".join(f"b{i}: &b{i} [{', '.join([f'*b{i - 1}'] * 9 if i else ['lol'] * 9)}]\n" for i in range(9))
+HOSTILE_VALUES = [
+    "*b8", "[1, 2]", "{a: 1}", "null", "true", "''", "-1", "1_5496", "\u0663", "\uff11", "0x1F", "+5", "1:30",
+    "9" * 40, "1e999", "!!binary aGk=", "&x 1", "*undefined", '"\\0"', "{error: *b8}", "'15496 -995'",
+    "!!map x", "!!seq x", "!!bool maybe", "!!str [1]", "!!int 0x10", "!!python/name:os.system", "? [a]",
+]  # fmt: skip
+ODD_DIGITS = ["\u0663", "\uff11", "_", "-", " ", "  ", "+", "\u00b2", "\t"]
+
+WORKER = """
+import json, resource, sys, traceback
+from pathlib import Path
+from harness.check.xfail import ExpectedFailures
+from harness.core.errors import TokconfError
+from harness.recordings import decoding, format
+
+LOAD = {"recording": format.load, "found": format.load, "decoding": decoding.load,
+        "xfail": lambda path: ExpectedFailures.load(path).entries}
+WRITE = {"recording": format.write, "found": lambda path, r: format.write(path, r, visible=True),
+         "decoding": decoding.write}
+originals = {kind: LOAD[kind](Path(path)) for kind, path in json.loads(sys.argv[2]).items()}
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+print("ready", flush=True)
+for line in sys.stdin:
+    kind, path = json.loads(line)
+    path = Path(path)
+    try:
+        loaded = LOAD[kind](path)
+        answer = {"equal": loaded == originals[kind]}
+        if kind in WRITE and not answer["equal"]:  # read although it differs: it must be a file tokconf writes
+            again = path.with_name("again-" + path.name)
+            WRITE[kind](again, loaded)
+            answer["written_back"] = LOAD[kind](again) == loaded
+    except TokconfError as error:
+        answer = {"refused": str(error)[:100_000]}
+    except BaseException:
+        answer = {"crashed": traceback.format_exc()[-4000:]}
+    print(json.dumps(answer), flush=True)
+"""
+
+
+class Reader:
+    """The worker process that reads the files, under MEMORY_LIMIT; started again if it dies."""
+
+    def __init__(self, originals: dict[str, Path]) -> None:
+        self.originals = originals
+        self.process = self._start()
+
+    def _start(self) -> subprocess.Popen[str]:
+        args = [
+            sys.executable,
+            "-c",
+            WORKER,
+            str(MEMORY_LIMIT),
+            json.dumps({k: str(p) for k, p in self.originals.items()}),
+        ]
+        process = subprocess.Popen(
+            args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        assert process.stdout is not None
+        ready = process.stdout.readline()
+        assert ready == "ready\n", process.stderr.read() if process.stderr else ready
+        return process
+
+    def read(self, kind: str, path: Path) -> dict[str, Any]:
+        """What the worker made of the file: `refused` (the message), `equal` (and `written_back`),
+        `crashed` (a traceback), or `died` (the process ended: out of memory, for one)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        try:
+            self.process.stdin.write(json.dumps([kind, str(path)]) + "\n")
+            self.process.stdin.flush()
+            line = self.process.stdout.readline()
+        except BrokenPipeError:
+            line = ""
+        if line:
+            answer: dict[str, Any] = json.loads(line)
+            return answer
+        _, stderr = self.process.communicate()
+        status = self.process.returncode
+        self.process = self._start()
+        return {"died": f"exit status {status}: {stderr[-4000:]}"}
+
+    def close(self) -> None:
+        self.process.communicate()  # ends its input: it exits, and every pipe is closed
+
+
+def _small_recording() -> Recording:
+    """A few bundled gpt-2 cases (text, invalid UTF-8, llama.cpp's refusal, a `why`), as recorded."""
+    bundled = format.load(BUNDLED / "gpt-2.yaml")
+    wanted = {"edge/hello-world", "edge/trailing-newline", "invalid-utf8/above-max-f4-90", "llama.cpp/0001"}
+    cases = [case for case in bundled.cases if case.id in wanted or case.id.startswith("invalid-utf8/lone")]
+    return Recording(bundled.provenance, bundled.facts, cases)
+
+
+def _files(folder: Path) -> dict[str, Path]:
+    recording = _small_recording()
+    files = {kind: folder / name for kind, name in
+             (("recording", "gpt-2.yaml"), ("found", "found-gpt-2.yaml"), ("decoding", "gpt-2.decoding.yaml"),
+              ("xfail", "known.yaml"))}  # fmt: skip
+    format.write(files["recording"], recording)
+    found = Recording(
+        recording.provenance | {"campaigns": [{"date": "2026-01-01", "implementation": "mine", "seed": 7}]},
+        recording.facts,
+        [RecordedCase("found-gpt-2/fuzz-0123456789ab", "\u3000x".encode(), {m: [220] for m in MODES},
+                      "found by tokconf fuzz: mode plain"),
+         RecordedCase("found-gpt-2/fuzz-ba9876543210", b"\xf4\x90", dict.fromkeys(MODES, Refusal("abort: x")))],
+    )  # fmt: skip
+    format.write(files["found"], found, visible=True)
+    provenance = {"llama_cpp": recording.provenance["llama_cpp"], "vocab": recording.provenance["vocab"],
+                  "recording": {"file": "gpt-2.yaml", "sha256": "0" * 64}, "harness": "0.1.0"}  # fmt: skip
+    pieces = [bytes([i]) for i in range(33, 60)] + [b"\xc4", b"\xe2\x80", b"<|endoftext|>"]
+    edits = {"remove-special": {"edge/hello-world": Edit(0, 1, b"h")}, "unparse-special": {}}
+    decoding.write(files["decoding"], Decoding(provenance, pieces, {29: b""}, edits))
+    files["xfail"].write_text(
+        "expected_failures:\n"
+        "- {case: gpt-2/plain/edge/hello-world, reason: a known divergence, link: 'https://example.org/1'}\n"
+        "- case: '*/bos/vocab/*'\n"
+        '  reason: "BOS: \\"quoted\\" text"\n',
+        encoding="utf-8",
+    )
+    return files
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return _files(tmp_path_factory.mktemp("originals"))
+
+
+@pytest.fixture(scope="module")
+def reader(files: dict[str, Path]) -> Iterator[Reader]:
+    worker = Reader(files)
+    yield worker
+    worker.close()
+
+
+def _lines(data: bytes) -> list[bytes]:
+    return data.splitlines(keepends=True)
+
+
+@st.composite
+def _mutated(draw: st.DrawFn, original: bytes) -> bytes:
+    """One hostile edit of a file's bytes."""
+    lines = _lines(original)
+    line = draw(st.integers(0, len(lines) - 1))
+    kind = draw(st.sampled_from(["cut", "flip", "delete", "repeat", "swap", "digits", "bytes"]))
+    if kind == "cut":
+        return original[: draw(st.integers(0, len(original) - 1))]
+    if kind == "flip":
+        at = draw(st.integers(0, len(original) - 1))
+        return original[:at] + bytes([original[at] ^ draw(st.integers(1, 255))]) + original[at + 1 :]
+    if kind == "delete":  # a key, a list item or a case line gone
+        return b"".join(lines[:line] + lines[line + 1 :])
+    if kind == "repeat":  # a key twice, or a line where it does not belong
+        to = draw(st.integers(0, len(lines)))
+        return b"".join([*lines[:to], lines[line], *lines[to:]])
+    if kind == "bytes":
+        return original[: draw(st.integers(0, len(original)))] + draw(st.binary(max_size=64))
+    text = lines[line].decode("utf-8", "replace")
+    if kind == "swap" and ": " in text:  # a value of another type, an alias bomb, a huge or odd number
+        value = draw(st.sampled_from(HOSTILE_VALUES))
+        key = text[: text.index(": ") + 2]
+        lines[line] = (key + value + "\n").encode("utf-8")
+        return (BOMB.encode() if "*b8" in value else b"") + b"".join(lines)
+    digits = [i for i, c in enumerate(text) if c.isdigit()]
+    if kind == "digits" and digits:  # `int()` would take these: 1_5, -1, +3, fullwidth, Arabic-Indic
+        at = draw(st.sampled_from(digits))
+        text = text[:at] + draw(st.sampled_from(ODD_DIGITS)) + text[at + 1 :]
+        lines[line] = text.encode("utf-8")
+        return b"".join(lines)
+    return original + BOMB.encode()  # a bomb defined, never used: harmless and still refused or read
+
+
+def _check(reader: Reader, kind: str, path: Path, resealed: bool) -> None:
+    answer = reader.read(kind, path)
+    assert "died" not in answer, answer["died"]
+    assert "crashed" not in answer, answer["crashed"]
+    event("refused" if "refused" in answer else "read as it was" if answer["equal"] else "read, another valid file")
+    if "refused" in answer:
+        message = answer["refused"]
+        assert str(path) in message and len(message) <= MAX_MESSAGE, message[:MAX_MESSAGE]
+    elif kind in SEALED_BEFORE and not resealed:
+        assert answer["equal"], "an edited file was believed: its digest did not refuse it"
+    elif not answer["equal"]:
+        assert answer.get("written_back", True), "read, but not as tokconf would write it"
+
+
+SETTINGS = settings(
+    max_examples=200,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
+
+
+@pytest.mark.parametrize("kind", ["recording", "found", "decoding"])
+@SETTINGS
+@given(data=st.data())
+def test_a_mutated_sealed_file_is_refused_naming_it_or_read_as_it_was(
+    kind: str, files: dict[str, Path], reader: Reader, data: st.DataObject
+) -> None:
+    original = files[kind].read_bytes()
+    mutated = data.draw(_mutated(original), label="mutated")
+    resealed = data.draw(st.booleans(), label="sealed again") and b"\n" + SEALED_BEFORE[kind] + b"\n" in mutated
+    if resealed:
+        mutated = seal(mutated, SEALED_BEFORE[kind])
+    path = files[kind].parent.parent / f"{files[kind].parent.name}-mutated" / files[kind].name
+    path.parent.mkdir(exist_ok=True)
+    path.write_bytes(mutated)
+    _check(reader, kind, path, resealed)
+
+
+@SETTINGS
+@given(data=st.data())
+def test_a_mutated_expected_failure_file_is_refused_naming_it_or_read(
+    files: dict[str, Path], reader: Reader, data: st.DataObject
+) -> None:
+    mutated = data.draw(_mutated(files["xfail"].read_bytes()), label="mutated")
+    path = files["xfail"].with_name("mutated-known.yaml")
+    path.write_bytes(mutated)
+    _check(reader, "xfail", path, resealed=False)
+
+
+BOMBED: list[tuple[str, Callable[[str], str]]] = [
+    ("recording", lambda text: BOMB + text.replace("- id: edge/hello-world\n", "- id: *b8\n", 1)),
+    ("recording", lambda text: BOMB + text.replace("  n_tokens: 50257\n", "  n_tokens: *b8\n", 1)),
+    ("found", lambda text: BOMB + text.replace("- id: found-gpt-2/fuzz-0123456789ab\n", "- id: *b8\n", 1)),
+    ("decoding", lambda text: BOMB + text.replace("pieces:\n- '!'\n", "pieces:\n- *b8\n", 1)),
+]
+
+
+@pytest.mark.parametrize(("kind", "bomb"), BOMBED)
+def test_an_alias_bomb_is_refused_within_the_memory_limit(
+    kind: str, bomb: Callable[[str], str], files: dict[str, Path], reader: Reader
+) -> None:
+    text = files[kind].read_text(encoding="utf-8")
+    path = files[kind].with_name(f"bomb-{files[kind].name}")
+    path.write_text(bomb(text), encoding="utf-8")
+    assert path.read_text(encoding="utf-8") != BOMB + text
+    answer = reader.read(kind, path)
+    assert "an alias (`*name`)" in answer.get("refused", ""), answer
+
+
+def test_an_alias_bomb_in_an_expected_failure_reason_is_refused_within_the_memory_limit(
+    files: dict[str, Path], reader: Reader
+) -> None:
+    path = files["xfail"].with_name("bomb-known.yaml")
+    path.write_text(BOMB + "expected_failures:\n- {case: gpt-2/plain/edge/x, reason: *b8}\n", encoding="utf-8")
+    answer = reader.read("xfail", path)
+    assert "an alias (`*name`)" in answer.get("refused", ""), answer
