@@ -7,9 +7,13 @@ process of its own, so the per-case deadline, the restart after a crash and the 
 repeated failures of `cmd:` programs (`harness.implementations.command`) apply to it too: a Python
 call cannot be interrupted from inside the process that runs it, but a process can be killed.
 
-The answers mirror what the in-process adapter (`harness.implementations.python`) decides: an
-exception is a refusal, `Unsupported` is unsupported, and an implementation that broke (it called
-`sys.exit`, or answered other than ints) makes this process exit, which tokconf reports as an error.
+The verdicts are the ones the in-process adapter (`harness.implementations.python`) decides, sent as
+the protocol's answers (`harness.implementations.protocol`): `Unsupported` from the factory declines
+the vocabulary and from `encode` declines the input (the handshake declares the input classes it may
+be); a refusal is an `error` answer, judged against llama.cpp; a factory, `encode` or facts that
+broke is a `fault` answer (an error, and the worker goes on); decoding that raises is an `error`
+answer to that decoding request. The protocol has a pipe of its own, so a port's `print()` cannot
+corrupt it: it goes to standard error, which tokconf keeps the end of and shows on failure.
 """
 
 from __future__ import annotations
@@ -18,24 +22,46 @@ import base64
 import json
 import os
 import sys
-from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from harness.core.errors import TokconfError
-from harness.core.outcome import Refusal, RefusalKind, is_utf8
-from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
-from harness.implementations.command import InputClass
+from harness.core.outcome import Outcome, Refusal, RefusalKind, is_utf8
+from harness.implementations.base import Broken, Decoder, Session, Unsupported
+from harness.implementations.protocol import (
+    DECODING_OPS,
+    PROTOCOL,
+    CannotTake,
+    Facts,
+    Fault,
+    Hello,
+    Ids,
+    InputClass,
+    LoadDeclined,
+    Loaded,
+    Op,
+    Refuses,
+    vocab_of,
+)
 from harness.implementations.python import PythonImplementation
 from harness.implementations.resolve import resolve_python
 
-VOCAB_TYPES = ["none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test"]  # llama_vocab_type: the factory decides
-DECLARED = [InputClass.INVALID_UTF8.value, InputClass.OTHER.value]  # what a Python `Unsupported` may be
-BROKEN_STATUS = 70  # EX_SOFTWARE: the implementation broke; its reason is on stderr
+VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
+DECLARED = frozenset({InputClass.INVALID_UTF8, InputClass.OTHER})  # what a Python `Unsupported` from encode may be
 
 
-def _broken(reason: str) -> None:
-    print(f"tokconf serve: {reason}", file=sys.stderr, flush=True)
-    os._exit(BROKEN_STATUS)
+def _said(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _encode_answer(outcome: Outcome, data: bytes) -> dict[str, Any]:
+    """An in-process verdict as the answer that gives the same verdict over the protocol."""
+    if not isinstance(outcome, Refusal):
+        return Ids(outcome).fields()
+    if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: any input, its own reason
+        return CannotTake(InputClass.OTHER if is_utf8(data) else InputClass.INVALID_UTF8, outcome.reason).fields()
+    if outcome.kind is RefusalKind.BROKEN:
+        return Fault(outcome.reason).fields()
+    return Refuses(outcome.reason).fields()
 
 
 class Server:
@@ -48,61 +74,84 @@ class Server:
         self.pieces: dict[bool, list[bytes]] = {}
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        op = request.get("op")
-        if op == "hello":
-            return {
-                "protocol": 2,
-                "name": self.impl.name,
-                "vocab_types": ["spm", "bpe", "wpm", "ugm", "rwkv", "plamo2"],
-            }
-        if op == "load":
+        try:
+            op = Op(request["op"])
+        except ValueError:
+            return Refuses(f"unknown op {request['op']!r}").fields()
+        if op is Op.HELLO:
+            return Hello(PROTOCOL, self.impl.name, VOCAB_TYPES, DECLARED).fields()
+        if op is Op.LOAD:
             return self._load(request)
         if self.session is None:
-            return {"error": f"{op}: no vocabulary loaded"}
-        if op == "encode":
-            return self._encode(self.session, request)
-        if op == "facts":
-            return {"facts": {fact.value: value for fact, value in self.session.facts().items()}}
-        if op == "token_to_piece" and self.decoder is not None:
-            special = bool(request["special"])
-            if special not in self.pieces:
-                self.pieces[special] = self.decoder.pieces(special)
-            pieces = self.pieces[special]
-            return {"pieces_b64": [base64.b64encode(pieces[i]).decode() for i in request["ids"]]}
-        if op == "detokenize" and self.decoder is not None:
+            return Refuses(f"{op.value}: no vocabulary loaded").fields()
+        if op is Op.ENCODE:
+            data = base64.b64decode(request["text_b64"])
+            [outcome] = self.session.encode_many([(data, bool(request["add_special"]), bool(request["parse_special"]))])
+            return _encode_answer(outcome, data)
+        if op is Op.FACTS:
+            return self._facts(self.session)
+        if self.decoder is None:
+            return Refuses(f"{op.value}: the implementation exposes no decoding").fields()
+        try:
+            if op is Op.TOKEN_TO_PIECE:
+                return {"pieces_b64": [base64.b64encode(p).decode() for p in self._pieces(self.decoder, request)]}
             text = self.decoder.detokenize(request["ids"], request["remove_special"], request["unparse_special"])
-            return {"text_b64": base64.b64encode(text).decode()}
-        return {"error": f"unknown op {op!r}"}
+        except (Exception, SystemExit) as error:  # the port's decoding broke: an error for that check only
+            return Refuses(_said(error)).fields()
+        return {"text_b64": base64.b64encode(text).decode()}
+
+    def _pieces(self, decoder: Decoder, request: dict[str, Any]) -> list[bytes]:
+        """The pieces of the ids asked; every piece is computed once per `special` (tokconf asks for
+        every id, 4,096 at a time)."""
+        special = bool(request["special"])
+        if special not in self.pieces:
+            self.pieces[special] = decoder.pieces(special)
+        pieces = self.pieces[special]
+        return [pieces[i] for i in request["ids"]]
 
     def _load(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.session is not None:
             self.session.close()
         self.session, self.decoder, self.pieces = None, None, {}
-        info = VocabInfo(Path(request["path"]), request["vocab_type"], request.get("model"), request.get("pre"))
         try:
-            self.session = self.impl.open(info)
+            session = self.impl.open(vocab_of(request))
+            decoder = session.decoder()
         except Unsupported as why:
-            return {"ok": False, "error": str(why)}
+            return LoadDeclined(str(why)).fields()
         except Broken as why:
-            _broken(str(why))
-        assert self.session is not None
-        self.decoder = self.session.decoder()
-        ops = ["facts", *(["token_to_piece", "detokenize"] if self.decoder is not None else [])]
-        return {"ok": True, "ops": ops}
+            return Fault(str(why)).fields()
+        except (Exception, SystemExit) as error:  # what the adapter let through: broken too
+            return Fault(f"loading {request['path']}: {_said(error)}").fields()
+        self.session, self.decoder = session, decoder
+        return Loaded(frozenset({Op.FACTS} | (DECODING_OPS if decoder is not None else set()))).fields()
 
     @staticmethod
-    def _encode(session: Session, request: dict[str, Any]) -> dict[str, Any]:
-        data = base64.b64decode(request["text_b64"])
-        [outcome] = session.encode_many([(data, bool(request["add_special"]), bool(request["parse_special"]))])
-        if not isinstance(outcome, Refusal):
-            return {"ids": outcome}
-        if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: its own reason, any input
-            if not is_utf8(data):
-                return {"unsupported": InputClass.INVALID_UTF8.value}
-            return {"unsupported": InputClass.OTHER.value, "reason": outcome.reason}
-        if outcome.kind is RefusalKind.BROKEN:
-            _broken(outcome.reason)
-        return {"error": outcome.reason}
+    def _facts(session: Session) -> dict[str, Any]:
+        """The facts, typed as the protocol requires (`Fact.exposed`); a wrong type, or facts that
+        raise, are a fault: every fact check is then an error, as in process."""
+        try:
+            return Facts({fact: fact.exposed(value) for fact, value in session.facts().items()}).fields()
+        except (ValueError, Broken) as wrong:  # a wrong type, said as in process
+            return Fault(str(wrong)).fields()
+        except (Exception, SystemExit) as error:
+            return Fault(f"facts: {_said(error)}").fields()
+
+
+def protocol_pipes() -> tuple[TextIO, TextIO]:
+    """The protocol's own pipes: the original standard input and output, duplicated. File descriptor
+    1 and `sys.stdout` then point at standard error, so whatever the implementation prints (from Python
+    or from a C extension) lands in tokconf's kept stderr instead of between the answers; file
+    descriptor 0 (so `sys.stdin`) at /dev/null, so an implementation that reads its input cannot take a
+    request."""
+    requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    sys.stdout.flush()
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    nothing = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(nothing, 0)
+    os.close(nothing)
+    return requests, answers
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,16 +159,16 @@ def main(argv: list[str] | None = None) -> int:
     if len(args) != 1:
         print("usage: python -m harness.implementations.serve MODULE:FACTORY", file=sys.stderr)
         return 2
+    requests, answers = protocol_pipes()  # before the implementation is imported: its import may print too
     try:
         server = Server(resolve_python(args[0]))
     except TokconfError as error:
         print(f"tokconf serve: {error}", file=sys.stderr)
         return 2
-    for line in sys.stdin:
+    for line in requests:
         request = json.loads(line)
-        answer = server.answer(request)
-        sys.stdout.write(json.dumps({**answer, "id": request["id"]}) + "\n")
-        sys.stdout.flush()
+        answers.write(json.dumps({**server.answer(request), "id": request["id"]}) + "\n")
+        answers.flush()
     return 0
 
 

@@ -1,0 +1,384 @@
+"""The line protocol's messages (docs/line-protocol.md), both ways: what tokconf asks, and every answer a
+program may give, parsed into typed values.
+
+A program under test is not trusted (docs/threat-model.md), so nothing it sends is used as raw JSON:
+each answer is checked against what its request allows and becomes one of the dataclasses below, or
+an error that says what was wrong and shows what was sent. Two kinds of error, because they cost
+different things: `OutOfStep` (the line cannot be the answer to the request in flight: the program
+must be restarted) and `BadAnswer` (an answer to the right request, of a shape it does not allow: that
+request's check is an error, and the conversation goes on). The worker that serves a Python
+implementation (`harness.implementations.serve`) writes its answers with the same classes
+(`fields()`), so both ends read one definition of the protocol.
+"""
+
+from __future__ import annotations
+
+import base64
+import enum
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.core.facts import ExposedFacts, Fact, is_token_id
+from harness.core.outcome import Outcome, Refusal, RefusalKind, Request, is_utf8
+from harness.implementations.base import VocabInfo
+
+PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
+SHOWN = 200  # characters of a wrong answer shown in its error
+
+
+class Op(enum.Enum):
+    """What a request asks."""
+
+    HELLO = "hello"
+    LOAD = "load"
+    ENCODE = "encode"
+    FACTS = "facts"  # protocol 2, each of these three only when `load` listed it in `ops`
+    TOKEN_TO_PIECE = "token_to_piece"
+    DETOKENIZE = "detokenize"
+
+
+OPTIONAL_OPS = frozenset({Op.FACTS, Op.TOKEN_TO_PIECE, Op.DETOKENIZE})
+DECODING_OPS = frozenset({Op.TOKEN_TO_PIECE, Op.DETOKENIZE})
+
+
+class InputClass(enum.Enum):
+    """What a protocol 2 program may declare, in its handshake, that it cannot be given: such inputs
+    are answered `{"unsupported": CLASS}` and counted per class, never passed. An unsupported answer
+    that was not declared, or that does not fit the input, is an error."""
+
+    INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
+    NUL = "nul"  # the input holds a NUL byte (a port on C strings)
+    PARSE_SPECIAL = "parse-special"  # requests with parse_special true
+    ADD_SPECIAL = "add-special"  # requests with add_special true
+    OTHER = "other"  # any input, with a `reason` (shown and counted apart)
+
+    def fits(self, request: Request) -> bool:
+        data, add_special, parse_special = request
+        if self is InputClass.INVALID_UTF8:
+            return not is_utf8(data)
+        if self is InputClass.NUL:
+            return b"\x00" in data
+        if self is InputClass.PARSE_SPECIAL:
+            return parse_special
+        if self is InputClass.ADD_SPECIAL:
+            return add_special
+        return True
+
+
+class OutOfStep(Exception):
+    """A line that cannot be the answer to the request in flight (not a JSON object, another id): the
+    program and tokconf no longer agree on what is being answered, so the program is restarted."""
+
+
+class BadAnswer(Exception):
+    """An answer to the request in flight that the request does not allow (a missing field, a wrong
+    type): that request's check is an error; the program is in step and goes on."""
+
+
+# ---------------------------------------------------------------------------------------------------
+# Requests (tokconf to the program)
+
+
+def request_line(request_id: int, op: Op, fields: Mapping[str, Any]) -> bytes:
+    """One request, as the line written to the program."""
+    return (json.dumps({"op": op.value, "id": request_id, **fields}) + "\n").encode()
+
+
+def load_fields(vocab: VocabInfo, protocol: int) -> dict[str, Any]:
+    """A `load` request's fields; protocol 1 programs get only the first four."""
+    fields: dict[str, Any] = {"path": str(vocab.path), "vocab_type": vocab.vocab_type}
+    fields.update(model=vocab.model, pre=vocab.pre)
+    if protocol >= 2:
+        fields.update(name=vocab.name, sha256=vocab.sha256, n_tokens=vocab.n_tokens, special_ids=vocab.special_ids)
+    return fields
+
+
+def vocab_of(request: Mapping[str, Any]) -> VocabInfo:
+    """What a `load` request says about the vocabulary (the inverse of `load_fields`, for the worker)."""
+    return VocabInfo(
+        Path(request["path"]), request["vocab_type"], request.get("model"), request.get("pre"),
+        request.get("name", ""), request.get("sha256"), request.get("n_tokens"), dict(request.get("special_ids", {})),
+    )  # fmt: skip
+
+
+def encode_fields(request: Request) -> dict[str, Any]:
+    data, add_special, parse_special = request
+    return {"text_b64": base64.b64encode(data).decode(), "add_special": add_special, "parse_special": parse_special}
+
+
+# ---------------------------------------------------------------------------------------------------
+# Answers (the program to tokconf)
+
+
+def answer_to(line: bytes, request_id: int) -> dict[str, Any]:
+    """The JSON object of an answer line, which must carry the request's id."""
+    try:
+        answer = json.loads(line)
+    except (ValueError, RecursionError):  # not UTF-8, not JSON, nested too deep, an int too long
+        raise OutOfStep(f"answered a line that is not JSON: {line[:SHOWN]!r}") from None
+    if not isinstance(answer, dict) or type(answer.get("id")) is not int or answer["id"] != request_id:
+        raise OutOfStep(f"answered for another request (wanted id {request_id}): {line[:SHOWN]!r}")
+    return answer
+
+
+def _shown(answer: Mapping[str, Any]) -> str:
+    return json.dumps(answer)[:SHOWN]
+
+
+def _the_one_key(answer: Mapping[str, Any], what: str, keys: tuple[str, ...]) -> str:
+    """Which of the keys an answer may carry it carries: exactly one, or the answer is bad."""
+    present = [key for key in keys if key in answer]
+    if len(present) != 1:
+        wanted = ", ".join(f"`{key}`" for key in keys)
+        raise BadAnswer(f"the {what} answer must hold exactly one of {wanted}: {_shown(answer)}")
+    return present[0]
+
+
+def _text(answer: Mapping[str, Any], key: str, what: str) -> str:
+    value = answer[key]
+    if not isinstance(value, str):
+        raise BadAnswer(f"the {what} answer's `{key}` must be a string: {_shown(answer)}")
+    return value
+
+
+def _b64(value: object, what: str) -> bytes:
+    if not isinstance(value, str):
+        raise BadAnswer(f"{what}: not base64: {str(value)[:80]!r}")
+    try:
+        return base64.b64decode(value, validate=True)
+    except ValueError:
+        raise BadAnswer(f"{what}: not base64: {value[:80]!r}") from None
+
+
+@dataclass(frozen=True)
+class Fault:
+    """`{"fault": reason}` (protocol 2), to any request: the program broke on it — its own exception,
+    reported. That request's check is an error with the reason; the program is not restarted, and a
+    fault does not count toward the give-up (it is an answer, in step)."""
+
+    reason: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"fault": self.reason}
+
+
+@dataclass(frozen=True)
+class Hello:
+    """The handshake's answer: what the program speaks and supports."""
+
+    protocol: int  # 1 or 2: a program that does not say 2 is spoken to in protocol 1
+    name: str | None
+    vocab_types: tuple[str, ...]
+    unsupported: frozenset[InputClass] = frozenset()  # protocol 2: input classes it cannot be given
+
+    def fields(self) -> dict[str, Any]:
+        unsupported = [c.value for c in InputClass if c in self.unsupported]
+        return {"protocol": self.protocol, "name": self.name, "vocab_types": list(self.vocab_types),
+                "unsupported": unsupported}  # fmt: skip
+
+    @classmethod
+    def parse(cls, answer: Mapping[str, Any]) -> Hello:
+        protocol = 2 if answer.get("protocol") == PROTOCOL and type(answer["protocol"]) is int else 1
+        name = answer.get("name")
+        if name is not None and not isinstance(name, str):
+            raise BadAnswer(f"the hello answer's `name` must be a string: {_shown(answer)}")
+        types = answer.get("vocab_types")
+        if not isinstance(types, list) or not all(isinstance(t, str) for t in types):
+            raise BadAnswer(f"the hello answer has no `vocab_types` list: {_shown(answer)}")
+        if protocol < 2:
+            return cls(protocol, name, tuple(types))
+        names = answer.get("unsupported", [])
+        classes = {c.value: c for c in InputClass}
+        if not isinstance(names, list) or not all(isinstance(n, str) and n in classes for n in names):
+            raise BadAnswer(
+                f"the hello answer's `unsupported` must list input classes ({', '.join(classes)}), not {names!r}"
+            )
+        return cls(protocol, name, tuple(types), frozenset(classes[n] for n in names))
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """`{"ok": true, …}`: the vocabulary is loaded. Protocol 2: the optional ops it answers for this
+    vocabulary, and what it says it loaded (compared with llama.cpp's, `differences`)."""
+
+    ops: frozenset[Op] = frozenset()
+    n_tokens: int | None = None
+    special_ids: Mapping[str, int] = field(default_factory=dict)
+
+    def fields(self) -> dict[str, Any]:
+        return {"ok": True, "ops": [op.value for op in Op if op in self.ops]}
+
+    def differences(self, vocab: VocabInfo) -> list[str]:
+        """How what the program says it loaded differs from llama.cpp's vocabulary (nothing when it
+        does not say)."""
+        found = []
+        if self.n_tokens is not None and self.n_tokens != vocab.n_tokens:
+            found.append(f"n_tokens {self.n_tokens!r} (llama.cpp: {vocab.n_tokens})")
+        for name, token in sorted(self.special_ids.items()):
+            if name in vocab.special_ids and token != vocab.special_ids[name]:
+                found.append(f"{name} {token!r} (llama.cpp: {vocab.special_ids[name]})")
+        return found
+
+    @classmethod
+    def parse(cls, answer: Mapping[str, Any], protocol: int) -> Loaded:
+        if protocol < 2:
+            return cls()
+        ops = answer.get("ops", [])
+        if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
+            raise BadAnswer(f"the load answer's `ops` must be a list of names: {_shown(answer)}")
+        optional = {op.value: op for op in OPTIONAL_OPS}
+        n_tokens = answer.get("n_tokens")
+        if n_tokens is not None and not is_token_id(n_tokens):
+            raise BadAnswer(f"the load answer's `n_tokens` must be a count: {_shown(answer)}")
+        special_ids = answer.get("special_ids", {})
+        if not isinstance(special_ids, dict) or not all(is_token_id(i, allow_none=True) for i in special_ids.values()):
+            raise BadAnswer(f"the load answer's `special_ids` must map names to token ids: {_shown(answer)}")
+        return cls(frozenset(optional[op] for op in ops if op in optional), n_tokens, special_ids)
+
+
+@dataclass(frozen=True)
+class LoadDeclined:
+    """`{"ok": false, "error": reason}`: the program does not serve this vocabulary (unsupported)."""
+
+    reason: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"ok": False, "error": self.reason}
+
+
+LoadAnswer = Loaded | LoadDeclined | Fault
+
+
+def parse_load(answer: Mapping[str, Any], protocol: int) -> LoadAnswer:
+    if _the_one_key(answer, "load", ("ok", "fault") if protocol >= 2 else ("ok",)) == "fault":
+        return Fault(_text(answer, "fault", "load"))
+    if answer["ok"] is True:
+        return Loaded.parse(answer, protocol)
+    if answer["ok"] is not False:
+        raise BadAnswer(f"the load answer's `ok` must be true or false: {_shown(answer)}")
+    reason = answer.get("error")
+    return LoadDeclined(reason if isinstance(reason, str) and reason else "the program did not load it")
+
+
+@dataclass(frozen=True)
+class Ids:
+    """`{"ids": [...]}`: the input's token ids."""
+
+    ids: list[int]
+
+    def fields(self) -> dict[str, Any]:
+        return {"ids": self.ids}
+
+
+@dataclass(frozen=True)
+class Refuses:
+    """`{"error": reason}`: the program refuses the input, as llama.cpp does where it aborts (judged
+    against the recording; the reason is shown, not compared)."""
+
+    reason: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"error": self.reason}
+
+
+@dataclass(frozen=True)
+class CannotTake:
+    """`{"unsupported": CLASS}` (protocol 2): the program cannot be given this input at all. A `reason`
+    (which `other` should give) is what the report shows, as for a Python `Unsupported`'s message."""
+
+    input_class: InputClass
+    reason: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        reason = {"reason": self.reason} if self.reason is not None else {}
+        return {"unsupported": self.input_class.value, **reason}
+
+
+EncodeAnswer = Ids | Refuses | CannotTake | Fault
+
+
+def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
+    key = _the_one_key(
+        answer, "encode", ("ids", "error", "unsupported", "fault") if protocol >= 2 else ("ids", "error")
+    )
+    if key == "ids":
+        ids = answer["ids"]
+        if not isinstance(ids, list) or not all(is_token_id(i) for i in ids):
+            raise BadAnswer(f"`ids` is not a list of token ids: {_shown(answer)}")
+        return Ids(ids)
+    if key == "error":
+        return Refuses(str(answer["error"]))  # any error is a refusal; its reason is only shown
+    if key == "fault":
+        return Fault(_text(answer, "fault", "encode"))
+    name = _text(answer, "unsupported", "encode")
+    cls = next((c for c in InputClass if c.value == name), None)
+    if cls is None:
+        raise BadAnswer(f"answered unsupported ({name!r}), which is no input class of docs/line-protocol.md")
+    reason = answer.get("reason")
+    return CannotTake(cls, reason if isinstance(reason, str) else None)
+
+
+def encode_outcome(answer: EncodeAnswer, request: Request, declared: frozenset[InputClass]) -> Outcome:
+    """What an encode answer means for the verdict. An `unsupported` answer is counted under its class
+    only when the handshake declared that class and it fits the input (a gate must not be passed by
+    declining inputs); otherwise it is an error."""
+    if isinstance(answer, Ids):
+        return answer.ids
+    if isinstance(answer, Refuses):
+        return Refusal(answer.reason)
+    if isinstance(answer, Fault):
+        return Refusal(answer.reason, RefusalKind.BROKEN)
+    cls = answer.input_class
+    if cls not in declared:
+        names = ", ".join(c.value for c in InputClass if c in declared) or "none"
+        why = f"answered unsupported ({cls.value!r}) without declaring it in the handshake (declared: {names})"
+        return Refusal(why, RefusalKind.BROKEN)
+    if not cls.fits(request):
+        return Refusal(f"answered unsupported ({cls.value}) for an input that is not {cls.value}", RefusalKind.BROKEN)
+    return Refusal(answer.reason or f"{cls.value} (declared unsupported)", RefusalKind.UNSUPPORTED)
+
+
+@dataclass(frozen=True)
+class Facts:
+    """`{"facts": {...}}`: the vocab facts the program uses, each typed as llama.cpp's (`Fact.exposed`:
+    `1` is no flag and `1.0` no id); a fact left out, or null, is not exposed."""
+
+    values: ExposedFacts
+
+    def fields(self) -> dict[str, Any]:
+        return {"facts": {fact.value: value for fact, value in self.values.items()}}
+
+    @classmethod
+    def parse(cls, answer: Mapping[str, Any]) -> Facts | Fault:
+        if _the_one_key(answer, "facts", ("facts", "fault")) == "fault":
+            return Fault(_text(answer, "fault", "facts"))
+        given = answer["facts"]
+        if not isinstance(given, dict):
+            raise BadAnswer(f"the facts answer's `facts` must be an object: {_shown(answer)}")
+        try:
+            return cls({fact: fact.exposed(given[fact.value]) for fact in Fact if given.get(fact.value) is not None})
+        except ValueError as wrong:
+            raise BadAnswer(str(wrong)) from None
+
+
+def parse_pieces(answer: Mapping[str, Any], count: int) -> list[bytes] | Refuses | Fault:
+    """A `token_to_piece` answer: one piece per id asked, base64."""
+    key = _the_one_key(answer, "token_to_piece", ("pieces_b64", "error", "fault"))
+    if key != "pieces_b64":
+        return Refuses(str(answer[key])) if key == "error" else Fault(_text(answer, key, "token_to_piece"))
+    given = answer["pieces_b64"]
+    if not isinstance(given, list) or len(given) != count:
+        got = len(given) if isinstance(given, list) else "no"
+        raise BadAnswer(f"token_to_piece answered {got} pieces for {count} ids")
+    return [_b64(piece, "token_to_piece") for piece in given]
+
+
+def parse_text(answer: Mapping[str, Any]) -> bytes | Refuses | Fault:
+    """A `detokenize` answer: the text, base64."""
+    key = _the_one_key(answer, "detokenize", ("text_b64", "error", "fault"))
+    if key != "text_b64":
+        return Refuses(str(answer[key])) if key == "error" else Fault(_text(answer, key, "detokenize"))
+    return _b64(answer["text_b64"], "detokenize")

@@ -1,0 +1,208 @@
+"""The running `cmd:` program: its pipes, one deadline per request, its process group, and the end of
+its standard error (docs/line-protocol.md, "The program's process").
+
+Nothing here knows the protocol's messages (`harness.implementations.protocol`): a `Program` writes a
+request line and returns the answer line, and whatever goes wrong on the way — a hang past the
+deadline, an exit, a closed pipe, output nobody asked for — ends the program and is raised as
+`ProgramFailed` with the reason. Ending it kills its whole process group, so a port behind a wrapper
+that does not `exec` (`bash run.sh`, `npx`, `cargo run`) leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shlex
+import signal
+import subprocess
+import threading
+import time
+from typing import IO
+
+from harness.core.errors import TokconfError
+
+MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
+STDERR_KEPT = 64 << 10  # the end of the program's standard error kept in memory, to show on failure
+STDERR_LINES = 5  # how many of its last lines a failure shows...
+STDERR_TAIL = 4096  # ...taken from this many of its last bytes
+EXIT_GRACE = 1.0  # seconds a program whose output ended has to exit before it is killed
+CLOSE_GRACE = 2.0  # seconds a program has to exit after its input is closed, at the end of the run
+READER_GRACE = 1.0  # seconds to wait for the last of standard error once the whole group is dead
+POLL = 0.01  # seconds between looks at whether the program exited (POSIX has no wait with a timeout)
+
+
+class ProgramFailed(Exception):
+    """The program did not answer a request as it must; the message says how. The program has ended
+    (its process group killed) by the time this is raised."""
+
+
+class StderrRing:
+    """The last `STDERR_KEPT` bytes of the program's standard error, read as they come by a daemon
+    thread: a program that logs a lot never blocks on a full pipe, and the memory it costs is bounded."""
+
+    def __init__(self) -> None:
+        self._kept = bytearray()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._kept)
+
+    def drain(self, pipe: IO[bytes]) -> None:
+        """Read the pipe to its end (every process of the group gone), then close it. Runs in its own
+        thread, which owns the pipe: closing it from elsewhere while a read waits is not safe."""
+        with pipe:
+            fd = pipe.fileno()
+            while chunk := os.read(fd, STDERR_KEPT):
+                with self._lock:
+                    self._kept += chunk
+                    del self._kept[: max(0, len(self._kept) - STDERR_KEPT)]
+
+    def tail(self) -> str:
+        """Its last `STDERR_LINES` lines, as text."""
+        with self._lock:
+            text = self._kept[-STDERR_TAIL:].decode("utf-8", errors="replace")
+        return "\n".join(text.strip().splitlines()[-STDERR_LINES:])
+
+
+class Program:
+    """One running instance of the program, in a session (and process group) of its own, with line
+    I/O that cannot hang: every request has one deadline for writing it and reading the whole answer,
+    writes never block on a program that stopped reading, a closed stdout is noticed while the program
+    lives, and an answer line is bounded (`MAX_LINE`) and gathered in linear time."""
+
+    def __init__(self, argv: list[str], timeout: float) -> None:
+        self.timeout = timeout
+        try:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
+                start_new_session=True,
+            )  # fmt: skip
+        except OSError as error:
+            raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
+        assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
+        os.set_blocking(self.proc.stdin.fileno(), False)
+        self.stderr = StderrRing()
+        self._reader = threading.Thread(target=self.stderr.drain, args=(self.proc.stderr,), daemon=True)
+        self._reader.start()
+        self._buffer = bytearray()
+
+    @property
+    def running(self) -> bool:
+        """Whether it can still be asked: it has not been ended (it may have exited unnoticed)."""
+        return self.proc.returncode is None
+
+    def exchange(self, request: bytes) -> bytes:
+        """Write one request line and return the answer line (without its newline), all within the
+        timeout; on any failure the program is ended and ProgramFailed raised."""
+        deadline = time.monotonic() + self.timeout
+        try:
+            self._refuse_unasked()
+            self._write(request, deadline)
+            return self._readline(deadline)
+        except ProgramFailed:
+            self.end()
+            raise
+
+    def end(self) -> int:
+        """Kill the program's whole process group and reap its leader (the rest become init's
+        children, and init reaps them); the leader's exit status. The group is killed before the
+        leader is reaped: the leader's pid, which is the group's id, cannot be reused until then."""
+        if self.proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):  # macOS: a group of zombies only
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            assert pipe is not None
+            pipe.close()
+        self._reader.join(READER_GRACE)  # a process that left the group may hold stderr: not waited for
+        return self.proc.returncode
+
+    def close(self) -> None:
+        """The end of the run: close its input, give it `CLOSE_GRACE` seconds to exit, then end it
+        (whatever of its group is left is killed, also when it ignores the end of its input)."""
+        if not self.running:
+            return
+        assert self.proc.stdin is not None
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        self._exits_within(CLOSE_GRACE)
+        self.end()
+
+    def _exits_within(self, seconds: float) -> bool:
+        """Whether the group's leader exits within `seconds`; it is left unreaped (`end` reaps it)."""
+        deadline = time.monotonic() + seconds
+        while os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(POLL)
+        return True
+
+    def _stderr_said(self) -> str:
+        tail = self.stderr.tail()
+        return f"; stderr: {tail}" if tail else ""
+
+    def _ended(self) -> str:
+        """Why its output ended: it exited (its status, the end of its stderr), or it closed its output
+        and lives on (killed). Either way the program is ended."""
+        exited = self._exits_within(EXIT_GRACE)
+        code = self.end()
+        if not exited:
+            return "it closed its output but kept running, and was killed"
+        return f"the program exited with status {code}{self._stderr_said()}"
+
+    def _remaining(self, deadline: float) -> float:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise ProgramFailed(f"no answer within {self.timeout:g} s{self._stderr_said()}")
+        return left
+
+    def _refuse_unasked(self) -> None:
+        """Before a request is written, the program must have said nothing since its last answer: a
+        line it wrote unasked would otherwise be taken as this request's answer, when it carries the
+        right id (a guess at the next id must not pass)."""
+        assert self.proc.stdout is not None
+        if not self._buffer:
+            ready, _, _ = select.select([self.proc.stdout.fileno()], [], [], 0)
+            if not ready:
+                return
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise ProgramFailed(self._ended())
+            self._buffer += chunk
+        line = bytes(self._buffer[:200]).split(b"\n", 1)[0]
+        raise ProgramFailed(f"wrote a line nobody asked for: {line!r}")
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        assert self.proc.stdin is not None
+        fd = self.proc.stdin.fileno()
+        view = memoryview(data)
+        while view:
+            _, ready, _ = select.select([], [fd], [], self._remaining(deadline))
+            if not ready:
+                continue
+            try:
+                view = view[os.write(fd, view) :]
+            except BrokenPipeError:
+                raise ProgramFailed(f"the program closed its input ({self._ended()})") from None
+            except BlockingIOError:
+                continue
+
+    def _readline(self, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        searched = 0
+        while (end := self._buffer.find(b"\n", searched)) < 0:
+            searched = len(self._buffer)
+            if searched > MAX_LINE:
+                raise ProgramFailed(f"answered a line longer than {MAX_LINE >> 20} MiB without a newline")
+            ready, _, _ = select.select([fd], [], [], self._remaining(deadline))
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise ProgramFailed(self._ended())
+            self._buffer += chunk
+        line = bytes(self._buffer[:end])
+        del self._buffer[: end + 1]
+        return line
