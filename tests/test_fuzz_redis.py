@@ -16,11 +16,14 @@ from pathlib import Path
 import pytest
 import redis
 
+from harness.core.files import sha256_file
+from harness.fuzz.database import REDIS_PREFIX, key
 from harness.llama.build import Build
 from harness.recordings.format import load
 
 BUG = "fake_impls:ideographic_space_is_space"
 TESTS = Path(__file__).parent
+HANG_GUARD = 600  # seconds: a campaign that has not ended by then hangs (each is bounded by its example count)
 
 
 class RedisServer:
@@ -49,6 +52,7 @@ class RedisServer:
         return sorted(self.client.keys("*"))
 
     def kill(self) -> None:
+        self.client.close()  # its socket, else an unclosed-socket warning at exit
         self.process.kill()
         self.process.wait()
 
@@ -61,14 +65,14 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
     started.kill()
 
 
-def tokconf_fuzz(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    argv = [str(Path(sys.executable).with_name("tokconf")), "fuzz", "--impl", BUG, *args]
+def tokconf_fuzz(*args: str, cwd: Path, impl: str = BUG) -> subprocess.Popen[str]:
+    argv = [str(Path(sys.executable).with_name("tokconf")), "fuzz", "--impl", impl, *args]
     env = {**os.environ, "PYTHONPATH": str(TESTS)}
     return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
-    out, err = process.communicate(timeout=300)
+    out, err = process.communicate(timeout=HANG_GUARD)
     return process.returncode, out, err
 
 
@@ -102,8 +106,11 @@ def test_killing_redis_mid_campaign_is_a_clear_error_and_loses_no_finding(
     found = tmp_path / "found" / "found-gpt-2.yaml"
     args = ["--vocab", "gpt-2", "--mode", "plain", "--mode", "special", "--max-examples", "30000"]
     process = tokconf_fuzz(*args, "--database", server.url, "--found-dir", "found", "--seed", "0", cwd=tmp_path)
-    deadline = time.monotonic() + 120
-    while not found.exists() and process.poll() is None and time.monotonic() < deadline:
+    hang_guard = time.monotonic() + HANG_GUARD
+    while not found.exists() and process.poll() is None:  # the campaign ends by itself: its budget is counted
+        if time.monotonic() > hang_guard:
+            process.kill()
+            pytest.fail(f"tokconf fuzz hung: {process.communicate()}")
         time.sleep(0.05)
     assert found.exists(), process.communicate()
     server.kill()  # while the plain target still runs: the special target's replay meets a dead Redis
@@ -123,3 +130,19 @@ def test_an_unreachable_database_is_refused_before_any_work(llama_build: Build, 
     assert status == 2
     assert f"cannot reach the example database redis://127.0.0.1:{port}/0" in err and "start redis-server" in err
     assert not (tmp_path / "found").exists()
+
+
+def test_a_poisoned_shared_database_costs_a_campaign_neither_its_new_examples_nor_its_memory(
+    llama_build: Build, server: RedisServer, tmp_path: Path
+) -> None:
+    """One 24 MB entry (it cost 21 s and 730 MB when replay read it whole) and more entries than the
+    budget (they left a campaign generating nothing, and exiting 0)."""
+    sha = sha256_file(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+    server.client.sadd(REDIS_PREFIX + key(sha, "plain"), b"x" * (24 << 20), *(b"entry %03d" % n for n in range(300)))
+    sent = server.client.info("stats")["total_net_output_bytes"]
+    args = ["--vocab", "gpt-2", "--mode", "plain", "--max-examples", "200", "--seed", "3", "--found-dir", "found"]
+    status, out, err = finish(tokconf_fuzz(*args, "--database", server.url, cwd=tmp_path, impl="reference"))
+    assert status == 0, err
+    assert "200 examples (100 replayed, 100 new)" in out  # at most half the budget replayed
+    assert "201 database entries skipped (1 over 64 KiB, 200 beyond the replay share)" in out
+    assert server.client.info("stats")["total_net_output_bytes"] - sent < 1 << 20  # the 24 MB never left Redis

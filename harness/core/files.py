@@ -10,6 +10,8 @@ import contextlib
 import errno
 import hashlib
 import os
+import secrets
+import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, TextIO, overload
@@ -18,13 +20,37 @@ from harness.core.errors import TokconfError
 
 
 def cache_root() -> Path:
-    """The cache folder: `$TOKCONF_CACHE`, else `$XDG_CACHE_HOME/tokconf`, else `~/.cache/tokconf`."""
+    """The cache folder: `$TOKCONF_CACHE`, else `$XDG_CACHE_HOME/tokconf`, else `~/.cache/tokconf`,
+    made if missing.
+
+    Checked here, where every user of the cache gets it from: a file in its place, or a folder tokconf
+    cannot write, would otherwise surface as a traceback from whichever step first writes there.
+    """
     explicit = os.environ.get("TOKCONF_CACHE")
     if explicit:
-        return Path(explicit).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
-    return base / "tokconf"
+        root = Path(explicit).expanduser()
+        origin, fix = "TOKCONF_CACHE", "set TOKCONF_CACHE to a folder tokconf may create and write, or unset it"
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "tokconf"
+        origin, fix = "the default", "set TOKCONF_CACHE to a folder tokconf may create and write"
+    why = _unwritable(root)
+    if why:
+        raise TokconfError(f"cannot use {root} ({origin}) as tokconf's cache folder: {why}", fix)
+    return root
+
+
+def _unwritable(folder: Path) -> str:
+    """Why `folder` cannot be a folder tokconf writes in ("" when it can), making it if missing. A file is
+    created and dropped to find out: permission bits do not tell (root, read-only mounts)."""
+    try:
+        if folder.exists() and not folder.is_dir():
+            return "it is a file, not a folder"
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            return ""
+    except OSError as error:
+        return error.strerror or str(error)
 
 
 @overload
@@ -38,24 +64,43 @@ def atomic_output(path: Path, what: str = "output", binary: bool = False) -> Ite
     """A handle (text, or bytes with `binary`) whose content replaces `path` only when the block ends
     without an exception.
 
-    Temporary file beside the target, fsync, rename: a reader sees the old file or the new one, never
-    half of one, and a failure (a full disk included) leaves the old file and no temporary behind.
+    A temporary file of its own beside the target, fsync, rename: a reader sees the old file or the
+    new one, never half of one; writers of one path at the same time each write a whole file of their
+    own and the last rename wins, never a mix; and a failure (a full disk included) leaves the old
+    file and no temporary behind.
     """
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("wb") if binary else tmp.open("w", encoding="utf-8") as handle:
+        descriptor, tmp = _create_beside(path)
+    except OSError as error:
+        raise _write_error(path, what, error) from None
+    try:
+        with os.fdopen(descriptor, "wb") if binary else os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
     except OSError as error:
         tmp.unlink(missing_ok=True)
-        full = error.errno in (errno.ENOSPC, errno.EDQUOT)
-        fix = "free disk space and run the same command again" if full else "choose a writable folder"
-        raise TokconfError(f"cannot write {what} {path}: {error.strerror}", fix) from None
+        raise _write_error(path, what, error) from None
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _create_beside(path: Path) -> tuple[int, Path]:
+    """A new file beside `path` under a name no other writer has: 64 random bits, and `O_EXCL` (which
+    never follows a symlink) refuses a name that exists. Its mode is the one `open()` gives (0666 less
+    the umask), where `tempfile.mkstemp` would make every output 0600."""
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+    return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+
+
+def _write_error(path: Path, what: str, error: OSError) -> TokconfError:
+    """What failed, whether the old file is still there, and what to do (a full disk says so)."""
+    full = error.errno in (errno.ENOSPC, errno.EDQUOT)
+    kept = f"; the previous {path.name} is left as it was" if path.is_file() else ""
+    fix = "free disk space and run the same command again" if full else "choose a writable folder"
+    return TokconfError(f"cannot write {what} {path}: {error.strerror}{kept}", fix)
 
 
 def atomic_write(path: Path, content: str | bytes, what: str = "output") -> None:

@@ -2,48 +2,170 @@
 
 The stores are hypothesis's own example databases: a folder (`DirectoryBasedExampleDatabase`), one
 Redis server shared by every worker on every machine (`RedisExampleDatabase`, `hypothesis[redis]`),
-and a shared one read under a local one (`MultiplexedDatabase(local, ReadOnlyDatabase(shared))`, as
-hypothesis documents for a team reading CI's database). A key names a vocabulary by its sha256 and a
-mode, so an input found on one machine is replayed on every other, by any implementation; a value is
-the minimal input itself.
+and a shared one read under a local one (read and never written, as hypothesis's
+`MultiplexedDatabase(local, ReadOnlyDatabase(shared))` a team uses to read CI's database). A key names
+a vocabulary by its sha256 and a mode, so an input found on one machine is replayed on every other,
+by any implementation; a value is the minimal input itself.
+
+A shared database is written by whoever can reach it, so what it holds is not trusted to be small:
+replay reads an entry only up to `MAX_ENTRY` bytes (the file's first bytes; in Redis, its length is
+measured on the server), and at most a share of the target's budget, counted in entries and in bytes.
+What it leaves is counted, never silently dropped.
 """
 
 from __future__ import annotations
 
+import os
+import stat
+from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, Protocol
 
-from hypothesis.database import (
-    DirectoryBasedExampleDatabase,
-    ExampleDatabase,
-    InMemoryExampleDatabase,
-    MultiplexedDatabase,
-    ReadOnlyDatabase,
-)
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
 from harness.core.errors import TokconfError
 from harness.core.outcome import Mode
 
+if TYPE_CHECKING:
+    import redis
+
 KEY_PREFIX = b"tokconf-fuzz/1"
 REDIS_TIMEOUT = 5.0  # seconds: a Redis that stops answering is an error, never a hang
+# The largest input the generator makes is 12 pieces of up to 4 vocabulary words: 48 KiB with the
+# 1,024-byte tokens of the largest shipped vocabularies, and a shrunk finding is never larger than
+# the input it came from. An entry above this was not written by a campaign.
+MAX_ENTRY = 64 << 10
+# The bytes replayed per target, whatever the count: a legitimate entry is a minimal input, mostly a
+# few bytes, so this holds thousands of them, and a database filled with entries just under
+# MAX_ENTRY still costs a campaign seconds, not minutes and gigabytes.
+MAX_REPLAY_BYTES = 8 << 20
+REDIS_PREFIX = b"hypothesis-example:"  # RedisExampleDatabase's default, named so replay reads its keys
+REDIS_EXPIRE = timedelta(days=8)  # RedisExampleDatabase's default: entries live 8 days after their last use
+
+
+@dataclass
+class Replay:
+    """The entries one target replays, within its share (`max_count` entries, `max_bytes` bytes), and
+    how many the database held that it does not replay."""
+
+    max_count: int
+    max_bytes: int = MAX_REPLAY_BYTES
+    entries: set[bytes] = field(default_factory=set)
+    too_large: int = 0  # over MAX_ENTRY (or no regular file): not read beyond that
+    beyond_share: int = 0  # within MAX_ENTRY, but the share was spent
+    size: int = 0  # bytes in `entries`
+
+    def fits(self, size: int) -> bool:
+        return len(self.entries) < self.max_count and self.size + size <= self.max_bytes
+
+    def offer(self, data: bytes | None) -> None:
+        """One entry the database holds; None: one larger than MAX_ENTRY. The same input held by two
+        layers is replayed once and counted once."""
+        if data is None:
+            self.too_large += 1
+        elif data in self.entries:
+            return
+        elif self.fits(len(data)):
+            self.entries.add(data)
+            self.size += len(data)
+        else:
+            self.beyond_share += 1
+
+
+class _Source(Protocol):
+    @property
+    def database(self) -> ExampleDatabase:
+        """What a finding is saved to, when this is the local layer."""
+
+    def read(self, key: bytes, replay: Replay) -> None:
+        """Offer `replay` what the database holds under `key`, reading at most MAX_ENTRY bytes of each."""
+
+
+class _Folder:
+    """hypothesis's folder database for writing (its layout: a folder per key, a file per value), read
+    a file at a time, each only up to MAX_ENTRY bytes."""
+
+    def __init__(self, path: Path) -> None:
+        self.database = DirectoryBasedExampleDatabase(path)
+
+    def read(self, key: bytes, replay: Replay) -> None:
+        folder = self.database._key_path(key)  # hypothesis's own path for the key
+        try:
+            names = sorted(os.listdir(folder))
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        for name in names:
+            if not replay.fits(0):  # the share is spent: counted, not read
+                replay.beyond_share += 1
+                continue
+            try:
+                replay.offer(_head(folder / name))
+            except FileNotFoundError:  # removed by another process meanwhile
+                continue
+
+
+def _head(path: Path) -> bytes | None:
+    """A file's bytes, or None when it holds more than MAX_ENTRY (or is no regular file: a FIFO would
+    block); never more than MAX_ENTRY + 1 bytes are read."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        data = handle.read(MAX_ENTRY + 1)
+    return data if len(data) <= MAX_ENTRY else None
+
+
+# Runs on the Redis server, so an entry over the cap never crosses the network: the entries to replay
+# within the share (ARGV: MAX_ENTRY, count, bytes), and the count of those too large and beyond the
+# share; the key's expiry is renewed as RedisExampleDatabase.fetch renews it.
+_REDIS_READ = """
+local cap, count, room = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local kept, too_large, beyond = {}, 0, 0
+for _, value in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  if #value > cap then too_large = too_large + 1
+  elseif #kept < count and #value <= room then kept[#kept + 1] = value; room = room - #value
+  else beyond = beyond + 1 end
+end
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+return {too_large, beyond, kept}
+"""
+
+
+class _Redis:
+    """hypothesis's Redis database for writing (its layout: a set per key), read through `_REDIS_READ`."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        from hypothesis.extra.redis import RedisExampleDatabase
+
+        self.database = RedisExampleDatabase(client, expire_after=REDIS_EXPIRE, key_prefix=REDIS_PREFIX)
+        self.script = client.register_script(_REDIS_READ)
+
+    def read(self, key: bytes, replay: Replay) -> None:
+        room = replay.max_bytes - replay.size
+        count = replay.max_count - len(replay.entries)
+        args = [MAX_ENTRY, count, room, int(REDIS_EXPIRE.total_seconds())]
+        too_large, beyond, kept = self.script(keys=[REDIS_PREFIX + key], args=args)
+        replay.too_large += int(too_large)
+        replay.beyond_share += int(beyond)
+        for data in kept:
+            replay.offer(bytes(data))
 
 
 def open_database(where: str, shared: str = "") -> ExampleStore:
     """`where`: a folder, `redis://HOST:PORT/N`, or "" for none kept; `shared`: the same kinds, read
     only, layered under it."""
-    local = _one(where) if where else InMemoryExampleDatabase()
-    if not shared:
-        return ExampleStore(local, where)
-    layered = MultiplexedDatabase(local, ReadOnlyDatabase(_one(shared)))
-    return ExampleStore(layered, f"{where or 'memory'} over read-only {shared}")
+    local = _one(where) if where else None
+    layers: list[_Source] = [layer for layer in (local, _one(shared) if shared else None) if layer is not None]
+    name = f"{where} over read-only {shared}" if where and shared else where or f"read-only {shared}"
+    return ExampleStore(layers, local.database if local else None, name)
 
 
-def _one(where: str) -> ExampleDatabase:
+def _one(where: str) -> _Folder | _Redis:
     if not where.startswith("redis://"):
-        return DirectoryBasedExampleDatabase(Path(where))
+        return _Folder(Path(where))
     try:
         import redis
-        from hypothesis.extra.redis import RedisExampleDatabase
     except ImportError:
         raise TokconfError(
             f"--database {where} needs the redis client", "pip install 'tokconf[fuzz]' (it brings hypothesis[redis])"
@@ -55,7 +177,7 @@ def _one(where: str) -> ExampleDatabase:
         raise TokconfError(
             f"cannot reach the example database {where}: {error}", "start redis-server there, or give a folder"
         ) from None
-    return RedisExampleDatabase(client)
+    return _Redis(client)
 
 
 def key(vocab_sha256: str, mode: Mode) -> bytes:
@@ -63,23 +185,31 @@ def key(vocab_sha256: str, mode: Mode) -> bytes:
 
 
 class ExampleStore:
-    """The database, with its failures as errors that say what to do (a Redis killed mid-campaign
-    raises `redis.ConnectionError` from deep inside hypothesis)."""
+    """The layers replay reads (the local database first) and the one it writes, with their failures
+    as errors that say what to do (a Redis killed mid-campaign raises `redis.ConnectionError` from deep
+    inside hypothesis)."""
 
-    def __init__(self, database: ExampleDatabase, name: str) -> None:
-        self.database = database
+    def __init__(self, layers: list[_Source], writer: ExampleDatabase | None, name: str) -> None:
+        self.layers = layers
+        self.writer = writer
         self.name = name
 
-    def replay(self, vocab_sha256: str, mode: Mode) -> list[bytes]:
-        """The inputs found before for this vocabulary and mode, oldest order not guaranteed."""
+    def replay(self, vocab_sha256: str, mode: Mode, max_count: int) -> Replay:
+        """The inputs found before for this vocabulary and mode, at most `max_count` of them (and
+        MAX_REPLAY_BYTES), with the count of those left."""
+        replay = Replay(max_count)
         try:
-            return sorted(self.database.fetch(key(vocab_sha256, mode)))
+            for layer in self.layers:
+                layer.read(key(vocab_sha256, mode), replay)
         except Exception as error:  # the store's own errors: redis, OSError, …
             self._failed("read", error)
+        return replay
 
     def keep(self, vocab_sha256: str, mode: Mode, data: bytes) -> None:
+        if self.writer is None:
+            return
         try:
-            self.database.save(key(vocab_sha256, mode), data)
+            self.writer.save(key(vocab_sha256, mode), data)
         except Exception as error:
             self._failed("write", error)
 

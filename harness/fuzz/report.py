@@ -15,8 +15,9 @@ from typing import TextIO
 from harness.core.files import atomic_write
 from harness.core.outcome import Mode
 from harness.fuzz.campaign import CampaignStats, TargetStats
+from harness.fuzz.database import MAX_ENTRY
 
-HEADER = ["vocab", "mode", "examples", "replayed", "failing", "findings", "unsupported"]
+HEADER = ["vocab", "mode", "examples", "replayed", "new", "failing", "findings", "unsupported", "skipped"]
 
 
 class Progress:
@@ -57,9 +58,13 @@ def status_line(stats: CampaignStats) -> str:
 
 
 def rows(targets: dict[tuple[str, Mode], TargetStats]) -> list[list[str]]:
-    """One row per vocabulary and mode, in the order they ran."""
+    """One row per vocabulary and mode, in the order they ran; `skipped`: database entries not replayed."""
     return [
-        [vocab, mode, f"{t.examples:,}", f"{t.replayed:,}", f"{t.failing:,}", str(t.findings), f"{t.unsupported:,}"]
+        [
+            vocab,
+            mode,
+            *(f"{n:,}" for n in (t.examples, t.replayed, t.new, t.failing, t.findings, t.unsupported, t.skipped)),
+        ]
         for (vocab, mode), t in targets.items()
     ]
 
@@ -74,10 +79,13 @@ def summary_lines(stats: CampaignStats) -> list[str]:
         lines.append("  ".join(cells).rstrip())
     busy = stats.oracle_seconds + stats.impl_seconds
     share = 100 * stats.oracle_seconds / max(busy, 1e-9)
+    total = stats.total
     lines.append(
-        f"{stats.examples} examples in {stats.seconds:.1f} s ({stats.examples / max(stats.seconds, 1e-9):.0f}/s; "
-        f"{share:.0f}% of the tokenizing time in llama.cpp), {stats.found} distinct failures, "
-        f"{len(stats.unsupported)} unsupported vocabs, seed {stats.seed}"
+        f"{total.examples} examples ({total.replayed} replayed, {total.new} new) in {stats.seconds:.1f} s "
+        f"({total.examples / max(stats.seconds, 1e-9):.0f}/s; {share:.0f}% of the tokenizing time in llama.cpp), "
+        f"{total.findings} distinct failures, {len(stats.unsupported)} unsupported vocabs, {total.skipped} database "
+        f"entries skipped ({total.too_large} over {MAX_ENTRY >> 10} KiB, {total.beyond_share} beyond the replay "
+        f"share), seed {stats.seed}"
     )
     return lines
 

@@ -1,0 +1,80 @@
+"""Everyday hostility, no attacker needed: two commands writing one file at once, a full disk, a cache
+setting that names a file. Each ends in one whole file or one clear message, never a mix or a
+traceback."""
+
+from __future__ import annotations
+
+import errno
+import multiprocessing
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from harness.core.errors import TokconfError
+from harness.core.files import atomic_output, atomic_write
+
+WRITERS = 4
+CHUNK = 1 << 20
+
+
+def _write_half_then_wait(path: Path, fill: int, barrier: multiprocessing.synchronize.Barrier) -> None:
+    """One writer: half its file, then the rest only once every writer has begun its own."""
+    with atomic_output(path, "export", binary=True) as handle:
+        handle.write(bytes([fill]) * CHUNK)
+        barrier.wait(timeout=120)  # a hang guard: every writer reaches this at once
+        handle.write(bytes([fill]) * CHUNK)
+
+
+def test_concurrent_writers_of_one_path_leave_one_whole_file_and_no_temporary(tmp_path: Path) -> None:
+    context = multiprocessing.get_context("fork")
+    barrier = context.Barrier(WRITERS)
+    target = tmp_path / "all.jsonl"
+    writers = [context.Process(target=_write_half_then_wait, args=(target, fill, barrier)) for fill in range(WRITERS)]
+    for writer in writers:
+        writer.start()
+    for writer in writers:
+        writer.join(timeout=300)  # a hang guard
+    assert [writer.exitcode for writer in writers] == [0] * WRITERS  # each one wrote its whole file
+    content = target.read_bytes()
+    assert content in {bytes([fill]) * (2 * CHUNK) for fill in range(WRITERS)}  # one writer's, byte for byte
+    assert os.listdir(tmp_path) == ["all.jsonl"]
+    plain = tmp_path / "plain"
+    plain.write_bytes(b"")  # the mode open() gives a new file under this umask, not mkstemp's 0600
+    assert stat.S_IMODE(target.stat().st_mode) == stat.S_IMODE(plain.stat().st_mode)
+
+
+def test_a_full_disk_keeps_the_old_file_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "all.jsonl"
+    target.write_text("the previous export\n", encoding="utf-8")
+
+    def full(descriptor: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(TokconfError) as refused:
+        atomic_write(target, "a new export\n" * 1000, "export")
+    assert refused.value.problem == (
+        f"cannot write export {target}: No space left on device; the previous all.jsonl is left as it was"
+    )
+    assert refused.value.fix == "free disk space and run the same command again"
+    assert target.read_text(encoding="utf-8") == "the previous export\n"
+    assert os.listdir(tmp_path) == ["all.jsonl"]
+
+
+@pytest.mark.parametrize("place", ["a-file", "a-folder-inside-a-file"])
+def test_a_cache_setting_that_cannot_be_a_folder_is_one_clear_error(
+    place: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+    cache = tmp_path / "a-file" if place == "a-file" else tmp_path / "a-file" / "cache"
+    monkeypatch.setenv("TOKCONF_CACHE", str(cache))
+    for argv in (["llama", "build"], ["record", "--vocab", "gpt-2", "--out", str(tmp_path / "out")]):
+        assert main(argv) == 2, argv
+        err = capsys.readouterr().err
+        reason = "it is a file, not a folder" if place == "a-file" else "Not a directory"
+        assert f"tokconf: error: cannot use {cache} (TOKCONF_CACHE) as tokconf's cache folder: {reason}" in err
+        assert "what to do: set TOKCONF_CACHE to a folder tokconf may create and write" in err
+    assert (tmp_path / "a-file").read_text(encoding="utf-8") == "not a folder\n"
