@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
 
-from harness.check.engine import Verdict, judge
+from harness.check.contract import Verdict, judge
 from harness.core.outcome import MODES, Mode
 from harness.core.render import WHITESPACE
 from harness.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES

@@ -8,30 +8,54 @@ drift apart. Imports nothing heavy: the pytest plugin reads this table at every 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.check.contract import DEFAULT_MIN_COVERAGE
 from harness.core.outcome import MODES
 from harness.fuzz import PROFILES
 from harness.llama.pins import DEFAULT_BUILD
 
 
-def positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
-    """An argparse type: `kind`, above zero and finite (a timeout of -1 or nan would never fire)."""
+def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable[[str], Any]:
+    """An argparse type: `kind`, above zero and at most `most` (a timeout of -1 or nan would never
+    fire, one of 1e308 overflows the clock it is added to)."""
 
     def parse(text: str) -> Any:
         try:
             value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-        if not (0 < value < float("inf")):
-            raise argparse.ArgumentTypeError(f"{text} must be above zero")
+        if not (0 < value <= most) or value == float("inf"):
+            raise argparse.ArgumentTypeError(f"{text} must be above zero" + (f" and at most {most:g}" * (most < 1e300)))
         return value
 
     parse.__name__ = f"positive {kind.__name__}"
     return parse
+
+
+def percentage(text: str) -> float:
+    """An argparse type: a share from 0 to 100 (`80`, `99.5`), returned as a fraction."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 100:
+        raise argparse.ArgumentTypeError(f"{text} must be from 0 to 100")
+    return value / 100
+
+
+def claim_pattern(text: str) -> str:
+    """An argparse type: a `vocab/mode` pattern (shell-style globs), the mode one of the modes or `*`."""
+    vocab, _, mode = text.partition("/")
+    if not vocab or not mode or "/" in mode:
+        raise argparse.ArgumentTypeError(f"{text!r} is not vocab/mode (e.g. qwen2/plain, gpt-2/*, */special)")
+    if not any(fnmatch.fnmatchcase(m, mode) for m in MODES):
+        raise argparse.ArgumentTypeError(f"{text!r}: mode {mode!r} matches none of {', '.join(MODES)}")
+    return text
 
 
 @dataclass(frozen=True)
@@ -62,12 +86,13 @@ class Option:
         return extra
 
 
+MAX_TIMEOUT = 86400.0  # a day: longer is a typo, and would overflow the deadlines it is added to
 IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N"
 TIMEOUT = Option(
     "timeout",
     "per-case timeout in seconds (cmd: programs: default 10); given, a Python implementation runs in a worker "
     "process where it is enforced",
-    positive(float),
+    positive(float, MAX_TIMEOUT),
 )
 
 CHECK = (
@@ -81,6 +106,22 @@ CHECK = (
     Option("strict", "fail when anything is unsupported (input classes, vocabularies, facts, decoding)", flag=True),
     Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
     Option("explain", "shrink each failing case to a minimal input and group the failures into causes", flag=True),
+    Option(
+        "claim",
+        "what the implementation claims, as vocab/mode globs (repeatable): only these are checked, and each must be "
+        "covered (default: every vocab it loads, in every mode checked)",
+        claim_pattern,
+        many=True,
+        metavar="VOCAB/MODE",
+    ),
+    Option(
+        "min-coverage",
+        "the share of each claimed vocab x mode's cases that must pass, in percent "
+        f"(default {DEFAULT_MIN_COVERAGE * 100:g})",
+        percentage,
+        DEFAULT_MIN_COVERAGE,
+        metavar="PERCENT",
+    ),
     TIMEOUT,
 )
 

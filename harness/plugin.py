@@ -8,15 +8,17 @@ names recordings or a fuzz target, as hypothesis's own plugin defers its work.
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
 from harness.fuzz import INI_DATABASE as INI_FUZZ_DATABASE
-from harness.options import CHECK, FUZZ, add_to_pytest
+from harness.options import CHECK, FUZZ, add_to_pytest, claim_pattern
 
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"
+INI_CLAIM = "tokconf_claim"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -25,6 +27,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_to_pytest(fuzz, "tokconf-fuzz", FUZZ)
     parser.addini(INI_RECORDINGS, "recordings to check (default: the bundled b11192 set)", type="paths", default=[])
     parser.addini(INI_IMPL, "the implementation checked on every run (as --tokconf-impl)", default="")
+    parser.addini(INI_CLAIM, "what the implementation claims, vocab/mode globs (as --tokconf-claim)", type="linelist")
     parser.addini(INI_FUZZ_DATABASE, "the fuzz example database, a folder or redis://HOST:PORT/N", default="")
 
 
@@ -37,6 +40,15 @@ def recordings(config: pytest.Config) -> list[Path]:
     """The recordings a run checks: `--tokconf-recordings`, else the ini key, else the bundled set."""
     given = [Path(p) for p in config.getoption("tokconf_recordings")]
     return given or [Path(p) for p in config.getini(INI_RECORDINGS)]
+
+
+def claims(config: pytest.Config) -> tuple[str, ...]:
+    """What the implementation claims: `--tokconf-claim`, else the ini key (checked as the option is)."""
+    given = config.getoption("tokconf_claim") or config.getini(INI_CLAIM)
+    try:
+        return tuple(claim_pattern(pattern) for pattern in given)
+    except argparse.ArgumentTypeError as error:
+        raise pytest.UsageError(f"tokconf: {INI_CLAIM}: {error}") from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -54,7 +66,8 @@ def pytest_configure(config: pytest.Config) -> None:
         from harness.check.pytest_items import CheckPlugin
         from harness.core.files import BUNDLED_RECORDINGS
 
-        config.pluginmanager.register(CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS]), CheckPlugin.NAME)
+        plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config))
+        config.pluginmanager.register(plugin, CheckPlugin.NAME)
     if fuzz:
         from harness.fuzz.pytest_items import FuzzPlugin
 

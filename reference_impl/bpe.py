@@ -13,6 +13,7 @@ from __future__ import annotations
 import heapq
 from itertools import pairwise
 
+from reference_impl.errors import LlamaAborts
 from reference_impl.pretokenize import split
 from reference_impl.word_cache import encode_words
 
@@ -173,7 +174,7 @@ def _ranks(merges: list[str]) -> dict[tuple[str, str], int]:
     return dict(zip(reversed(pairs), range(len(pairs) - 1, -1, -1), strict=True))  # type: ignore[arg-type]
 
 
-class MergeAbort(ValueError):
+class MergeAbort(LlamaAborts, ValueError):
     """llama.cpp aborts here (a GGML_ASSERT); a port must refuse the input."""
 
 

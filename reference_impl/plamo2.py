@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from reference_impl.errors import LlamaAborts
 from reference_impl.unicode import codepoints
 
 INVALID_SCORE = -20_000_000
@@ -25,7 +26,7 @@ def _round(value: float) -> int:
     return int(math.copysign(math.floor(abs(value) + 0.5), value))
 
 
-class MissingByteToken(ValueError):
+class MissingByteToken(LlamaAborts, ValueError):
     """A PLaMo-2 vocabulary without all 256 `<0xXX>` tokens: llama.cpp refuses to load it."""
 
 

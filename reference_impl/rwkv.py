@@ -8,8 +8,10 @@ way, or the unknown id (-1 unless the file names one) when no token starts with 
 
 from __future__ import annotations
 
+from reference_impl.errors import LlamaAborts
 
-class RwkvLoop(ValueError):
+
+class RwkvLoop(LlamaAborts, ValueError):
     """An input on which llama.cpp never returns: a token starts with a byte that is not itself a
     token, and the input continues otherwise (the session's position goes back to 0 for ever)."""
 

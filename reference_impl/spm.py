@@ -17,6 +17,7 @@ import heapq
 import re
 from itertools import pairwise
 
+from reference_impl.errors import LlamaAborts
 from reference_impl.word_cache import encode_words
 
 # unicode_len_utf8: by the high nibble of the lead byte.
@@ -28,7 +29,7 @@ NO_PAIR = float("-inf")
 _UTF8_CHAR = re.compile(rb"[\x00-\x7f]|[\xc0-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf7][\x80-\xbf]{3}")
 
 
-class UnknownByte(KeyError):
+class UnknownByte(LlamaAborts, KeyError):
     """A byte with neither a <0xXX> token nor a token of its own: llama.cpp throws out_of_range here."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
 from reference_impl.chunk_hash import ChunkHashEncoder
+from reference_impl.errors import LlamaAborts
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.hybriddna import DnaSpans, unmarked
 from reference_impl.plamo2 import MissingByteToken, Plamo2Encoder, byte_token
@@ -151,7 +152,7 @@ class UnsupportedVocab(NotImplementedError):
     """The reference does not implement this model or pre-tokenizer."""
 
 
-class MissingSpecialToken(ValueError):
+class MissingSpecialToken(LlamaAborts, ValueError):
     """The vocabulary adds BOS or EOS but has no such token: llama.cpp's GGML_ASSERT aborts here."""
 
 
@@ -702,8 +703,3 @@ def _clean_spaces(data: bytes) -> bytes:
     data = _SPACE_BEFORE_PUNCT.sub(b"", data)
     data = _SPACES_AROUND_QUOTE.sub(b"'", data)
     return _SPACE_BEFORE_CONTRACTION.sub(b"", data)
-
-
-def from_gguf(path: Path) -> Tokenizer:
-    """The `module:factory` entry point for `tokconf check` and the `reference` implementation."""
-    return Tokenizer.from_gguf(path)

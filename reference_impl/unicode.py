@@ -12,13 +12,14 @@
 from __future__ import annotations
 
 from reference_impl import unicode_data_b11192 as data
+from reference_impl.errors import LlamaAborts
 
 UNDEFINED, NUMBER, LETTER, SEPARATOR, ACCENT_MARK, PUNCTUATION, SYMBOL, CONTROL = (1 << i for i in range(8))
 MAX_CODEPOINTS = 0x110000
 REPLACEMENT = 0xFFFD
 
 
-class InvalidCodepoint(ValueError):
+class InvalidCodepoint(LlamaAborts, ValueError):
     """llama.cpp aborts here (`std::invalid_argument: invalid codepoint`); a port must refuse the input."""
 
 

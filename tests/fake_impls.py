@@ -10,6 +10,7 @@ import unicodedata
 from pathlib import Path
 
 from harness.core.outcome import Refusal
+from harness.implementations.base import Refused, Unsupported
 from harness.llama.build import require_build
 from harness.llama.pins import DEFAULT_BUILD
 from harness.oracle.client import LibllamaOracle
@@ -35,7 +36,7 @@ class LlamaCpp:
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         outcome = self.oracle.tokenize(data, add_special, parse_special)
         if isinstance(outcome, Refusal):
-            raise ValueError(outcome.reason)
+            raise Refused(outcome.reason)
         return outcome
 
     def token_to_piece(self, token: int, special: bool = True) -> bytes:
@@ -80,7 +81,7 @@ class NeverRefuses(LlamaCpp):
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         try:
             return super().encode(data, add_special, parse_special)
-        except ValueError:
+        except Refused:
             return [0]
 
 
@@ -155,20 +156,21 @@ two_bugs, normalizes_nfc, own_pieces, counting = TwoBugs, NormalizesNfc, OwnPiec
 
 
 def bpe_only(path: Path) -> LlamaCpp:
-    """Supports only byte-level BPE vocabularies: the others raise NotImplementedError (unsupported)."""
+    """Supports only byte-level BPE vocabularies: the others it declines (`Unsupported`)."""
     tokenizer = LlamaCpp(path)
     if tokenizer.oracle.facts()["vocab_type"] != "bpe":
         tokenizer.close()
-        raise NotImplementedError("only BPE vocabularies")
+        raise Unsupported("only BPE vocabularies")
     return tokenizer
 
 
 def loads_anything(path: Path) -> object:
     """A port that loads any vocabulary: a pre name it does not know is split as gpt-2 splits."""
+    from harness.implementations.reference import ReferencePort
     from reference_impl.gguf_reader import read_tokenizer_fields
     from reference_impl.tokenizer import PRE_NAMES, Tokenizer
 
     fields = read_tokenizer_fields(path)
     if fields.get("tokenizer.ggml.pre") not in PRE_NAMES:
         fields["tokenizer.ggml.pre"] = "gpt-2"
-    return Tokenizer(fields)
+    return ReferencePort(Tokenizer(fields))

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.engine import CaseResult, Verdict
-from harness.check.report import describe_group, group_problems
+from harness.check.contract import Verdict
+from harness.check.engine import CaseResult
+from harness.check.report import Invocation, describe_group, group_problems
 from harness.check.run import CheckRun
 from harness.cli.main import main
+from harness.core.facts import Fact
 from harness.llama.build import Build
 from harness.recordings.format import load
 
@@ -109,10 +111,13 @@ def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys:
     assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
     summary = RUNS[-1].summary
     assert summary.conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
-    assert summary.unsupported == {("llama-spm", "only BPE vocabularies"): cases}
+    assert summary.unsupported == {("llama-spm", "only BPE vocabularies"): cases + len(Fact)}  # its facts too
     output = capsys.readouterr().out
-    assert f"unsupported: {cases} of llama-spm: only BPE vocabularies" in output
-    assert output.rstrip().endswith(f"FAIL: nothing passed ({cases} unsupported)")
+    assert f"unsupported: {cases + len(Fact)} of llama-spm: only BPE vocabularies" in output
+    assert output.rstrip().endswith(
+        f"FAIL: {cases + len(Fact)} unsupported; coverage 0/0 cases in scope, 0 vocab x mode — nothing in scope: "
+        "the implementation declined every vocabulary (llama-spm)"
+    )
 
 
 def test_expected_failures_and_an_xpass(llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -146,7 +151,7 @@ def test_expected_failure_globs_and_entries_that_match_nothing(
     assert "warning: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no checked case" in output
     assert "gpt-2/*/edge/*" not in output
     status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), "--strict-xfail", *FEW)
-    assert status == 1 and "error: expected-failure entry 'qwen2/plain/edge/no-such-case'" in output
+    assert status == 1 and "fail: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no" in output
 
 
 def test_a_vocab_file_with_another_hash_is_refused(
@@ -166,7 +171,7 @@ def test_junit_markdown_and_html_reports(
     junit, md, page = tmp_path / "r.xml", tmp_path / "r.md", tmp_path / "r.html"
     junit_args = ["--junit", str(junit), "--report", str(md), "--details", "0"]
     _, output = check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, *junit_args)
-    assert "\nFAIL: 12 passed, 3 failed\n" in output and "1 more failing cases" in output
+    assert "\nFAIL: 12 passed, 3 failed; coverage 12/15 cases in scope" in output and "1 more failing cases" in output
     check(capsys, "--impl", "fake_impls:one_id_changed", *FEW, "--report", str(page))
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None and suite.get("name") == "qwen2" and suite.get("failures") == "3"
@@ -267,7 +272,7 @@ def test_problems_are_grouped_by_case_errors_first_and_shortest_first() -> None:
         [("short", "plain"), ("short", "special")],
         [("long", "plain"), ("long", "bos")],
     ]
-    story = describe_group(groups[2], None, "x:y", "r.yaml")
+    story = describe_group(groups[2], None, Invocation("x:y", ("r.yaml",)))
     assert story.splitlines()[0] == "v [plain] long: failed — r"
     assert story.splitlines()[-1] == "  in modes:    plain (failed), bos (failed)"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.engine import Verdict
+from harness.check.contract import Verdict
 from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.core.errors import TokconfError
@@ -97,7 +97,9 @@ def test_implementations_without_decoding_are_unsupported_not_passed(
     qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
     adapter = ROOT / "tests" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
-    status, _output = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} reference_impl.tokenizer:from_gguf")
+    status, _output = _check(
+        capsys, qwen2, f"cmd:{sys.executable} {adapter} harness.implementations.reference:from_gguf"
+    )
     assert _decode_counts(check_runs) == [0, 0, 0, 4]
     assert status == 1  # nothing passed: unsupported is never counted as a pass
 

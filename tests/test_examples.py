@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.engine import Verdict
+from harness.check.contract import Verdict
 from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.llama.build import Build

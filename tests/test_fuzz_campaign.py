@@ -4,6 +4,7 @@ gates it; a right one is not flagged; the example database replays a finding fir
 from __future__ import annotations
 
 import io
+import tracemalloc
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
@@ -11,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.core.files import BUNDLED_RECORDINGS
+from harness.core.files import BUNDLED_RECORDINGS, sha256_file
 from harness.corpus.files import load_corpus_file
 from harness.fuzz.campaign import Campaign, CampaignStats
-from harness.fuzz.database import open_database
+from harness.fuzz.database import MAX_ENTRY, open_database
 from harness.fuzz.findings import Finding
 from harness.fuzz.report import Progress, summary_lines, write_html
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build
-from harness.recordings.format import load
+from harness.recordings.format import load, write
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
@@ -76,11 +77,22 @@ def test_the_example_database_replays_a_failure_first(
     assert len(load(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1  # not written twice
 
 
+def _recorded_by_b11191(path: Path) -> None:
+    """The found file as a campaign on b11191 would have written it (an edit by hand is refused as damage)."""
+    recording = load(path)
+    recording.provenance["llama_cpp"]["build"] = 11191
+    write(path, recording, visible=True)
+
+
+def _cut_short(path: Path) -> None:
+    path.write_bytes(path.read_bytes()[:-40])
+
+
 @pytest.mark.parametrize(
     ("spoil", "error"),
     [
-        (lambda text: text.replace("build: 11192", "build: 11191"), "holds findings recorded by llama.cpp b11191"),
-        (lambda text: text[:-40], "restore it from git or re-record it"),  # cut short
+        (_recorded_by_b11191, "holds findings recorded by llama.cpp b11191"),
+        (_cut_short, "restore it from git or re-record it"),
     ],
     ids=["another-build", "damaged"],
 )
@@ -88,13 +100,13 @@ def test_a_found_file_of_another_build_or_damaged_is_refused_before_any_work(
     llama_build: Build,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
-    spoil: Callable[[str], str],
+    spoil: Callable[[Path], None],
     error: str,
 ) -> None:
     args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "plain", "--no-db"]
     assert fuzz(capsys, *args, "--found-dir", str(tmp_path), "--seed", "1")[0] == 1
     path = tmp_path / "found-gpt-2.yaml"
-    path.write_text(spoil(path.read_text(encoding="utf-8")), encoding="utf-8")
+    spoil(path)
     assert main(["fuzz", *args, "--found-dir", str(tmp_path), "--seed", "1"]) == 2
     captured = capsys.readouterr()
     assert "found-gpt-2.yaml" in captured.err and error in captured.err
@@ -120,8 +132,22 @@ def test_an_unsupported_vocab_is_reported(
     status, out = fuzz(
         capsys, "--impl", "fake_impls:bpe_only", "--vocab", "llama-spm", "--no-db", "--found-dir", str(tmp_path)
     )
-    assert status == 0
+    assert status == 1  # the contract: nothing in scope
     assert "unsupported: llama-spm: only BPE vocabularies" in out and "1 unsupported vocabs" in out
+    assert "fail: nothing in scope: the implementation declined every vocabulary (llama-spm)" in out
+
+
+def test_a_port_declining_every_input_finds_nothing_and_fails(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No divergence is found in a port that tokenizes nothing: the contract fails it all the same."""
+    args = ["--impl", "zoo_ports:declines_every_input", "--vocab", "gpt-2", "--mode", "plain", "--max-examples", "40"]
+    status, out = fuzz(capsys, *args, "--no-db", "--found-dir", str(tmp_path))
+    assert status == 1 and "0 distinct failures" in out
+    assert (
+        "\nFAIL: 40 unsupported; coverage 0/40 cases in scope (0.00%), 1 vocab x mode — nothing judged in gpt-2 plain\n"
+        in out
+    )
 
 
 def test_a_short_campaign_finds_no_divergence_in_the_reference(
@@ -155,8 +181,10 @@ def test_a_campaign_can_be_watched_live_and_reported(llama_build: Build, tmp_pat
     ]  # fmt: skip
     assert stats.timeline[-1][1:] == (2400, 2) and stats.timeline == sorted(stats.timeline)
     table = summary_lines(stats)
-    assert table[0].split() == ["vocab", "mode", "examples", "replayed", "failing", "findings", "unsupported"]
-    assert table[1].split()[:3] == ["gpt-2", "plain", "1,200"] and table[1].split()[5] == "1"
+    assert table[0].split() == [
+        "vocab", "mode", "examples", "replayed", "new", "failing", "findings", "unsupported", "skipped"
+    ]  # fmt: skip
+    assert table[1].split()[:5] == ["gpt-2", "plain", "1,200", "0", "1,200"] and table[1].split()[6] == "1"
     write_html(tmp_path / "r.html", "campaign", stats, ["a finding"])
     report = (tmp_path / "r.html").read_text(encoding="utf-8")
     assert report.count("<polyline") == 2 and "findings (0 to 2)" in report and "<pre>a finding</pre>" in report
@@ -182,3 +210,48 @@ def test_the_batch_engine_finds_the_other_planted_bugs(
             assert unicodedata.normalize("NFC", text) != text
             assert all(unicodedata.normalize("NFC", text[:i] + text[i + 1 :]) == text[:i] + text[i + 1 :]
                        or len(text) == 1 for i in range(len(text)))  # fmt: skip
+
+
+def test_a_poisoned_folder_database_is_replayed_within_its_share_and_the_run_says_so(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One 24 MB entry (it cost 21 s and 730 MB when replay read it whole) and more entries than the
+    budget (they left a campaign generating nothing, and exiting 0)."""
+    sha = sha256_file(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+    store = open_database(str(tmp_path / "db"))
+    for n in range(300):
+        store.keep(sha, "plain", b"entry %03d" % n)
+    (folder,) = (f for f in (tmp_path / "db").iterdir() if len(list(f.iterdir())) == 300)
+    with (folder / ("0" * 16)).open("wb") as poison:  # named as hypothesis names an entry, and read first
+        poison.truncate(24 << 20)  # sparse: 24 MB to a reader, nothing on the disk
+    tracemalloc.start()
+    replay = store.replay(sha, "plain", 100)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert (len(replay.entries), replay.too_large, replay.beyond_share) == (100, 1, 200)
+    assert peak < 16 * MAX_ENTRY  # the 24 MB entry was read no further than its first 64 KiB
+    args = ["--impl", "reference", "--vocab", "gpt-2", "--mode", "plain", "--max-examples", "200", "--seed", "3"]
+    args += ["--database", str(tmp_path / "db"), "--found-dir", str(tmp_path / "found")]
+    status, out = fuzz(capsys, *args, "--report", str(tmp_path / "r.html"))
+    assert status == 0, out
+    totals = "200 examples (100 replayed, 100 new)"  # at most half the budget replayed
+    skipped = "201 database entries skipped (1 over 64 KiB, 200 beyond the replay share)"
+    assert totals in out and skipped in out
+    assert ["gpt-2", "plain", "200", "100", "100", "0", "0", "0", "201"] in [line.split() for line in out.splitlines()]
+    report = (tmp_path / "r.html").read_text(encoding="utf-8")
+    assert totals in report and skipped in report and "<th>new</th>" in report and "<th>skipped</th>" in report
+
+
+def test_a_shared_layer_is_read_under_the_local_one_and_never_written(tmp_path: Path) -> None:
+    local, shared = str(tmp_path / "local"), str(tmp_path / "shared")
+    for where, entries in ((local, [b"b", b"c"]), (shared, [b"a", b"b"])):
+        for data in entries:
+            open_database(where).keep("0" * 64, "bos", data)
+    layered = open_database(local, shared)
+    layered.keep("0" * 64, "bos", b"d")
+    replay = layered.replay("0" * 64, "bos", 10)
+    assert sorted(replay.entries) == [b"a", b"b", b"c", b"d"]  # b, held by both, is replayed once
+    assert (replay.too_large, replay.beyond_share) == (0, 0)
+    assert sorted(open_database(shared).replay("0" * 64, "bos", 10).entries) == [b"a", b"b"]
+    share = layered.replay("0" * 64, "bos", 3)
+    assert (len(share.entries), share.beyond_share) == (3, 2)  # the local layer spent it: the shared one is left

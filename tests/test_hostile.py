@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import io
+import os
+import re
+import shlex
 import shutil
+import subprocess
 import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from harness.check.engine import Verdict
+from harness.check.contract import Verdict
 from harness.check.run import CheckRun
 from harness.cli.main import main
+from harness.core import files
 from harness.core.errors import TokconfError
 from harness.core.files import sha256_file
 from harness.core.outcome import Refusal
@@ -332,20 +338,148 @@ def test_a_journal_is_smaller_than_its_recording(tmp_path: Path) -> None:
 
 
 def test_a_full_disk_is_one_clear_error_and_the_journal_keeps_the_work(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The recording's temporary file lands on a full device (/dev/full): one error that says to free
-    space; no recording that looks valid; the journal keeps every answer, and the rerun resumes."""
+    """The disk fills while the recording is written (the write's fsync fails with ENOSPC, as it does
+    on a full device): one error that says to free space; no recording that looks valid and no
+    temporary file; the journal keeps every answer, and the rerun resumes."""
     plan = Plan(llama_build, (), 5, 300, tmp_path / "out")
     plan.out_dir.mkdir()
-    tmp = plan.out_dir / ".qwen2.yaml.tmp"
-    tmp.symlink_to("/dev/full")
-    with pytest.raises(TokconfError, match="No space left on device") as raised:
-        record_vocab(plan, llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+
+    def full(fd: int) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    with monkeypatch.context() as patched:
+        patched.setattr(files.os, "fsync", full)
+        with pytest.raises(TokconfError, match="No space left on device") as raised:
+            record_vocab(plan, llama_build.models_dir / "ggml-vocab-qwen2.gguf")
     assert "free disk space" in str(raised.value)
-    assert not (plan.out_dir / "qwen2.yaml").exists() and not tmp.exists()
+    assert [p.name for p in plan.out_dir.iterdir()] == [".qwen2.journal"]  # no recording, no temporary file
     journaled = len((plan.out_dir / ".qwen2.journal").read_text().splitlines()) - 1
     capsys.readouterr()
     path = record_vocab(plan, llama_build.models_dir / "ggml-vocab-qwen2.gguf")
     assert f"{journaled} cases resumed from the journal" in capsys.readouterr().err
     assert len(load(path).cases) == journaled
+
+
+CONTRACT_PORT = """
+from harness import Refused, Unsupported
+from harness.implementations.reference import from_gguf
+
+
+class Port:
+    def __init__(self, path):
+        self.tok = from_gguf(path)
+
+    def encode(self, data, add_special, parse_special):
+        {body}
+
+
+def load(path):
+    return Port(path)
+"""
+
+
+def _contract_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, body: str) -> str:
+    (tmp_path / f"{name}.py").write_text(CONTRACT_PORT.format(body=body))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return f"{name}:load"
+
+
+def test_an_expected_failure_file_listing_everything_cannot_turn_a_broken_port_green(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`*/*/*` made a port answering [-1] everywhere 100% conformant, even with --strict
+    --strict-xfail: an expected failure is never conformance, so no unit has anything passed."""
+    impl = _contract_port(tmp_path, monkeypatch, "minus_one", "return [-1]")
+    xfail = tmp_path / "xfail.yaml"
+    xfail.write_text('expected_failures:\n  - case: "*/*/*"\n    reason: everything\n')
+    assert main(["check", "--impl", impl, *FEW, "--xfail", str(xfail), "--strict", "--strict-xfail"]) == 1
+    out = capsys.readouterr().out
+    assert "fail: nothing passed in qwen2 plain (2 xfailed)" in out
+    assert re.search(r"^FAIL: 6 xfailed; coverage 0/6 cases in scope \(0\.00%\)", out, re.M), out
+
+
+def test_an_expected_failure_entry_never_applies_to_an_unsupported_case_or_an_error(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
+) -> None:  # fmt: skip
+    """A glob over the invalid-UTF-8 cases turned declared-unsupported inputs into xfailed (and so
+    conforming); an error under an entry stays an error."""
+    body = (
+        "if data == b'Hello world':\n            raise KeyError('a bug')\n"
+        "        if not data.isascii():\n            raise Unsupported('bytes')\n"
+        "        return self.tok.encode(data, add_special, parse_special)"
+    )
+    impl = _contract_port(tmp_path, monkeypatch, "declining", body)
+    xfail = tmp_path / "xfail.yaml"
+    xfail.write_text('expected_failures:\n  - case: "*/*/invalid-utf8/*"\n    reason: bytes\n'
+                     '  - case: "*/*/edge/hello-world"\n    reason: a bug\n')  # fmt: skip
+    cases = ["--case", "invalid-utf8/lone-continuation", "--mode", "plain"]
+    assert main(["check", "--impl", impl, *FEW, *cases, "--xfail", str(xfail)]) == 1
+    counts = dict(+check_runs[-1].summary.counts[("qwen2", "plain")])
+    assert counts == {Verdict.PASSED: 1, Verdict.ERROR: 1, Verdict.UNSUPPORTED: 1}
+    assert "warning: expected-failure entry '*/*/invalid-utf8/*' matched no checked case" in capsys.readouterr().out
+
+
+def test_a_bug_in_encode_never_passes_where_llama_cpp_refuses(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
+) -> None:  # fmt: skip
+    """llama.cpp refuses (aborts on) a code point above U+10FFFF; a port whose `encode` raises a
+    ValueError everywhere used to pass that case. Only `Refused` refuses."""
+    qwen2 = ["--recordings", str(QWEN2), "--case", "invalid-utf8/above-max-f4-90", "--mode", "plain"]
+    buggy = _contract_port(tmp_path, monkeypatch, "buggy", "raise ValueError('oops')")
+    assert main(["check", "--impl", buggy, *qwen2]) == 1
+    assert dict(+check_runs[-1].summary.counts[("qwen2", "plain")]) == {Verdict.ERROR: 1}
+    assert "encode raised ValueError: oops" in capsys.readouterr().out
+    refusing = _contract_port(tmp_path, monkeypatch, "refusing", "raise Refused('above U+10FFFF')")
+    assert main(["check", "--impl", refusing, *qwen2]) == 0
+    assert dict(+check_runs[-1].summary.counts[("qwen2", "plain")]) == {Verdict.PASSED: 1}
+
+
+def test_the_reproduce_line_runs_as_printed(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two --recordings, --timeout, --xfail and --vocab-dir: the printed command repeats each (it named
+    both recordings as one argument and dropped the rest), and run as printed it checks that case."""
+    gpt2 = QWEN2.with_name("gpt-2.yaml")
+    xfail = tmp_path / "xfail.yaml"
+    xfail.write_text("expected_failures:\n  - {case: 'gpt-2/*/edge/empty', reason: not this one}\n")
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # fake_impls, for the worker and the rerun
+    args = ["--recordings", str(QWEN2), "--recordings", str(gpt2), "--case", "edge/hello-world", "--mode", "plain"]
+    args += ["--timeout", "60", "--xfail", str(xfail), "--vocab-dir", str(llama_build.models_dir)]
+    assert main(["check", "--impl", "fake_impls:one_id_changed", *args]) == 1
+    output = capsys.readouterr().out
+    lines = [line.split("reproduce:", 1)[1].strip() for line in output.splitlines() if "reproduce:" in line]
+    assert len(lines) == 2  # "Hello world" in both vocabularies
+    argv = shlex.split(next(line for line in lines if "--vocab qwen2" in line))
+    assert argv[0] == "tokconf" and argv.count("--recordings") == 2
+    assert {"--timeout", "--xfail", "--vocab-dir"} <= set(argv)
+    tokconf = Path(sys.executable).with_name("tokconf")
+    rerun = subprocess.run([str(tokconf), *argv[1:]], capture_output=True, text=True, timeout=600, check=False)
+    assert rerun.returncode == 1, rerun.stdout + rerun.stderr
+    assert "qwen2 [plain] edge/hello-world: failed — different ids" in rerun.stdout
+    assert re.search(r"^FAIL: 1 failed; coverage 0/1 cases in scope", rerun.stdout, re.M), rerun.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--timeout", "1e308"], "argument --timeout: 1e308 must be above zero and at most 86400"),
+        (["--timeout", "inf"], "argument --timeout: inf must be above zero"),
+        (["--report", "x.pdf"], "--report x.pdf: the name must end in .md or .html"),
+        (["--claim", "qwen2"], "argument --claim: 'qwen2' is not vocab/mode"),
+        (["--claim", "qwen2/decode"], "argument --claim: 'qwen2/decode': mode 'decode' matches none of"),
+    ],
+)
+def test_every_check_option_is_validated_with_a_clear_error(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    try:
+        status = main(["check", "--recordings", str(QWEN2), *args])
+    except SystemExit as exit:  # argparse's own usage errors
+        status = int(exit.code or 0)
+    assert status == 2
+    output = capsys.readouterr()
+    assert message in output.err and "Traceback" not in output.err

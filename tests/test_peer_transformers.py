@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from harness.check.engine import CaseResult, Selection, Verdict, check_recording
+from harness.check.contract import Verdict
+from harness.check.engine import CaseResult, Selection, check_recording
 from harness.core.outcome import is_utf8
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -33,11 +34,11 @@ def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
 
 def _verdicts(sandbox: pytest.Pytester, group: str = "shipped") -> Counter[str]:
     """The verdicts the last run reported, from its JUnit file: `vocab section verdict` -> items (every
-    vocabulary of a run is of one group, which each item's property names last)."""
+    vocabulary of a run is of one group, which each item's property names)."""
     root = ET.parse(sandbox.path / "report.xml").getroot()
-    values = [p.get("value", "") for p in root.iter("property") if p.get("name") == "tokconf"]
-    assert {value.rsplit(" ", 1)[1] for value in values} == {group}
-    return Counter(value.rsplit(" ", 1)[0] for value in values)
+    values = [json.loads(p.get("value", "")) for p in root.iter("property") if p.get("name") == "tokconf"]
+    assert {value["group"] for value in values} == {group}
+    return Counter(f"{value['vocab']} {value['section']} {value['verdict']}" for value in values)
 
 
 JUNIT = "--junitxml=report.xml"

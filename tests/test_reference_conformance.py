@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.check.engine import Verdict, check_recording
+from harness.check.contract import Verdict
+from harness.check.engine import check_recording
 from harness.implementations.resolve import resolve
 from harness.llama.build import Build
 from harness.recordings.decoding import load_for

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from gguf import GGUFWriter
 
-from harness.check.engine import Verdict, check_recording
+from harness.check.contract import Verdict
+from harness.check.engine import check_recording
 from harness.core.files import CORPUS
 from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus

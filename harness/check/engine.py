@@ -4,51 +4,31 @@ Both front ends use it: `tokconf check` (fast, no per-case overhead) and the pyt
 test item per case and mode). A vocabulary's cases are sent to the implementation in one batch, so
 the time goes to the implementation, not to the harness.
 
-Verdicts: `passed` (same ids, or both refused), `failed` (different ids, or one side refused),
-`error` (the implementation broke: crashed, hung, spoke garbage), `unsupported` (it declined the
-vocabulary, or an input it cannot be given; counted, never passed), `xfailed`/`xpassed` (listed
-in the expected-failure file; an xpass fails the run, so a fixed divergence gets its entry removed).
+What each verdict means, and what PASS means for a run, is the verdict contract
+(`harness.check.contract`); this module asks the implementation and applies it case by case.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import enum
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
+from harness.check.contract import DECODE, FACTS, Claim, Section, Standing, Verdict, judge, listed
 from harness.check.xfail import ExpectedFailures
 from harness.core.errors import TokconfError
 from harness.core.facts import Fact, VocabFacts
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
+from harness.core.outcome import MODES, Mode, Outcome
 from harness.implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
 from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
-from harness.recordings.format import Recording, load
+from harness.recordings.format import RecordedCase, Recording, load
 from harness.synth.files import recorded_vocab
 
-
-class Verdict(enum.Enum):
-    PASSED = "passed"
-    FAILED = "failed"
-    ERROR = "error"
-    UNSUPPORTED = "unsupported"
-    XFAILED = "xfailed"
-    XPASSED = "xpassed"
-
-    @property
-    def is_problem(self) -> bool:
-        """Whether it fails the gate."""
-        return self in (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)
-
-
-# What a result is about: a case in one mode, a vocab fact, or a decoding check (its column in tables).
-Section = Mode | Literal["facts", "decode"]
-FACTS: Section = "facts"
-DECODE: Section = "decode"  # cases: pieces-special, pieces-plain and the DETOKENIZE settings
 ALL_FACTS = "*"  # the case of the one pytest item that holds every fact
-SECTIONS: tuple[Section, ...] = (*MODES, FACTS, DECODE)
+
+
+EVERYTHING = Claim()  # no claim: every vocabulary the implementation loads, in every mode checked
 
 
 @dataclass(frozen=True)
@@ -63,14 +43,19 @@ class Selection:
     sections: frozenset[str] = frozenset()
     cases: frozenset[str] = frozenset()
     only: frozenset[tuple[Section, str]] | None = None
+    claim: Claim = EVERYTHING  # with patterns, what is not claimed is not asked either
 
     def wants(self, vocab: str, section: Section, case: str) -> bool:
         return (
-            (not self.vocabs or vocab in self.vocabs)
+            self.wants_vocab(vocab)
             and (not self.sections or section in self.sections)
             and (not self.cases or case in self.cases)
             and (self.only is None or (section, case) in self.only)
+            and (section not in MODES or self.claim.covers(vocab, section))
         )
+
+    def wants_vocab(self, vocab: str) -> bool:
+        return (not self.vocabs or vocab in self.vocabs) and self.claim.covers_vocab(vocab)
 
     @property
     def wants_decoding(self) -> bool:
@@ -101,23 +86,7 @@ class CaseResult:
     # A failed case's actual ids as the implementation itself decodes them (`token_to_piece`), when it
     # can: a port whose vocabulary differs from the GGUF's is then shown its own pieces.
     actual_pieces: tuple[bytes, ...] | None = None
-
-
-def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:
-    """Compare one answer with the recording."""
-    if isinstance(actual, Refusal) and actual.kind is RefusalKind.BROKEN:
-        return Verdict.ERROR, actual.reason
-    if isinstance(actual, Refusal) and actual.kind is RefusalKind.UNSUPPORTED:
-        return Verdict.UNSUPPORTED, actual.reason
-    if isinstance(expected, Refusal):
-        if isinstance(actual, Refusal):
-            return Verdict.PASSED, ""
-        return Verdict.FAILED, f"llama.cpp refused ({expected.reason}) but the implementation returned ids"
-    if isinstance(actual, Refusal):
-        return Verdict.FAILED, f"the implementation refused: {actual.reason}"
-    if actual == expected:
-        return Verdict.PASSED, ""
-    return Verdict.FAILED, "different ids"
+    standing: Standing = Standing.LOADED  # the vocabulary's, which decides whether it is in scope
 
 
 @dataclass
@@ -127,6 +96,10 @@ class CheckedFile:
     recording: Recording
     vocab: Path  # its GGUF file, for pieces in reports
     results: list[CaseResult]
+
+    @property
+    def standing(self) -> Standing:
+        return self.results[0].standing if self.results else Standing.LOADED
 
 
 def check_file(
@@ -180,16 +153,19 @@ def check_recording(
         if selection.wants(name, mode, case.id)
     ]  # fmt: skip
     facts = recording.facts
+    refused_by_llama = "load_error" in facts
     info = VocabInfo.of(vocab, name, recording.vocab_sha256, facts)
     try:
         session = impl.open(info)
     except (Unsupported, Broken) as why:
-        verdict = Verdict.UNSUPPORTED if isinstance(why, Unsupported) else Verdict.ERROR
-        reason = str(why)
-        if verdict is Verdict.UNSUPPORTED and "load_error" in facts:  # both refuse the vocab: agreement
-            verdict, reason = Verdict.PASSED, f"llama.cpp refuses to load it too ({facts['load_error']})"
+        yield from _not_loaded(recording, wanted, why, selection, decoding is not None)
+        return
+    if refused_by_llama:  # the implementation loads what llama.cpp refuses: every case fails
+        session.close()
+        reason = f"llama.cpp refuses to load this vocabulary ({facts['load_error']}), the implementation loaded it"
         for case, mode in wanted:
-            yield CaseResult(name, mode, case.id, verdict, case.data, case.outcomes[mode], None, reason)
+            yield CaseResult(name, mode, case.id, Verdict.FAILED, case.data, case.outcomes[mode], None, reason,
+                             standing=Standing.LLAMA_REFUSES)  # fmt: skip
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
@@ -209,12 +185,49 @@ def check_recording(
                 yield result
         if stop.reached:
             return
-        if selection.wants_facts and "load_error" not in facts:  # a refused vocab has no facts to compare
-            yield from _check_facts(name, facts, session)
+        if selection.wants_facts:
+            yield from _check_facts(name, facts, session, xfails)
         if decoding:
             yield from _check_decoding(recording, decoding, decoder, selection)
     finally:
         session.close()
+
+
+def _not_loaded(
+    recording: Recording,
+    wanted: list[tuple[RecordedCase, Mode]],
+    why: Exception,
+    selection: Selection,
+    has_decoding: bool,
+) -> Iterator[CaseResult]:
+    """Every selected check of a vocabulary the implementation did not open, with one verdict: both
+    refusing a vocabulary llama.cpp refuses to load is agreement (passed, but never coverage: see the
+    contract); a declared `Unsupported` is unsupported; anything else broke, and is an error. Facts
+    and decoding checks get the same verdict, so every front end counts the same items."""
+    name, facts = recording.vocab_name, recording.facts
+    reason = str(why)
+    if "load_error" in facts:
+        standing = Standing.LLAMA_REFUSES
+        verdict = Verdict.PASSED if isinstance(why, Unsupported) else Verdict.ERROR
+        reason = f"llama.cpp refuses to load it too ({facts['load_error']})" if verdict is Verdict.PASSED else reason
+    elif isinstance(why, Unsupported):
+        standing, verdict = Standing.DECLINED, Verdict.UNSUPPORTED
+    else:
+        standing, verdict = Standing.BROKEN, Verdict.ERROR
+    for case, mode in wanted:
+        yield CaseResult(name, mode, case.id, verdict, case.data, case.outcomes[mode], None, reason, standing=standing)
+    if verdict is Verdict.PASSED:  # no facts or decoding to compare: llama.cpp has none
+        return
+    if selection.wants_facts:
+        for fact in Fact:
+            yield CaseResult(name, FACTS, fact.value, verdict, reason=reason, standing=standing)
+    if has_decoding:
+        for kind in _decoding_checks(name, selection):
+            yield CaseResult(name, DECODE, kind, verdict, reason=reason, standing=standing)
+
+
+def _decoding_checks(name: str, selection: Selection) -> list[str]:
+    return [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
 
 
 class _Remembered:
@@ -255,13 +268,19 @@ def _with_port_pieces(result: CaseResult, actual: list[int], decoder: Decoder) -
 def _judged(
     vocab: str, mode: Mode, case: str, data: bytes, expected: Outcome, actual: Outcome, xfails: ExpectedFailures
 ) -> CaseResult:
-    judged, reason = judge(expected, actual)
-    listed = xfails.lookup(vocab, mode, case)
-    if listed and judged is not Verdict.PASSED:
-        judged, reason = Verdict.XFAILED, listed.describe()
-    elif listed:
-        judged, reason = Verdict.XPASSED, f"listed as an expected failure ({listed.reason}) but it passes now"
+    judged, reason = _listed(vocab, mode, case, *judge(expected, actual), xfails)
     return CaseResult(vocab, mode, case, judged, data, expected, actual, reason)
+
+
+def _listed(vocab: str, section: Section, case: str, verdict: Verdict, reason: str, xfails: ExpectedFailures
+            ) -> tuple[Verdict, str]:  # fmt: skip
+    """A verdict with the expected-failure file applied (`contract.listed`: failures and passes only)."""
+    entry = xfails.lookup(vocab, section, case) if verdict in (Verdict.FAILED, Verdict.PASSED) else None
+    if entry is None:
+        return verdict, reason
+    if verdict is Verdict.FAILED:
+        return listed(verdict), f"{entry.describe()} (was: {reason})"
+    return listed(verdict), f"listed as an expected failure ({entry.reason}) but it passes now"
 
 
 def _check_decoding(
@@ -269,7 +288,7 @@ def _check_decoding(
 ) -> list[CaseResult]:
     """One result per decoding check: every piece (special on, off), every case detokenized (two ways)."""
     name = recording.vocab_name
-    kinds = [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
+    kinds = _decoding_checks(name, selection)
     if decoder is None:
         why = (
             "the implementation exposes no decoding (Python: token_to_piece, decode and n_tokens; "
@@ -328,9 +347,10 @@ def _compare_detokenized(
     return wrong, total
 
 
-def _check_facts(vocab: str, facts: VocabFacts, session: Session) -> Iterator[CaseResult]:
+def _check_facts(vocab: str, facts: VocabFacts, session: Session, xfails: ExpectedFailures) -> Iterator[CaseResult]:
     """One result per `Fact`: compared when the implementation exposes it, unsupported (counted, never
-    passed) when it does not, an error for all when asking for them broke."""
+    passed) when it does not, an error for all when asking for them broke. A fact may be listed in
+    the expected-failure file as `vocab/facts/NAME`."""
     try:
         exposed = session.facts()
     except Broken as broken:
@@ -345,4 +365,5 @@ def _check_facts(vocab: str, facts: VocabFacts, session: Session) -> Iterator[Ca
         value, want = exposed[fact], fact.recorded(facts)
         ok = value == want
         reason = "" if ok else f"{fact.value}: the implementation says {value!r}, llama.cpp says {want!r}"
-        yield CaseResult(vocab, FACTS, fact.value, Verdict.PASSED if ok else Verdict.FAILED, reason=reason)
+        verdict, reason = _listed(vocab, FACTS, fact.value, Verdict.PASSED if ok else Verdict.FAILED, reason, xfails)
+        yield CaseResult(vocab, FACTS, fact.value, verdict, reason=reason)

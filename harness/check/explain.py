@@ -21,7 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.check.engine import CaseResult, CheckedFile, Verdict, judge
+from harness.check.contract import Verdict, judge
+from harness.check.engine import CaseResult, CheckedFile
 from harness.core.facts import VocabFacts
 from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, Request, is_utf8
 from harness.implementations.base import Implementation, Session, VocabInfo

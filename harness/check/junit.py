@@ -6,7 +6,8 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.check.engine import CaseResult, Verdict
+from harness.check.contract import Verdict
+from harness.check.engine import CaseResult
 from harness.core.files import atomic_output
 
 # Characters XML 1.0 cannot hold (controls, U+FFFE, U+FFFF): a report quoting an input with one must

@@ -12,24 +12,17 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from harness.check.engine import (
-    ALL_FACTS,
-    DECODE,
-    FACTS,
-    CaseResult,
-    CheckedFile,
-    Section,
-    Selection,
-    Verdict,
-    check_file,
-)
+from harness.check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
+from harness.check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
 from harness.check.explain import explain_file
-from harness.check.report import Summary, describe, describe_cause
+from harness.check.report import Invocation, Summary, describe, describe_cause
 from harness.check.xfail import Entry, ExpectedFailures
 from harness.core.errors import TokconfError
 from harness.core.outcome import Mode
@@ -39,9 +32,40 @@ from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS
 from harness.recordings.decoding import path_for as decoding_path
 from harness.recordings.format import Recording, VocabGroup, load, recording_files
 
-PROPERTY = "tokconf"  # the user property each item reports its verdict under: "vocab section verdict group"
+PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
 CAUSE_PROPERTY = "tokconf-cause"  # with --tokconf-explain: the cause a failed item is counted under
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One verdict as an item reports it: a JSON object in the item's user properties (what xdist
+    workers send and JUnit files show), counted once in the process that prints the table and applies
+    the contract."""
+
+    vocab: str
+    section: Section
+    verdict: Verdict
+    group: VocabGroup
+    standing: Standing
+    reason: str = ""  # kept for unsupported results: the contract names the commonest one
+
+    @classmethod
+    def of(cls, result: CaseResult, group: VocabGroup) -> Reported:
+        reason = result.reason if result.verdict is Verdict.UNSUPPORTED else ""
+        return cls(result.vocab, result.section, result.verdict, group, result.standing, reason)
+
+    def to_property(self) -> str:
+        fields = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value}
+        fields |= {"group": self.group.value, "standing": self.standing.value, "reason": self.reason}
+        return json.dumps(fields, ensure_ascii=False)
+
+    @classmethod
+    def from_property(cls, text: str) -> Reported:
+        value = json.loads(text)
+        section: Section = value["section"]  # written by `to_property`
+        return cls(value["vocab"], section, Verdict(value["verdict"]), VocabGroup(value["group"]),
+                   Standing(value["standing"]), value["reason"])  # fmt: skip
 
 
 class ReportedFailure(Exception):
@@ -97,8 +121,7 @@ class CaseItem(TokconfItem):
         except TokconfError as error:
             raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
         for result in results:
-            group = plugin.group(self.location_path)
-            self.user_properties.append((PROPERTY, f"{result.vocab} {result.section} {result.verdict.value} {group}"))
+            self.user_properties.append((PROPERTY, Reported.of(result, plugin.group(self.location_path)).to_property()))
             cause = plugin.causes.get((self.location_path, result.section, result.case))
             if cause is not None:
                 self.user_properties.append((CAUSE_PROPERTY, cause))
@@ -128,8 +151,7 @@ class CaseItem(TokconfItem):
             self.user_properties.append((XFAIL_PROPERTY, entry.pattern if entry else ""))
         if result.verdict is Verdict.XFAILED:
             pytest.xfail(result.reason)
-        recordings = " ".join(str(p) for p in plugin.paths)
-        raise ReportedFailure(describe(result, plugin.vocab_paths.get(result.vocab), plugin.spec, recordings))
+        raise ReportedFailure(describe(result, plugin.vocab_paths.get(result.vocab), plugin.how))
 
 
 class CheckPlugin:
@@ -139,20 +161,32 @@ class CheckPlugin:
     STASH = pytest.StashKey["CheckPlugin"]()
     NAME = "tokconf-check"
 
-    def __init__(self, config: pytest.Config, spec: str, paths: list[Path]) -> None:
+    def __init__(
+        self, config: pytest.Config, spec: str, paths: list[Path], given: list[Path], claims: tuple[str, ...]
+    ) -> None:
+        """`paths`: the recordings checked; `given`: as named (none for the bundled default)."""
         config.stash[self.STASH] = self
         self.spec = spec
         self.paths = paths
+        claim = Claim(claims, config.getoption("tokconf_min_coverage"))
+        self.gate = Gate(
+            claim, bool(config.getoption("tokconf_strict")), bool(config.getoption("tokconf_strict_xfail"))
+        )
         self.selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),
             frozenset(config.getoption("tokconf_mode")),
             frozenset(config.getoption("tokconf_case")),
+            claim=claim,
         )
         self.xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
-        self.strict_xfail = bool(config.getoption("tokconf_strict_xfail"))
-        self.strict = bool(config.getoption("tokconf_strict"))
+        self.strict = self.gate.strict
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout: float | None = config.getoption("tokconf_timeout")
+        xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
+        self.how = Invocation(spec, tuple(str(p) for p in given), self.timeout,
+                              str(xfail) if xfail else None, str(vocab_dir) if vocab_dir else None)  # fmt: skip
+        self.collected_cases: set[str] = set()  # every case id collected, for a --tokconf-case typo
+        self.decision: Decision | None = None
         self._impl: Implementation | None = None
         self._unresolved: Exception | None = None
         self._results: dict[Path, dict[tuple[Section, str], CaseResult]] = {}
@@ -166,9 +200,9 @@ class CheckPlugin:
         self.causes: dict[tuple[Path, Section, str], str] = {}
         self.cause_stories: dict[str, None] = {}  # every cause reported by an item, in order (xdist included)
 
-    def group(self, path: Path) -> str:
+    def group(self, path: Path) -> VocabGroup:
         """The table group of a collected recording (shipped, synthetic, user)."""
-        return self._groups[path].value
+        return self._groups[path]
 
     def facts(self, path: Path) -> list[CaseResult]:
         return [r for (section, _), r in self._checked(path).items() if section == FACTS]
@@ -207,9 +241,8 @@ class CheckPlugin:
     def _explain(self, path: Path, checked: CheckedFile) -> None:
         """Each failed case's cause (a vocab's items run in one worker, so its causes are whole)."""
         assert self._impl is not None
-        recordings = " ".join(str(p) for p in self.paths)
         for number, cause in enumerate(explain_file(checked, self._impl), 1):
-            story = describe_cause(number, cause, checked.vocab, self.spec, recordings)
+            story = describe_cause(number, cause, checked.vocab, self.how)
             for result in cause.cases:
                 self.causes[(path, result.section, result.case)] = story
 
@@ -244,7 +277,7 @@ class CheckPlugin:
         except TokconfError as error:
             raise pytest.UsageError(str(error)) from None
         for path in files:
-            if self.selection.vocabs and path.stem not in self.selection.vocabs:
+            if not self.selection.wants_vocab(path.stem):
                 continue
             try:
                 recording = load(path)
@@ -252,6 +285,7 @@ class CheckPlugin:
                 raise pytest.UsageError(str(error)) from None
             self._collected[path] = recording
             self._groups[path] = recording.group
+            self.collected_cases.update(case.id for case in recording.cases)
             nodeid = f"tokconf/b{recording.build}/{recording.vocab_name}"
             collect_into(
                 session, items, nodeid, path, lambda parent, p=path, r=recording: self._make_items(parent, p, r)
@@ -275,8 +309,8 @@ class CheckPlugin:
             return
         for key, value in report.user_properties:
             if key == PROPERTY and isinstance(value, str):
-                vocab, section, verdict, group = value.split(" ")
-                self.summary.count(vocab, section, Verdict(verdict), VocabGroup(group))  # type: ignore[arg-type]
+                got = Reported.from_property(value)
+                self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason)
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
             elif key == CAUSE_PROPERTY and isinstance(value, str):
@@ -286,8 +320,15 @@ class CheckPlugin:
         return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        """With --tokconf-strict-xfail, an entry that matched nothing fails the run."""
-        if self.strict_xfail and self._stale() and session.exitstatus == pytest.ExitCode.OK:
+        """The verdict contract over every item's verdict: a run whose items all passed still fails
+        when it judged nothing of what it claims (a port declining every input, say). xdist workers
+        only report; the controller, which counts every worker's items, decides."""
+        if hasattr(session.config, "workerinput") or not self.summary.counts:
+            return
+        stale = [entry.pattern for entry in self._stale()]
+        unmatched = sorted(self.selection.cases - self.collected_cases)
+        self.decision = self.summary.decide(self.gate, stale, unmatched)
+        if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
@@ -299,9 +340,15 @@ class CheckPlugin:
             terminalreporter.write_line("")
         for line in self.summary.text_table():
             terminalreporter.write_line(line)
-        for entry in self._stale():
-            word = "error" if self.strict_xfail else "warning"
-            terminalreporter.write_line(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case")
+        if not self.gate.strict_xfail:  # with it, a stale entry is one of the decision's reasons
+            for entry in self._stale():
+                terminalreporter.write_line(
+                    f"warning: expected-failure entry {entry.pattern!r} matched no checked case"
+                )
+        if self.decision is not None:
+            for reason in self.decision.reasons:
+                terminalreporter.write_line(f"fail: {reason}")
+            terminalreporter.write_line(self.decision.line())
 
     def pytest_unconfigure(self) -> None:
         if self._impl is not None:

@@ -10,28 +10,50 @@ from __future__ import annotations
 import html
 import shlex
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from harness.check.engine import DECODE, FACTS, CaseResult, Section, Verdict
+from harness.check.contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
+from harness.check.engine import CaseResult
 from harness.check.explain import EXAMPLES, Cause
 from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 from harness.recordings.format import VocabGroup
 
 WINDOW = 4
+REPORT_FORMATS = (".md", ".html")  # --report's file name decides the format
 COLUMNS = ("vocab", "mode", *(v.value for v in Verdict), "conformance")
 
 
-def repro_command(result: CaseResult, impl: str, recordings: str) -> str:
-    args = ["tokconf", "check", "--impl", impl, "--recordings", recordings, "--vocab", result.vocab]
-    args += ["--mode", result.section]
-    if result.section != DECODE:
-        args += ["--case", result.case]
-    return shlex.join(args)
+@dataclass(frozen=True)
+class Invocation:
+    """How a check run was started, so that each `reproduce:` line runs as printed: the same
+    implementation, every recordings path as its own argument (none for the bundled default), and
+    the options that change a verdict (`--timeout`, `--xfail`, `--vocab-dir`)."""
+
+    impl: str
+    recordings: tuple[str, ...] = ()
+    timeout: float | None = None
+    xfail: str | None = None
+    vocab_dir: str | None = None
+
+    def command(self, result: CaseResult) -> str:
+        args = ["tokconf", "check", "--impl", self.impl]
+        for path in self.recordings:
+            args += ["--recordings", path]
+        for flag, value in (("--timeout", self.timeout), ("--xfail", self.xfail), ("--vocab-dir", self.vocab_dir)):
+            if value is not None:
+                args += [flag, f"{value:g}" if isinstance(value, float) else value]
+        args += ["--vocab", result.vocab]
+        if result.section != FACTS:  # facts are checked with any mode: the vocab's whole check
+            args += ["--mode", result.section]
+        if result.section not in (DECODE, FACTS):
+            args += ["--case", result.case]
+        return shlex.join(args)
 
 
-def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str) -> str:
+def describe(result: CaseResult, vocab: Path | None, how: Invocation) -> str:
     """The full story of one failed or broken case, as plain text."""
     lines = [f"{result.vocab} [{result.section}] {result.case}: {result.verdict.value} — {result.reason}"]
     if result.section == FACTS:
@@ -53,7 +75,7 @@ def describe(result: CaseResult, vocab: Path | None, impl: str, recordings: str)
         else:
             for label, outcome in (("expected", expected), ("actual", actual)):
                 lines.append(f"  {label:9}: {_outcome_line(outcome, vocab)}")
-    lines.append(f"  reproduce:   {repro_command(result, impl, recordings)}")
+    lines.append(f"  reproduce:   {how.command(result)}")
     return "\n".join(lines)
 
 
@@ -79,7 +101,7 @@ def _some_cases(results: list[CaseResult]) -> str:
     return ", ".join(cases[:EXAMPLES]) + more
 
 
-def describe_cause(number: int, cause: Cause, vocab: Path | None, impl: str, recordings: str) -> str:
+def describe_cause(number: int, cause: Cause, vocab: Path | None, how: Invocation) -> str:
     """One cause of `--explain`: the minimal input, both answers on it, the cases it explains."""
     modes = _modes(cause.cases)
     what = cause.pattern.value if cause.pattern else "no known pattern: see the minimal input"
@@ -95,7 +117,7 @@ def describe_cause(number: int, cause: Cause, vocab: Path | None, impl: str, rec
     lines.append(f"  expected [{cause.mode}]: {_outcome_line(cause.expected, vocab)}")
     lines.append(f"  actual   [{cause.mode}]: {_outcome_line(cause.actual, vocab)}")
     lines.append(f"  cases:         {_some_cases(cause.cases)}")
-    lines.append(f"  reproduce:     {repro_command(cause.cases[0], impl, recordings)}")
+    lines.append(f"  reproduce:     {how.command(cause.cases[0])}")
     return "\n".join(lines)
 
 
@@ -122,41 +144,61 @@ def group_problems(problems: list[CaseResult]) -> list[list[CaseResult]]:
     )
 
 
-def describe_group(group: list[CaseResult], vocab: Path | None, impl: str, recordings: str) -> str:
+def describe_group(group: list[CaseResult], vocab: Path | None, how: Invocation) -> str:
     """One case's story, told once for all the modes it fails in; or one reason shared by many cases."""
     if len({r.case for r in group}) > 1:
         first = group[0]
         return (
             f"{first.vocab}: {len(group)} errors ({_modes(group)}), one reason: {first.reason}\n"
-            f"  cases:       {_some_cases(group)}\n  reproduce:   {repro_command(first, impl, recordings)}"
+            f"  cases:       {_some_cases(group)}\n  reproduce:   {how.command(first)}"
         )
     first = min(group, key=lambda r: _PRIORITY[r.verdict])
-    text = describe(first, vocab, impl, recordings)
+    text = describe(first, vocab, how)
     if len(group) > 1:
         text += "\n  in modes:    " + ", ".join(f"{r.section} ({r.verdict.value})" for r in group)
     return text
 
 
 class Summary:
-    """Counts per vocab x section, each vocab's group, and the problems kept for details."""
+    """Counts per vocab x section, each vocab's group and standing, the reasons of unsupported cases
+    per vocab x section, and the problems kept for details; `decide` applies the verdict contract."""
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
         self.groups: dict[str, VocabGroup] = {}
+        self.standing: dict[str, Standing] = {}
         self.problems: list[CaseResult] = []
-        self.unsupported: Counter[tuple[str, str]] = Counter()  # (vocab, reason) -> cases
+        self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
 
     def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
         for result in results:
-            self.count(result.vocab, result.section, result.verdict, group)
+            self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason)
             if result.verdict.is_problem:
                 self.problems.append(result)
-            elif result.verdict is Verdict.UNSUPPORTED:
-                self.unsupported[(result.vocab, result.reason)] += 1
 
-    def count(self, vocab: str, section: Section, verdict: Verdict, group: VocabGroup) -> None:
+    def count(
+        self,
+        vocab: str,
+        section: Section,
+        verdict: Verdict,
+        group: VocabGroup,
+        standing: Standing = Standing.LOADED,
+        reason: str = "",
+    ) -> None:
         self.counts[(vocab, section)][verdict] += 1
         self.groups[vocab] = group
+        self.standing[vocab] = standing
+        if verdict is Verdict.UNSUPPORTED:
+            self.unsupported_reasons[(vocab, section)][reason] += 1
+
+    @property
+    def unsupported(self) -> Counter[tuple[str, str]]:
+        """Unsupported checks per (vocab, reason), every section together: one line each in reports."""
+        found: Counter[tuple[str, str]] = Counter()
+        for (vocab, _), reasons in self.unsupported_reasons.items():
+            for reason, n in reasons.items():
+                found[(vocab, reason)] += n
+        return found
 
     def totals(self) -> Counter[Verdict]:
         total: Counter[Verdict] = Counter()
@@ -164,32 +206,17 @@ class Summary:
             total.update(counts)
         return total
 
-    def ok(self, strict: bool = False) -> bool:
-        """The gate: something passed, and nothing failed, broke or unexpectedly passed; with
-        `strict`, nothing was unsupported either."""
-        totals = self.totals()
-        if strict and totals[Verdict.UNSUPPORTED]:
-            return False
-        return totals[Verdict.PASSED] > 0 and not any(totals[v] for v in Verdict if v.is_problem)
-
-    def verdict_line(self, strict: bool = False) -> str:
-        """The last line of a run: PASS or FAIL, and why."""
-        totals = self.totals()
-        counts = ", ".join(f"{totals[v]} {v.value}" for v in Verdict if totals[v])
-        if self.ok(strict):
-            return f"PASS: {counts}"
-        if self.ok():
-            return f"FAIL (--strict: {totals[Verdict.UNSUPPORTED]} unsupported): {counts}"
-        if not totals[Verdict.PASSED] and not any(totals[v] for v in Verdict if v.is_problem):
-            return f"FAIL: nothing passed ({counts or 'nothing was checked'})"
-        return f"FAIL: {counts}"
+    def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
+        """The run's verdict under the contract (`harness.check.contract.decide`)."""
+        return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)
 
     @staticmethod
     def conformance(counts: Counter[Verdict]) -> str:
-        judged = sum(counts[v] for v in Verdict if v is not Verdict.UNSUPPORTED)
+        """Passed of judged: unsupported cases are not judged, and an expected failure never conforms."""
+        judged = sum(n for v, n in counts.items() if v.is_judged)
         if not judged:
             return "n/a"
-        return f"{100 * (counts[Verdict.PASSED] + counts[Verdict.XFAILED]) / judged:.2f}%"
+        return f"{100 * counts[Verdict.PASSED] / judged:.2f}%"
 
     def rows(self) -> list[list[str]]:
         """The cells of every table: per group (shipped, synthetic, user) one row per vocab x section

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.check.contract import Decision, Gate
 from harness.check.engine import CaseResult, Selection, Stop, check_file
 from harness.check.explain import Cause, explain_file
 from harness.check.report import Summary
@@ -27,6 +28,14 @@ class CheckRun:
     vocabs: dict[str, Path] = field(default_factory=dict)
     causes: list[Cause] = field(default_factory=list)  # with explain: each vocab's, most cases first
 
+    def decide(self, gate: Gate, selection: Selection, xfails: ExpectedFailures) -> Decision:
+        """The run's verdict under the contract, with what only the whole run knows: expected-failure
+        entries that matched nothing, and `--case` ids that matched no case (unless `--maxfail`
+        stopped the run before it got there)."""
+        stale = [entry.pattern for entry in xfails.unmatched(set(self.vocabs))]
+        unmatched = [] if self.stopped else sorted(selection.cases - {r.case for r in self.results})
+        return self.summary.decide(gate, stale, unmatched)
+
 
 def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
@@ -46,9 +55,10 @@ def check_paths(
     """Check an implementation against every selected recording under `paths`; with `maxfail`, stop
     asking once that many problems were found; with `explain`, group each vocab's failures into
     causes (`harness.check.explain`)."""
-    files = [p for p in recording_files(paths) if not selection.vocabs or p.stem in selection.vocabs]
+    files = [p for p in recording_files(paths) if selection.wants_vocab(p.stem)]
     if not files:
-        raise TokconfError(f"no recording matches --vocab {' '.join(sorted(selection.vocabs))}", "check the names")
+        asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
+        raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
     impl = resolve(impl_spec, timeout)
     run = CheckRun(impl.name)
     stop = Stop(maxfail)

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from harness.core.errors import TokconfError
+from harness.core.plain_yaml import shown
+from harness.recordings.yaml_io import load_untrusted
 
 
 @dataclass(frozen=True)
@@ -43,20 +43,24 @@ class ExpectedFailures:
     def load(cls, path: Path | None) -> ExpectedFailures:
         if path is None:
             return cls()
-        try:
-            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, yaml.YAMLError) as error:
-            raise TokconfError(f"cannot read expected-failure file {path}: {error}") from None
+        doc = load_untrusted(path, "expected-failure file")  # plain data: no aliases, no repeated keys
         entries = doc.get("expected_failures") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             raise TokconfError(f"{path}: needs an `expected_failures` list", "see docs/checking.md")
         found = []
-        for entry in entries:
+        for number, entry in enumerate(entries, 1):
+            where = f"{path}: entry {number}"
             if not isinstance(entry, dict) or not {"case", "reason"} <= set(entry):
-                raise TokconfError(f"{path}: each entry needs `case` (vocab/mode/case id) and `reason`: {entry}")
-            if str(entry["case"]).count("/") < 2:
-                raise TokconfError(f"{path}: `case` {entry['case']!r} is not vocab/mode/case", "see docs/checking.md")
-            found.append(Entry(str(entry["case"]), str(entry["reason"]), str(entry.get("link", ""))))
+                raise TokconfError(f"{where} needs `case` (vocab/mode/case id) and `reason`, not {shown(entry)}")
+            fields = {key: entry.get(key, "") for key in ("case", "reason", "link")}
+            wrong = [key for key, value in fields.items() if not isinstance(value, str)]
+            if wrong:
+                raise TokconfError(f"{where}: `{wrong[0]}` must be a string, not {shown(fields[wrong[0]])}")
+            if fields["case"].count("/") < 2:
+                raise TokconfError(
+                    f"{where}: `case` {shown(fields['case'])} is not vocab/mode/case", "see docs/checking.md"
+                )
+            found.append(Entry(fields["case"], fields["reason"], fields["link"]))
         return cls(found)
 
     def lookup(self, vocab: str, mode: str, case: str) -> Entry | None:

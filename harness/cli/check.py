@@ -1,7 +1,8 @@
 """`tokconf check`: run the check engine over recordings and print the table.
 
-Exit status 0 only when something passed and nothing failed, broke or unexpectedly passed; 1
-otherwise. With --junit, --report (.md or .html) the same results are also written to files.
+Exit status 0 only when the verdict contract (`harness.check.contract`) says PASS: every claimed
+vocab x mode judged and covered, nothing failed, broke or unexpectedly passed; 1 otherwise, with
+every reason. With --junit, --report (.md or .html) the same results are also written to files.
 """
 
 from __future__ import annotations
@@ -29,9 +30,18 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
+    from harness.check.contract import Claim, Gate
     from harness.check.engine import Selection
     from harness.check.junit import write_junit
-    from harness.check.report import COLUMNS, describe, describe_cause, describe_group, group_problems
+    from harness.check.report import (
+        COLUMNS,
+        REPORT_FORMATS,
+        Invocation,
+        describe,
+        describe_cause,
+        describe_group,
+        group_problems,
+    )
     from harness.check.run import check_paths
     from harness.check.xfail import ExpectedFailures
     from harness.core.errors import TokconfError
@@ -41,25 +51,34 @@ def run(args: argparse.Namespace) -> int:
     for output in (args.junit, args.report):
         if output is not None and not output.parent.is_dir():
             raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+    if args.report is not None and args.report.suffix not in REPORT_FORMATS:
+        raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
     console = Console(highlight=False, width=max(120, Console().width))
     paths = args.recordings or [BUNDLED_RECORDINGS]
-    recordings_arg = " ".join(str(p) for p in paths)
-    selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case))
-    xfails = ExpectedFailures.load(args.xfail)
     impl = args.impl or "reference"
+    how = Invocation(
+        impl,
+        tuple(str(p) for p in args.recordings),
+        args.timeout,
+        str(args.xfail) if args.xfail else None,
+        str(args.vocab_dir) if args.vocab_dir else None,
+    )
+    gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail)
+    selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
+    xfails = ExpectedFailures.load(args.xfail)
     run = check_paths(
         paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail, explain=args.explain
     )
     summary = run.summary
     groups = group_problems(summary.problems)
-    details = [describe_group(g, run.vocabs.get(g[0].vocab), impl, recordings_arg) for g in groups]
+    details = [describe_group(g, run.vocabs.get(g[0].vocab), how) for g in groups]
     shown = details[: args.details]  # on the terminal; the report files hold every one
     for text in shown:
         console.print(text, markup=False, soft_wrap=True)  # a repro command must stay one line
         console.print()
     if len(details) > len(shown):
         console.print(f"... and {len(details) - len(shown)} more failing cases (--details N shows more)")
-    causes = [describe_cause(i, c, run.vocabs.get(c.vocab), impl, recordings_arg) for i, c in enumerate(run.causes, 1)]
+    causes = [describe_cause(i, c, run.vocabs.get(c.vocab), how) for i, c in enumerate(run.causes, 1)]
     for text in causes:
         console.print(text, markup=False, soft_wrap=True)
         console.print()
@@ -68,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"explained: {failed} failed cases as {len(run.causes)} cause(s)", markup=False)
     for (vocab, reason), cases in sorted(summary.unsupported.items()):
         console.print(f"unsupported: {cases} of {vocab}: {reason}", markup=False, soft_wrap=True)
+    recordings_arg = " ".join(str(p) for p in paths)
     title = f"tokconf check: {run.impl_name} against {recordings_arg}"
     table = Table(title=title)
     for column in COLUMNS:
@@ -76,28 +96,22 @@ def run(args: argparse.Namespace) -> int:
         table.add_row(*row)
     console.print(table)
     if args.junit:  # every problem's story, not only the ones shown
-        stories = {i: describe(r, run.vocabs.get(r.vocab), impl, recordings_arg) for i, r in enumerate(run.results)
-                   if r.verdict.is_problem}  # fmt: skip
-        index = {id(r): i for i, r in enumerate(run.results)}
+        stories = {id(r): describe(r, run.vocabs.get(r.vocab), how) for r in run.results if r.verdict.is_problem}
         for number, cause in enumerate(run.causes, 1):  # with --explain: each failure names its cause
             for result in cause.cases:
-                stories[index[id(result)]] += (
-                    f"\n  explained by: cause {number} (minimal input {visible(cause.minimal)!r})"
-                )
-        write_junit(args.junit, run.results, stories)
+                stories[id(result)] += f"\n  explained by: cause {number} (minimal input {visible(cause.minimal)!r})"
+        write_junit(args.junit, run.results, {i: stories[id(r)] for i, r in enumerate(run.results) if id(r) in stories})
     if args.report:
         render = summary.html if args.report.suffix == ".html" else summary.markdown
         text = render(title, details, causes)
         atomic_write(args.report, text, "report")
-    stale = xfails.unmatched(set(run.vocabs))
-    for entry in stale:
-        word = "error" if args.strict_xfail else "warning"
-        console.print(f"{word}: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)
+    decision = run.decide(gate, selection, xfails)
+    for entry in xfails.unmatched(set(run.vocabs)):
+        if not gate.strict_xfail:  # with --strict-xfail it is one of the decision's reasons below
+            console.print(f"warning: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)
     if run.stopped:
         console.print(f"stopped after {args.maxfail} failing case(s) (--maxfail): the rest was not checked")
-    # a mistyped --case must not shrink a gate silently (unless --maxfail stopped the run first)
-    unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
-    for case in unmatched:
-        console.print(f"error: --case {case} matched no case of the checked recordings", markup=False)
-    console.print(summary.verdict_line(args.strict), markup=False, soft_wrap=True)
-    return 0 if summary.ok(args.strict) and not (stale and args.strict_xfail) and not unmatched else 1
+    for reason in decision.reasons:
+        console.print(f"fail: {reason}", markup=False, soft_wrap=True)
+    console.print(decision.line(), markup=False, soft_wrap=True)
+    return decision.exit_status

@@ -94,7 +94,11 @@ def _in_process(args: argparse.Namespace) -> int:
         print(f"found cases written to {path} (gate them: {gate})")
     if args.report:
         print(f"report written to {args.report}")
-    return 1 if stats.findings else 0
+    decision = stats.decide()
+    for reason in decision.reasons:
+        print(f"fail: {reason}")
+    print(decision.line())
+    return 1 if stats.findings or not decision.passed else 0
 
 
 def _with_xdist(args: argparse.Namespace) -> int:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from harness.check.contract import Decision
 from harness.check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 from harness.core.outcome import MODES, Mode
 from harness.fuzz import DEFAULT_DATABASE, INI_DATABASE, PROFILES
@@ -57,11 +58,15 @@ class FuzzItem(TokconfItem):
         campaign.fuzz_vocab(self.location_path)
         target = stats.targets.get((vocab_name(self.location_path), self.mode), TargetStats())
         counts = {"target": vars(target), "oracle": stats.oracle_seconds, "impl": stats.impl_seconds}
+        counts["declined"] = bool(stats.declined)
         self.user_properties.append((PROPERTY, [vocab_name(self.location_path), self.mode, counts, described]))
         if stats.unsupported:
             pytest.skip(f"unsupported: {stats.unsupported[0]}")
         if described:
             raise ReportedFailure("\n".join(described))
+        decision = stats.decide()
+        if not decision.passed:  # the contract: e.g. nothing judged, every input declined
+            raise ReportedFailure("\n".join(decision.reasons))
 
 
 class FuzzPlugin:
@@ -93,6 +98,7 @@ class FuzzPlugin:
         self._store: ExampleStore | None = None
         self.totals = CampaignStats(seed=self.seed)  # every item's counts, also those xdist workers send back
         self.described: list[str] = []
+        self.decision: Decision | None = None
 
     @property
     def build(self) -> Build:
@@ -140,15 +146,30 @@ class FuzzPlugin:
             if key == PROPERTY and isinstance(value, (list, tuple)):  # xdist sends lists back
                 vocab, mode, counts, described = value
                 self.totals.targets[(vocab, mode)] = TargetStats(**counts["target"])
+                if counts["declined"] and vocab not in self.totals.declined:
+                    self.totals.declined.append(vocab)
                 self.totals.oracle_seconds += counts["oracle"]
                 self.totals.impl_seconds += counts["impl"]
                 self.described += described
                 self.totals.mark()
 
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        """The contract over every item's target (xdist workers only report; the controller decides):
+        a campaign whose every vocabulary was declined, whose items all skipped, fails."""
+        if hasattr(session.config, "workerinput") or not self.totals.targets:
+            return
+        self.decision = self.totals.decide()
+        if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         terminalreporter.section(f"tokconf fuzz campaign: {self.spec}")
         for line in summary_lines(self.totals):
             terminalreporter.write_line(line)
+        if self.decision is not None:
+            for reason in self.decision.reasons:
+                terminalreporter.write_line(f"fail: {reason}")
+            terminalreporter.write_line(self.decision.line())
         if self.report:
             write_html(self.report, f"tokconf fuzz: {self.spec}", self.totals, self.described)
             terminalreporter.write_line(f"report written to {self.report}")

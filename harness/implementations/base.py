@@ -17,15 +17,26 @@ from harness.core.outcome import Outcome, Request
 
 
 class Unsupported(Exception):
-    """The implementation does not handle this vocabulary, or this input (unsupported, never passed).
+    """The implementation declares that it does not handle this vocabulary, or this input: counted as
+    unsupported, never judged and never passed (docs/checking.md, "The verdict contract").
 
     Raised by a factory for a whole vocabulary, or by `encode` for one input it cannot be given (a
-    `str` API handed invalid UTF-8)."""
+    `str` API handed invalid UTF-8). Nothing else is a declaration: any other exception a factory or
+    `encode` raises is an error."""
+
+
+class Refused(Exception):
+    """The implementation refuses this input, as llama.cpp does where it aborts (b11192: a code point
+    above U+10FFFF in the BPE and WordPiece tokenizers, `unicode_cpt_from_utf8`'s invalid_argument).
+
+    Judged: it passes where the recording holds llama.cpp's refusal, and fails where llama.cpp gave
+    ids. Any other exception from `encode` is an error, never a refusal: a bug must not pass where
+    llama.cpp happens to refuse."""
 
 
 class Broken(Exception):
-    """The implementation broke while loading a vocabulary (it exited, crashed, raised something it
-    should not): every case of that vocabulary is an error, never unsupported and never passed."""
+    """The implementation broke while loading a vocabulary (it exited, crashed, raised anything but
+    `Unsupported`): every case of that vocabulary is an error, never unsupported and never passed."""
 
 
 class Decoder(Protocol):

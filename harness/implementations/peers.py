@@ -96,7 +96,7 @@ class TransformersGGUF:
             KeyError,
             NotImplementedError,
         ) as error:  # "GGUF model with architecture x is not supported"
-            raise NotImplementedError(f"transformers does not load {path.name}: {error}") from None
+            raise Unsupported(f"transformers does not load {path.name}: {error}") from None
         # The facts the check compares (harness.core.facts.Fact); None is "not exposed".
         self.add_bos = getattr(self.tokenizer, "add_bos_token", None)
         self.add_eos = getattr(self.tokenizer, "add_eos_token", None)

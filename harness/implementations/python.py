@@ -1,9 +1,12 @@
 """`module:factory` and registered names: a Python tokenizer called in this process.
 
 The factory takes the GGUF path and returns an object with
-`encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]` (raise to refuse; raise
-`Unsupported` for an input it cannot be given at all). The attributes of `Fact` it has are checked
-(`add_bos`, `add_eos`, `bos_id`, `eos_id`, `eog_ids`), and with `token_to_piece(id, special)`,
+`encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]`. What its exceptions mean
+is the verdict contract (docs/checking.md): `Unsupported` from the factory declines the vocabulary and
+from `encode` declines one input; `Refused` from `encode` refuses the input as llama.cpp does where it
+aborts; anything else (a bug, `sys.exit`, ids that are not ints) is an error, never a refusal and never
+unsupported. The attributes of `Fact` it has are checked (`add_bos`, `add_eos`, `bos_id`, `eos_id`,
+`eog_ids`, typed as llama.cpp's), and with `token_to_piece(id, special)`,
 `decode(ids, remove_special, unparse_special)` and `n_tokens` its decoding is checked too.
 
 The module is imported with the caller's `sys.path` as it is: `python -m harness` and pytest put the
@@ -20,11 +23,12 @@ from typing import Any
 from harness.core.errors import TokconfError
 from harness.core.facts import ExposedFacts, Fact
 from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
-from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
+from harness.implementations.base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
 
 
 class PythonSession:
-    """An object from a Python factory; exceptions from `encode` are refusals."""
+    """An object from a Python factory; `Refused` from `encode` is a refusal, `Unsupported` declines
+    the input, anything else is an error."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
@@ -35,11 +39,14 @@ class PythonSession:
         for data, add_special, parse_special in requests:
             try:
                 ids = list(encode(data, add_special, parse_special))
-            except Unsupported as error:
-                out.append(Refusal(str(error), RefusalKind.UNSUPPORTED))
+            except Refused as error:
+                out.append(Refusal(str(error) or "refused"))
                 continue
-            except Exception as error:
-                out.append(Refusal(f"{type(error).__name__}: {error}"))
+            except Unsupported as error:
+                out.append(Refusal(str(error) or "unsupported", RefusalKind.UNSUPPORTED))
+                continue
+            except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
+                out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
                 continue
             except SystemExit as error:  # a gate must not end, green, inside the code it checks
                 out.append(Refusal(f"encode called sys.exit({error.code!r})", RefusalKind.BROKEN))
@@ -58,11 +65,16 @@ class PythonSession:
         return None
 
     def facts(self) -> ExposedFacts:
+        """The facts the object has as attributes, typed as llama.cpp's (`Fact.exposed`); a wrong type
+        or an attribute that raises breaks them all, as a `cmd:` program's wrong `facts` answer does."""
         found: ExposedFacts = {}
         for fact in Fact:
-            value = getattr(self.tokenizer, fact.attribute, None)
-            if value is not None:
-                found[fact] = sorted(value) if fact is Fact.EOG_IDS else value
+            try:
+                value = getattr(self.tokenizer, fact.attribute, None)
+                if value is not None:
+                    found[fact] = fact.exposed(value)
+            except Exception as error:
+                raise Broken(_raised(f"the fact {fact.value}", error)) from None
         return found
 
     def close(self) -> None:
@@ -91,22 +103,30 @@ class PythonImplementation:
         self.factory = factory
 
     def open(self, vocab: VocabInfo) -> Session:
+        """The factory's object for the vocabulary: `Unsupported` declines it, anything else raised
+        (or no object at all) is broken, so every case of that vocabulary is an error."""
         try:
             tokenizer = self.factory(vocab.path)
-        except NotImplementedError as error:
-            raise Unsupported(str(error) or f"{self.name} does not support {vocab.vocab_type}") from None
+        except Unsupported as error:
+            raise Unsupported(str(error) or f"{self.name} does not support {vocab.path.name}") from None
         except Exception as error:
-            raise Unsupported(
-                f"{self.name} could not load {vocab.path.name}: {type(error).__name__}: {error}"
-            ) from None
+            raise Broken(f"{self.name} failed loading {vocab.path.name}: {_raised('the factory', error)}") from None
         except SystemExit as error:
             raise Broken(f"{self.name} called sys.exit({error.code!r}) loading {vocab.path.name}") from None
         if tokenizer is None:
-            raise Unsupported(f"{self.name} returned no tokenizer for {vocab.path.name}")
+            raise Broken(f"{self.name} returned no tokenizer for {vocab.path.name} (raise Unsupported to decline it)")
         return PythonSession(tokenizer)
 
     def close(self) -> None:
         """Nothing shared across vocabularies."""
+
+
+def _raised(where: str, error: Exception) -> str:
+    """An unexpected exception as an error's reason, with the hint a port author needs."""
+    hint = ""
+    if isinstance(error, NotImplementedError):
+        hint = " (to decline, raise tokconf's Unsupported; to refuse an input as llama.cpp does, Refused)"
+    return f"{where} raised {type(error).__name__}: {str(error)[:500]}{hint}"
 
 
 def load_factory(spec: str) -> Callable[[Path], Any]:

@@ -1,0 +1,163 @@
+"""Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` in
+process, with `--timeout` (a worker process), as a `cmd:` program of protocol 2 and of protocol 1,
+and through the pytest plugin without and with xdist. Each port's verdict line, which holds every
+count and the coverage, and its exit status must be the same on every front end, and the one the
+verdict contract gives it.
+
+The recordings are small slices of bundled ones (their cases and llama.cpp's answers as recorded):
+gpt-2, and `pre-glm5`, a vocabulary llama.cpp b11192 refuses to load.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+# Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
+# imported inside a test (numpy, by the port's imports) cannot be loaded a second time.
+import zoo_ports  # noqa: F401
+
+from harness.check.contract import Verdict
+from harness.check.run import CheckRun
+from harness.cli.main import main
+from harness.core.files import cache_root
+from harness.core.outcome import MODES
+from harness.recordings.format import Recording, load, write
+
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = Path(__file__).resolve().parent
+B11192 = ROOT / "recordings" / "b11192"
+CACHE = cache_root()
+
+# Which cases of gpt-2 the slice keeps: plain text, an "e"-free one, llama.cpp's own refusal (a code
+# point above U+10FFFF), invalid UTF-8, and the special token's text.
+KEEP = re.compile(
+    r"edge/|invalid-utf8/(lone-continuation|above-max-f4-90)$|vocab/50256-(alone|nl-after)$|controls/nul$"
+)
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("zoo")
+    gpt2 = load(B11192 / "gpt-2.yaml")
+    cases = [c for c in gpt2.cases if KEEP.search(c.id)]
+    write(folder / "gpt-2.yaml", Recording(gpt2.provenance, gpt2.facts, cases))
+    glm5 = load(B11192 / "synthetic" / "pre-glm5.yaml")
+    write(folder / "pre-glm5.yaml", Recording(glm5.provenance, glm5.facts, glm5.cases[:6]))
+    return folder
+
+
+# port -> (exit status, what the verdict line must say); the contract, case by case
+ZOO: dict[str, tuple[int, str]] = {
+    "right": (0, "PASS: "),
+    "wrong": (1, "FAIL: .* failed"),
+    "raising": (1, "FAIL: .* error"),
+    "refuses_everything": (1, "FAIL: .* failed"),
+    "declines_every_input": (1, "nothing judged in gpt-2 (bos|plain|special): .*no input at all"),
+    "only_the_empty_input": (1, "gpt-2 (bos|plain|special): 1 of \\d+ cases passed"),
+    "declines_invalid_utf8": (0, "PASS: .* unsupported"),
+    "declines_parse_special": (1, "nothing judged in gpt-2 (bos|special): .*parse_special is not implemented"),
+    "printing": (0, "PASS: "),
+    "facts_of_the_wrong_type": (1, "FAIL: \\d+ passed, 5 error"),
+    "crashing_at_load": (1, "FAIL: .* error"),
+    "declining_every_vocab": (1, "nothing in scope: the implementation declined every vocabulary"),
+}
+# Protocol 1 has no facts, no declared classes and no `fault`: the ports it can carry unchanged.
+PROTOCOL_1 = ("right", "wrong", "refuses_everything")
+# pytest-xdist costs about 7 s a session on these machines: the ports whose verdict the controller
+# makes from several workers' items (coverage, nothing judged, facts, nothing in scope) and a passing one.
+XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab")
+
+VERDICT_LINE = re.compile(r"^(?:PASS|FAIL): .*$", re.M)
+
+
+def _verdict_line(output: str) -> str:
+    lines = VERDICT_LINE.findall(output)
+    assert lines, output[-3000:]
+    return str(lines[-1])
+
+
+def _cli(capsys: pytest.CaptureFixture[str], recordings: Path, impl: str, *extra: str) -> tuple[int, str]:
+    status = main(["check", "--impl", impl, "--recordings", str(recordings), *extra])
+    return status, _verdict_line(capsys.readouterr().out)
+
+
+@pytest.fixture
+def zoo_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The zoo's module importable here and in every worker or program a front end starts, and
+    tokconf's cache where it is (pytester moves HOME)."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))
+    monkeypatch.syspath_prepend(str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
+
+
+@pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(ZOO))
+def test_every_front_end_gives_a_port_the_same_verdict(
+    port: str,
+    recordings: Path,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
+) -> None:
+    impl = f"zoo_ports:{port}"
+    status, line = _cli(capsys, recordings, impl)
+    want_status, pattern = ZOO[port]
+    assert status == want_status, line
+    assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
+    worker = f"cmd:{sys.executable} -m harness.implementations.serve {impl}"
+    front_ends = {
+        "--timeout": _cli(capsys, recordings, impl, "--timeout", "30"),
+        "cmd: protocol 2": _cli(capsys, recordings, worker),
+    }
+    if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
+        adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
+        assert _cli(capsys, recordings, adapter)[0] == status
+        assert _modes(check_runs[-1]) == _modes(check_runs[0])
+    args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
+    plain = pytester.runpytest_inprocess(*args)
+    front_ends["pytest"] = (plain.ret, _verdict_line(plain.stdout.str()))
+    if port in XDIST:
+        distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
+        front_ends["pytest -n 2"] = (distributed.ret, _verdict_line(distributed.stdout.str()))
+    assert front_ends == dict.fromkeys(front_ends, (status, line))
+
+
+def _modes(run: CheckRun) -> dict[tuple[str, str], dict[Verdict, int]]:
+    return {key: dict(+counts) for key, counts in run.summary.counts.items() if key[1] in MODES}
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_a_claim_narrows_the_scope_and_must_be_covered(recordings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    impl = "zoo_ports:declines_parse_special"
+    assert _cli(capsys, recordings, impl, "--claim", "gpt-2/plain")[0] == 0
+    status, line = _cli(capsys, recordings, impl, "--claim", "gpt-2/*")
+    assert status == 1 and "nothing judged in gpt-2 bos" in capsys.readouterr().out + line
+    status, line = _cli(capsys, recordings, "zoo_ports:declining_every_vocab", "--claim", "gpt-2/plain")
+    assert status == 1 and "gpt-2 plain is claimed, but the implementation declined it" in line
+    assert main(["check", "--impl", "zoo_ports:right", "--recordings", str(recordings), "--claim", "gtp-2/*"]) == 2
+    assert "no recording matches --claim gtp-2/*" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_the_refused_vocabulary_alone_never_passes(recordings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Both sides refusing pre-glm5 is agreement, but not coverage: alone, it is nothing in scope."""
+    status, line = _cli(capsys, recordings, "zoo_ports:right", "--vocab", "pre-glm5")
+    assert status == 1 and "nothing in scope" in line
+    assert re.match(r"FAIL: 18 passed;", line), line
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_min_coverage_is_the_share_each_unit_must_pass(recordings: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """declines_invalid_utf8 passes under the default share, and not when every case must pass."""
+    impl = "zoo_ports:declines_invalid_utf8"
+    assert _cli(capsys, recordings, impl)[0] == 0
+    status, line = _cli(capsys, recordings, impl, "--min-coverage", "100")
+    assert status == 1 and "below the 100% a claim needs" in capsys.readouterr().out + line
+    with pytest.raises(SystemExit):
+        main(["check", "--min-coverage", "101"])
+    assert "must be from 0 to 100" in capsys.readouterr().err

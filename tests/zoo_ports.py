@@ -1,0 +1,125 @@
+"""A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
+declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing.
+
+Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
+thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
+are the lower-case functions at the end.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.implementations.base import Refused, Unsupported
+from harness.implementations.reference import ReferencePort, from_gguf
+
+
+class Right(ReferencePort):
+    """The reference as it is: passes."""
+
+
+class Wrong(ReferencePort):
+    """Answers one id too high for every input holding "e": failures."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ids = super().encode(data, add_special, parse_special)
+        return [ids[0] + 1, *ids[1:]] if b"e" in data and ids else ids
+
+
+class Raising(ReferencePort):
+    """A bug (KeyError) on every input holding "e": errors, never refusals."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if b"e" in data:
+            raise KeyError("e")
+        return super().encode(data, add_special, parse_special)
+
+
+class RefusesEverything(ReferencePort):
+    """`Refused` for every input: failures, but where llama.cpp refuses too, passes."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        raise Refused("I refuse")
+
+
+class DeclinesEveryInput(ReferencePort):
+    """`Unsupported` for every input: it tokenizes nothing."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        raise Unsupported("no input at all")
+
+
+class OnlyTheEmptyInput(ReferencePort):
+    """Tokenizes the empty input and declines every other: a sliver of coverage."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if data:
+            raise Unsupported("only the empty input")
+        return super().encode(data, add_special, parse_special)
+
+
+class DeclinesInvalidUtf8(ReferencePort):
+    """A `str` API: declines what is not UTF-8, and is right on the rest (passes: well covered)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise Unsupported("not valid UTF-8") from None
+        return super().encode(data, add_special, parse_special)
+
+
+class DeclinesParseSpecial(ReferencePort):
+    """Cannot parse special tokens: declines every request with parse_special (modes special, bos)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if parse_special:
+            raise Unsupported("parse_special is not implemented")
+        return super().encode(data, add_special, parse_special)
+
+
+class Printing(ReferencePort):
+    """Right, but chatty: prints to stdout while loading and on every input."""
+
+    def __init__(self, *args: object) -> None:
+        print("loading the vocabulary")
+        super().__init__(*args)  # type: ignore[arg-type]
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        print("encoding", len(data), "bytes")
+        return super().encode(data, add_special, parse_special)
+
+
+class FactsOfTheWrongType(ReferencePort):
+    """Right ids, but `add_bos` as 0 and `bos_id` as a float: errors (in Python, 0 == False)."""
+
+    @property
+    def add_bos(self) -> int:
+        return int(self.tokenizer.add_bos)
+
+    @property
+    def bos_id(self) -> float:
+        return float(self.tokenizer.bos_id)
+
+
+def _port(kind: type[ReferencePort]) -> object:
+    def factory(path: Path) -> ReferencePort:
+        return kind(from_gguf(path).tokenizer)
+
+    return factory
+
+
+def crashing_at_load(path: Path) -> object:
+    """A bug while reading the vocabulary: every case of it an error."""
+    raise KeyError("tokenizer.ggml.merges")
+
+
+def declining_every_vocab(path: Path) -> object:
+    """Declines every vocabulary: nothing in scope."""
+    raise Unsupported(f"{Path(path).name} is not a vocabulary I know")
+
+
+right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Raising), _port(RefusesEverything)
+declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
+declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
+printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
