@@ -16,7 +16,9 @@ from harness.llama.build import Build
 ROOT = Path(__file__).resolve().parent.parent
 
 PORT = """
+from harness import Refused
 from reference_impl import Tokenizer
+from reference_impl.errors import LlamaAborts
 
 
 class Port:
@@ -24,7 +26,10 @@ class Port:
         self.tok = Tokenizer.from_gguf(path)
 
     def encode(self, data, add_special, parse_special):
-        ids = self.tok.encode(data, add_special, parse_special)
+        try:
+            ids = self.tok.encode(data, add_special, parse_special)
+        except LlamaAborts as why:  # where llama.cpp refuses (aborts), so does the port
+            raise Refused(str(why)) from None
         return [198 if i == 220 else i for i in ids] if BROKEN else ids  # the planted bug: " " becomes "\\n"
 
 

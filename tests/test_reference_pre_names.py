@@ -29,6 +29,7 @@ from harness.core.outcome import MODES, Refusal
 from harness.corpus.files import load_corpus
 from harness.corpus.generator import fuzz_strings
 from harness.implementations.python import PythonImplementation
+from harness.implementations.reference import ReferencePort
 from harness.llama.build import Build
 from harness.llama.fetch import source_dir
 from harness.oracle.client import LibllamaOracle
@@ -108,7 +109,7 @@ def test_the_pre_name_tokenizes_as_llama_cpp(pre: str, texts: list[bytes], llama
     path = recorded_vocab(recording.provenance["vocab"], 11192, None)  # made again, checked by sha256
     tok = Tokenizer.from_gguf(path)
     decoding = load_for(SYNTHETIC / f"pre-{pre}.yaml")
-    reference = PythonImplementation("reference", lambda _: tok)  # resolve("reference"), with this tokenizer
+    reference = PythonImplementation("reference", lambda _: ReferencePort(tok))  # resolve("reference"), this tokenizer
     results = list(check_recording(recording, reference, path, decoding=decoding))
     problems = [f"{r.section} {r.case}: {r.reason}" for r in results if r.verdict is not Verdict.PASSED][:5]
     assert not problems, problems

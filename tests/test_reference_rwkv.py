@@ -17,13 +17,13 @@ from harness.corpus.generator import fuzz_strings
 from harness.llama.build import Build
 from harness.oracle.client import LibllamaOracle
 from reference_impl.rwkv import RwkvLoop, unescape
-from reference_impl.tokenizer import Tokenizer, from_gguf
+from reference_impl.tokenizer import Tokenizer
 
 SIZE = 6000  # tokens, the last ones `[PADn]`
 
 
 def rwkv_vocab(path: Path, gpt2: Path, drop_bytes: bytes = b"") -> Path:
-    pieces = from_gguf(gpt2)
+    pieces = Tokenizer.from_gguf(gpt2)
     words = sorted({pieces.token_to_piece(t) for t in range(pieces.n_tokens)} - {b""}, key=lambda p: (len(p), p))
     singles = [bytes([b]) for b in range(256) if bytes([b]) not in drop_bytes]
     chosen = singles + [w for w in words if len(w) > 1][: SIZE - 300]
