@@ -237,3 +237,20 @@ def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.P
     assert len(causes) == 158 and len(set(causes)) == 1
     assert causes[0].startswith("cause 1: pre-qwen2, 158 failing cases (plain 158) — NFC normalization applied")
     assert result.stdout.str().count("cause 1: pre-qwen2, 158 failing cases") == 1
+
+
+def test_the_contract_decides_a_plugin_run_and_a_claim_scopes_it(sandbox: pytest.Pytester, llama_build: Build) -> None:
+    """Items that all pass or skip do not make a green run when a claimed mode judged nothing; the
+    `tokconf_claim` ini key (or --tokconf-claim) narrows the scope to what the port supports."""
+    # one token, so that pytest does not take the recording's folder for the root that holds the ini file
+    args = [f"--tokconf-recordings={QWEN2}", "--tokconf-impl", "zoo_ports:declines_parse_special", "-k", "hello"]
+    result = sandbox.runpytest(*args)
+    hello = sum(1 for c in load(QWEN2).cases if "hello" in c.id)
+    result.assert_outcomes(passed=hello, skipped=2 * hello)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(["fail: nothing judged in qwen2 bos: * unsupported, parse_special is not implemented"])
+    sandbox.makeini("[pytest]\ntokconf_claim =\n    qwen2/plain\n")
+    result = sandbox.runpytest(*args)
+    result.assert_outcomes(passed=hello)
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["PASS: * passed; coverage * cases in scope (100.00%), 1 vocab x mode"])

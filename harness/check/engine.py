@@ -97,10 +97,6 @@ class CheckedFile:
     vocab: Path  # its GGUF file, for pieces in reports
     results: list[CaseResult]
 
-    @property
-    def standing(self) -> Standing:
-        return self.results[0].standing if self.results else Standing.LOADED
-
 
 def check_file(
     path: Path,
