@@ -483,3 +483,97 @@ def test_every_check_option_is_validated_with_a_clear_error(
     assert status == 2
     output = capsys.readouterr()
     assert message in output.err and "Traceback" not in output.err
+
+
+ESCAPING_PORT = """
+import sys
+from harness.implementations.reference import from_gguf
+
+
+class Port:
+    def __init__(self, path):
+        self.ref = from_gguf(path)
+        self.n_tokens = self.ref.n_tokens
+
+    def encode(self, data, add_special, parse_special):
+        return {encode}
+
+    def token_to_piece(self, token, special):
+        return self.ref.token_to_piece(token, special)
+
+    def decode(self, ids, remove_special, unparse_special):
+        return self.ref.decode(ids, remove_special, unparse_special)
+{extra}
+
+def load(path):
+    return Port(path)
+"""
+RIGHT = "self.ref.encode(data, add_special, parse_special)"
+
+
+@pytest.mark.parametrize(
+    ("name", "encode", "extra", "message"),
+    [
+        ("close_exit", "[1, 2, 3]", "    def close(self):\n        sys.exit(0)\n", "failed — different ids"),
+        (
+            "fact_exit",
+            RIGHT,
+            "    @property\n    def add_bos(self):\n        sys.exit(0)\n",
+            "the fact add_bos called sys.exit(0)",
+        ),
+        (
+            "piece_exit",
+            RIGHT,
+            "    def token_to_piece(self, token, special):\n        sys.exit(0)\n",
+            "token_to_piece called sys.exit(0)",
+        ),
+        (
+            "lookup_exit",
+            RIGHT,
+            "    @property\n    def decode(self):\n        raise SystemExit(0)\n",
+            "looking up the decoding called sys.exit(0)",
+        ),
+        (
+            "encode_lookup_exit",
+            "[]",
+            "    def __getattribute__(self, name):\n        if name == 'encode':\n            raise SystemExit(0)\n"
+            "        return object.__getattribute__(self, name)\n",
+            "reading encode called sys.exit(0)",
+        ),
+        (
+            "skipping",
+            "__import__('pytest').skip('optional dependency missing')",
+            "",
+            "encode raised Skipped: optional dependency missing",
+        ),
+        ("negative", "[-1] + " + RIGHT, "", "encode returned something other than token ids: [-1"),
+    ],
+)
+def test_port_code_that_exits_skips_or_lies_outside_encode_is_an_error_never_a_green_end(
+    name: str, encode: str, extra: str, message: str, llama_build: Build, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """`sys.exit(0)` in a fact, a decoding method, `close` or an attribute lookup ended an in-process
+    run with exit 0 and no output; `pytest.skip` in a port skipped every pytest item; a negative id
+    was a failure in process (so it could be an expected failure) and an error in a worker."""
+    (tmp_path / f"{name}.py").write_text(ESCAPING_PORT.format(encode=encode, extra=extra))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    gpt2 = ["--recordings", str(QWEN2.with_name("gpt-2.yaml")), "--mode", "plain", "--mode", "decode"]
+    assert main(["check", "--impl", f"{name}:load", *gpt2]) == 1  # facts and decoding are asked too
+    out = capsys.readouterr().out
+    assert message in out and re.search(r"^FAIL: ", out, re.M), out
+
+
+def test_a_decoder_that_consumes_its_ids_cannot_change_the_recording(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
+) -> None:  # fmt: skip
+    """The recorded ids handed to `decode` were the recording's own lists: a port that empties its
+    argument changed what the next decoding check compared (a false failure in process only)."""
+    extra = "    def decode(self, ids, remove_special, unparse_special):\n        text = self.ref.decode(list(ids), "
+    extra += "remove_special, unparse_special)\n        ids.clear()\n        return text\n"
+    (tmp_path / "consuming.py").write_text(ESCAPING_PORT.format(encode=RIGHT, extra=extra))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert main(["check", "--impl", "consuming:load", "--recordings", str(QWEN2), "--mode", "decode"]) == 1
+    assert dict(+check_runs[-1].summary.counts[("qwen2", "decode")]) == {Verdict.PASSED: 4}
+    assert "nothing in scope: no vocabulary was checked in any mode" in capsys.readouterr().out

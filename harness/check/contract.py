@@ -209,9 +209,7 @@ def decide(
     totals: Counter[Verdict] = Counter()
     for tally in counts.values():
         totals.update(tally)
-    # The modes checked are the units; a run that checked decoding alone (`--mode decode`) is judged on it.
-    judged = MODES if any(s in MODES for _, s in counts) else (DECODE,)
-    units = [Unit(v, s, c) for (v, s), c in sorted(counts.items()) if s in judged]
+    units = [Unit(v, s, c) for (v, s), c in sorted(counts.items()) if s in MODES]
     scope: list[Unit] = []
     for unit in units:
         state = standing.get(unit.vocab, Standing.LOADED)
@@ -241,7 +239,8 @@ def decide(
     if not scope and not reasons:
         declined = sorted(v for v, s in standing.items() if s is Standing.DECLINED)
         what = f"the implementation declined every vocabulary ({', '.join(declined[:5])}{', …' * (len(declined) > 5)})"
-        reasons.append(f"nothing in scope: {what if declined else 'no vocabulary was checked in any mode'}")
+        alone = "no vocabulary was checked in any mode (facts and decoding alone are not conformance)"
+        reasons.append(f"nothing in scope: {what if declined else alone}")
     problems = [f"{totals[v]} {v.value}" for v in Verdict if v.is_problem and totals[v]]
     if problems:
         reasons.insert(0, ", ".join(problems))

@@ -66,9 +66,15 @@ def run(args: argparse.Namespace) -> int:
     gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
     xfails = ExpectedFailures.load(args.xfail)
-    run = check_paths(
-        paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail, explain=args.explain
-    )
+    try:
+        run = check_paths(
+            paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail, explain=args.explain
+        )
+    except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
+        raise TokconfError(
+            f"the implementation ended the run (sys.exit({exit.code!r})): no verdict",
+            "fix the implementation; run it with --timeout, in a worker process, to keep the run going",
+        ) from None
     summary = run.summary
     groups = group_problems(summary.problems)
     details = [describe_group(g, run.vocabs.get(g[0].vocab), how) for g in groups]

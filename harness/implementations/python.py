@@ -16,29 +16,57 @@ current folder on it, the `tokconf` script does not (set `PYTHONPATH=.` or insta
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harness.core.errors import TokconfError
-from harness.core.facts import ExposedFacts, Fact
+from harness.core.facts import ExposedFacts, Fact, is_token_id
 from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
 from harness.implementations.base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
 
 
+class PortBroke(Exception):
+    """The port's code ended abnormally (a `sys.exit`, a test framework's skip, any exception that is
+    not an `Exception`) where tokconf called it: carried as an ordinary exception, so that it is that
+    check's error and can never end the run, green, inside the code it checks."""
+
+
+def _call(where: str, function: Callable[..., Any], *args: Any) -> Any:
+    """`function(*args)`, port code, with everything it may raise but Ctrl-C an `Exception`: a
+    `SystemExit` or a `pytest.skip` (a BaseException) from a port is a bug like any other."""
+    try:
+        return function(*args)
+    except (Exception, KeyboardInterrupt, GeneratorExit):
+        raise
+    except SystemExit as error:
+        raise PortBroke(f"{where} called sys.exit({error.code!r})") from None
+    except BaseException as error:
+        raise PortBroke(f"{where} raised {type(error).__name__}: {str(error)[:500]}") from None
+
+
+def _listed(encode: Callable[..., Any], *request: Any) -> list[Any]:
+    """`encode`'s answer as a list, taken inside `_call`: a generator runs port code as it is read."""
+    return list(encode(*request))
+
+
 class PythonSession:
     """An object from a Python factory; `Refused` from `encode` is a refusal, `Unsupported` declines
-    the input, anything else is an error."""
+    the input, anything else is an error. Every call into the object goes through `_call`."""
 
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
-        encode = self.tokenizer.encode
+        try:
+            encode = _call("reading encode", getattr, self.tokenizer, "encode")
+        except Exception as error:
+            return [Refusal(_raised("the tokenizer", error), RefusalKind.BROKEN)] * len(requests)
         out: list[Outcome] = []
         for data, add_special, parse_special in requests:
             try:
-                ids = list(encode(data, add_special, parse_special))
+                ids = _call("encode", _listed, encode, data, add_special, parse_special)
             except Refused as error:
                 out.append(Refusal(str(error) or "refused"))
                 continue
@@ -48,21 +76,22 @@ class PythonSession:
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
                 continue
-            except SystemExit as error:  # a gate must not end, green, inside the code it checks
-                out.append(Refusal(f"encode called sys.exit({error.code!r})", RefusalKind.BROKEN))
-                continue
-            if all(type(i) is int for i in ids):
+            if all(is_token_id(i) for i in ids):
                 out.append(ids)
-            else:  # a bool or a float equal to the id is still not an id
-                out.append(Refusal(f"encode returned something other than ints: {ids[:8]!r}", RefusalKind.BROKEN))
+            else:  # a bool or a float equal to the id is still not an id, and no id is negative
+                out.append(Refusal(f"encode returned something other than token ids: {ids[:8]!r}", RefusalKind.BROKEN))
         return out
 
     def decoder(self) -> Decoder | None:
         """Given by `token_to_piece(id, special)`, `decode(ids, remove_special, unparse_special)` and
-        `n_tokens` on the object (the reference's API); without all three, decoding is not checked."""
-        if all(hasattr(self.tokenizer, name) for name in ("token_to_piece", "decode", "n_tokens")):
-            return _PythonDecoder(self.tokenizer)
-        return None
+        `n_tokens` on the object (the reference's API); without all three, decoding is not checked.
+        Looking them up is port code too (a property): if that breaks, every decoding check errs."""
+        names = ("token_to_piece", "decode", "n_tokens")
+        try:
+            exposed = _call("looking up the decoding", lambda: all(hasattr(self.tokenizer, name) for name in names))
+        except Exception as error:
+            return _BrokenDecoder(_raised("the decoding", error))
+        return _PythonDecoder(self.tokenizer) if exposed else None
 
     def facts(self) -> ExposedFacts:
         """The facts the object has as attributes, typed as llama.cpp's (`Fact.exposed`); a wrong type
@@ -70,7 +99,7 @@ class PythonSession:
         found: ExposedFacts = {}
         for fact in Fact:
             try:
-                value = getattr(self.tokenizer, fact.attribute, None)
+                value = _call(f"the fact {fact.value}", getattr, self.tokenizer, fact.attribute, None)
                 if value is not None:
                     found[fact] = fact.exposed(value)
             except Exception as error:
@@ -78,9 +107,15 @@ class PythonSession:
         return found
 
     def close(self) -> None:
-        close = getattr(self.tokenizer, "close", None)
-        if callable(close):
-            close()
+        """The object's own `close`, if it has one. It runs after every verdict of the vocabulary, so
+        what it raises changes none: it is reported on stderr (as the worker does, whose close is its
+        own process's end), never the run's end."""
+        try:
+            close = _call("close", getattr, self.tokenizer, "close", None)
+            if callable(close):
+                _call("close", close)
+        except Exception as error:
+            print(f"tokconf: {_raised('the tokenizer', error)} while closing", file=sys.stderr)
 
 
 class _PythonDecoder:
@@ -89,10 +124,24 @@ class _PythonDecoder:
 
     def pieces(self, special: bool) -> list[bytes]:
         piece = self.tokenizer.token_to_piece
-        return [bytes(piece(token, special)) for token in range(self.tokenizer.n_tokens)]
+        n_tokens = _call("n_tokens", getattr, self.tokenizer, "n_tokens")
+        return [bytes(_call("token_to_piece", piece, token, special)) for token in range(n_tokens)]
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
-        return bytes(self.tokenizer.decode(ids, remove_special, unparse_special))
+        return bytes(_call("decode", self.tokenizer.decode, list(ids), remove_special, unparse_special))
+
+
+class _BrokenDecoder:
+    """The decoding of an object whose decoding methods could not even be looked up."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def pieces(self, special: bool) -> list[bytes]:
+        raise PortBroke(self.reason)
+
+    def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        raise PortBroke(self.reason)
 
 
 class PythonImplementation:
@@ -106,13 +155,13 @@ class PythonImplementation:
         """The factory's object for the vocabulary: `Unsupported` declines it, anything else raised
         (or no object at all) is broken, so every case of that vocabulary is an error."""
         try:
-            tokenizer = self.factory(vocab.path)
+            tokenizer = _call("the factory", self.factory, vocab.path)
         except Unsupported as error:
             raise Unsupported(str(error) or f"{self.name} does not support {vocab.path.name}") from None
+        except PortBroke as error:
+            raise Broken(f"{self.name} failed loading {vocab.path.name}: {error}") from None
         except Exception as error:
             raise Broken(f"{self.name} failed loading {vocab.path.name}: {_raised('the factory', error)}") from None
-        except SystemExit as error:
-            raise Broken(f"{self.name} called sys.exit({error.code!r}) loading {vocab.path.name}") from None
         if tokenizer is None:
             raise Broken(f"{self.name} returned no tokenizer for {vocab.path.name} (raise Unsupported to decline it)")
         return PythonSession(tokenizer)
@@ -123,6 +172,8 @@ class PythonImplementation:
 
 def _raised(where: str, error: Exception) -> str:
     """An unexpected exception as an error's reason, with the hint a port author needs."""
+    if isinstance(error, PortBroke):
+        return str(error)
     hint = ""
     if isinstance(error, NotImplementedError):
         hint = " (to decline, raise tokconf's Unsupported; to refuse an input as llama.cpp does, Refused)"
