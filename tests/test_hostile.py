@@ -62,7 +62,12 @@ def load(path):
     ("where", "status", "message"),
     [
         ("import", 2, "importing exiting_import failed: SystemExit: 0"),
-        ("factory", 1, "errors (bos 2, plain 2, special 2), one reason: tokconf-test called sys.exit(0) loading"),
+        (
+            "factory",
+            1,
+            "errors (bos 2, plain 2, special 2), one reason: tokconf-test failed loading ggml-vocab-qwen2.gguf: "
+            "the factory called sys.exit(0)",
+        ),
         ("encode", 1, "errors (bos 2, plain 2, special 2), one reason: encode called sys.exit(0)"),
     ],
 )
@@ -90,7 +95,7 @@ def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, mo
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert main(["check", "--impl", "floats:load", *FEW, "--mode", "plain"]) == 1
-    assert "error — encode returned something other than ints: [9707.0, 1879.0]" in capsys.readouterr().out
+    assert "error — encode returned something other than token ids: [9707.0, 1879.0]" in capsys.readouterr().out
 
 
 MISBEHAVING_PORT = """
@@ -389,9 +394,9 @@ def _contract_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, b
 def test_an_expected_failure_file_listing_everything_cannot_turn_a_broken_port_green(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`*/*/*` made a port answering [-1] everywhere 100% conformant, even with --strict
-    --strict-xfail: an expected failure is never conformance, so no unit has anything passed."""
-    impl = _contract_port(tmp_path, monkeypatch, "minus_one", "return [-1]")
+    """`*/*/*` made a port answering [0] everywhere (or [-1], an error now) 100% conformant, even with
+    --strict --strict-xfail: an expected failure is never conformance, so no unit has anything passed."""
+    impl = _contract_port(tmp_path, monkeypatch, "zero", "return [0]")
     xfail = tmp_path / "xfail.yaml"
     xfail.write_text('expected_failures:\n  - case: "*/*/*"\n    reason: everything\n')
     assert main(["check", "--impl", impl, *FEW, "--xfail", str(xfail), "--strict", "--strict-xfail"]) == 1
