@@ -14,7 +14,7 @@ import heapq
 from itertools import pairwise
 
 from reference_impl.errors import LlamaAborts
-from reference_impl.pretokenize import split
+from reference_impl.pretokenize import LLAMA_CLASSES, split
 from reference_impl.word_cache import encode_words
 
 GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
@@ -197,10 +197,11 @@ class BytePairEncoder:
         self.byte_encode = byte_encode  # false for RAW_UTF8 types: raw UTF-8 symbols, <0xXX> byte fallback
         self.newline_runs = newline_runs  # gemma4: a run of newlines that is a token is taken whole
         self.cache: dict[str, tuple[int, ...]] = {}
+        self.classes = LLAMA_CLASSES  # what the regexes see of each code point (`pretokenize.reclassified`)
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
-        return encode_words(self.cache, split(text, self.regexes), self.encode_word)
+        return encode_words(self.cache, split(text, self.regexes, self.classes), self.encode_word)
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
         """The ids of one pre-tokenized word."""

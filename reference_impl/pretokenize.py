@@ -16,6 +16,8 @@ written out as code, so they go through the same path.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 
@@ -55,6 +57,39 @@ def _collapse_table() -> list[str]:
 
 
 COLLAPSE = _collapse_table()  # a list, so str.translate looks each code point up in C
+
+
+@dataclass(frozen=True, eq=False)
+class Classes:
+    """What the regexes see of each code point: `collapse` for regexes with `\\p{..}` classes,
+    `plain` for the others, and whether ASCII text may skip the translation (it is itself in both
+    tables for llama.cpp's own classes)."""
+
+    collapse: list[str]
+    plain: Mapping[int, str]
+    ascii_as_is: bool = True
+
+
+LLAMA_CLASSES = Classes(COLLAPSE, _PLAIN)
+
+
+def reclassified(whitespace: Mapping[int, bool]) -> Classes:
+    """llama.cpp's classes with some code points moved into (True) or out of (False) the whitespace
+    class, the rest of each moved one's class as llama.cpp's tables say. Not llama.cpp: a port's
+    deviation, reproduced so that `tokconf check --explain` can confirm a `whitespace-class` cause
+    (a port whose regex engine's `\\s` differs, as JavaScript's does for U+0085 and U+FEFF)."""
+    collapse = list(COLLAPSE)
+    plain = dict(_PLAIN)
+    for cpt, is_space in whitespace.items():
+        if is_space:
+            collapse[cpt] = plain[cpt] = "\x0b"
+            continue
+        plain.pop(cpt, None)
+        if cpt < 0x80:  # an ASCII space character the port does not count: some other control
+            collapse[cpt] = plain[cpt] = "\x01"
+        else:
+            collapse[cpt] = _CLASS_BYTE.get(CATEGORY[cpt], "\xd0")
+    return Classes(collapse, plain, ascii_as_is=all(cpt >= 0x80 for cpt in whitespace))
 
 
 def _collapse_regex(expr: str) -> str:
@@ -252,7 +287,7 @@ CUSTOM = {
 }
 
 
-def split(text: str, exprs: list[str]) -> list[str]:
+def split(text: str, exprs: list[str], classes: Classes = LLAMA_CLASSES) -> list[str]:
     """The words llama.cpp's pre-tokenizer makes of `text` (a str of code points, surrogates allowed).
 
     unicode_regex_split_stl: each regex cuts every piece the previous one made into its matches and
@@ -260,7 +295,7 @@ def split(text: str, exprs: list[str]) -> list[str]:
     non-ASCII whitespace as 0x0B: one character per code point either way, and the piece itself
     when it is ASCII), and the words are cut from the piece at the same offsets.
     """
-    ascii_text = text.isascii()
+    ascii_text = classes.ascii_as_is and text.isascii()
     pieces = [text]
     for expr in exprs:
         custom = CUSTOM.get(expr)
@@ -272,7 +307,7 @@ def split(text: str, exprs: list[str]) -> list[str]:
             pieces = out_custom
             continue
         pattern, wants_collapsed = compile_expr(expr)
-        table = COLLAPSE if wants_collapsed else _PLAIN
+        table = classes.collapse if wants_collapsed else classes.plain
         out: list[str] = []
         for piece in pieces:
             subject = piece if ascii_text else piece.translate(table)

@@ -270,15 +270,21 @@ class Tokenizer:
         self.by_head: dict[bool, dict[bytes, tuple[tuple[int, ...], dict[bytes, list[int]]]]] = {}
         for parse in (False, True):
             hidden = 0 if parse else ATTR_CONTROL | ATTR_UNKNOWN
-            self.cut[parse] = [t for t in self.specials if self.special_bytes[t] and not self.attrs[t] & hidden]
-            self.cut_rank[parse] = {token: rank for rank, token in enumerate(self.cut[parse])}
-            texts = sorted({self.special_bytes[t] for t in self.cut[parse]})
-            self.any_special[parse] = re.compile(b"|".join(map(re.escape, texts))) if texts else None
-            heads: dict[bytes, dict[bytes, list[int]]] = {}
-            for token in self.cut[parse]:
-                text = self.special_bytes[token]
-                heads.setdefault(text[:2], {}).setdefault(text, []).append(token)
-            self.by_head[parse] = {head: (tuple({len(t) for t in texts}), texts) for head, texts in heads.items()}
+            self.index_cut(parse, [t for t in self.specials if self.special_bytes[t] and not self.attrs[t] & hidden])
+
+    def index_cut(self, parse_special: bool, tokens: list[int]) -> None:
+        """The special tokens cut out in one parse_special mode, longest text first, and the indexes
+        that find them. Also how tokconf's `--explain` reproduces a port that cuts other tokens."""
+        self.cut[parse_special] = tokens
+        self.cut_rank[parse_special] = {token: rank for rank, token in enumerate(tokens)}
+        heads: dict[bytes, dict[bytes, list[int]]] = {}
+        for token in tokens:
+            text = self.special_bytes[token]
+            heads.setdefault(text[:2], {}).setdefault(text, []).append(token)
+        # Whether any may occur: a search for their heads (a few, where the texts number hundreds,
+        # and a regex of all the texts takes 15 ms to compile)
+        self.any_special[parse_special] = re.compile(b"|".join(map(re.escape, sorted(heads)))) if heads else None
+        self.by_head[parse_special] = {head: (tuple({len(t) for t in texts}), texts) for head, texts in heads.items()}
 
     def _init_bpe(self, fields: dict[str, Any], name: str | None, default_id: int | None = 11) -> None:
         """llama_vocab::impl::load for BPE: `gpt2` (ids 11/11 unless given, the file's pre-tokenizer)
