@@ -35,11 +35,16 @@ def visible(data: bytes, limit: int = 200) -> str:
     return "".join(shown) + (f"… ({len(data)} bytes)" if len(text) > limit else "")
 
 
-def code_points(data: bytes, limit: int = 24) -> str:
-    """`U+0048 U+0069 \\xFF`: each character's code point, each invalid byte as itself."""
+def code_point_list(data: bytes) -> list[str]:
+    """`["U+0048", "U+0069", "\\xFF"]`: each character's code point, each invalid byte as itself."""
     text = data.decode("utf-8", errors="surrogateescape")
-    points = [f"\\x{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF else f"U+{ord(c):04X}" for c in text[:limit]]
-    return " ".join(points) + (" …" if len(text) > limit else "")
+    return [f"\\x{ord(c) - 0xDC00:02X}" if 0xDC80 <= ord(c) <= 0xDCFF else f"U+{ord(c):04X}" for c in text]
+
+
+def code_points(data: bytes, limit: int = 24) -> str:
+    """`U+0048 U+0069 \\xFF`, the first `limit` of `code_point_list`."""
+    points = code_point_list(data)
+    return " ".join(points[:limit]) + (" …" if len(points) > limit else "")
 
 
 @lru_cache(maxsize=4)

@@ -8,7 +8,7 @@ generated, unless the target stops at MAX_FINDINGS, which fails the run). Then b
 `InputGenerator`, seeded by the campaign seed, the vocabulary's sha256 and the mode, so
 `--vocab V --mode M --seed N` reproduces one target alone.
 A failing input (judged as `tokconf check` judges) that contains no input already found is shrunk by
-ddmin (`harness.check.explain.ddmin`) with both tokenizers in the loop; the minimal input, with
+ddmin (`harness.core.shrink.ddmin`) with both tokenizers in the loop; the minimal input, with
 llama.cpp's answer in every mode, is handed to `on_finding` (which writes it as a recording) before it
 goes to the database, so a database that fails loses nothing found.
 """
@@ -22,11 +22,11 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 from harness.check.contract import Decision, Gate, Standing, Verdict, decide, judge
-from harness.check.explain import ddmin, units
 from harness.core.errors import TokconfError
 from harness.core.facts import VocabFacts
 from harness.core.files import sha256_file
 from harness.core.outcome import MODES, Mode, Outcome, Request
+from harness.core.shrink import ddmin, units
 from harness.fuzz.database import ExampleStore
 from harness.fuzz.findings import Finding
 from harness.fuzz.generator import InputGenerator

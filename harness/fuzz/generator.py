@@ -9,7 +9,7 @@ bytes.
 Why not hypothesis strategies: drawing through them cost 80-90% of a campaign's time (about 600
 examples/s, benchmarks/fuzz.py), while llama.cpp and the reference each answer over 10,000 inputs/s.
 Plain `random` draws the same families at a fraction of that cost; a divergence is then shrunk by
-`harness.check.explain.ddmin` and kept in a hypothesis example database (`harness.fuzz.database`).
+`harness.core.shrink.ddmin` and kept in a hypothesis example database (`harness.fuzz.database`).
 Unlike the recording's generator, this one may ask the running Python about Unicode (categories):
 a campaign is reproduced by its seed on the same Python, and what it finds is kept as a recording.
 """
