@@ -105,7 +105,15 @@ CHECK = (
     Option("strict-xfail", "fail when an expected-failure entry matches no checked case", flag=True),
     Option("strict", "fail when anything is unsupported (input classes, vocabularies, facts, decoding)", flag=True),
     Option("vocab-dir", "folder with the GGUF files (default: the fetched build's models/)", Path),
-    Option("explain", "shrink each failing case to a minimal input and group the failures into causes", flag=True),
+    Option(
+        "explain", "name the causes of the failures: each a replayed mechanism, with every case under it", flag=True
+    ),
+    Option(
+        "causes",
+        "write every cause, its cases, and grouped errors and unsupported answers here, as JSON (turns on --explain)",
+        Path,
+        metavar="FILE",
+    ),
     Option(
         "claim",
         "what the implementation claims, as vocab/mode globs (repeatable): only these are checked, and each must be "

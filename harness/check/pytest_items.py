@@ -22,6 +22,7 @@ import pytest
 from harness.check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
 from harness.check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
 from harness.check.explain import explain_file
+from harness.check.explain.causes import case_id, cause_record, document, group_reasons, write_causes
 from harness.check.report import Invocation, Summary, describe, describe_cause
 from harness.check.xfail import Entry, ExpectedFailures
 from harness.core.errors import TokconfError
@@ -48,15 +49,19 @@ class Reported:
     verdict: Verdict
     group: VocabGroup
     standing: Standing
-    reason: str = ""  # kept for unsupported results: the contract names the commonest one
+    case: str = ""
+    reason: str = ""  # kept for unsupported results and errors: the contract and `--causes` group them
 
     @classmethod
     def of(cls, result: CaseResult, group: VocabGroup) -> Reported:
-        reason = result.reason if result.verdict is Verdict.UNSUPPORTED else ""
-        return cls(result.vocab, result.section, result.verdict, group, result.standing, reason)
+        kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR)
+        return cls(
+            result.vocab, result.section, result.verdict, group, result.standing, result.case,
+            result.reason if kept else "",
+        )  # fmt: skip
 
     def to_property(self) -> str:
-        fields = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value}
+        fields = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value, "case": self.case}
         fields |= {"group": self.group.value, "standing": self.standing.value, "reason": self.reason}
         return json.dumps(fields, ensure_ascii=False)
 
@@ -65,7 +70,11 @@ class Reported:
         value = json.loads(text)
         section: Section = value["section"]  # written by `to_property`
         return cls(value["vocab"], section, Verdict(value["verdict"]), VocabGroup(value["group"]),
-                   Standing(value["standing"]), value["reason"])  # fmt: skip
+                   Standing(value["standing"]), value["case"], value["reason"])  # fmt: skip
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.vocab}/{self.section}/{self.case}"
 
 
 class ReportedFailure(Exception):
@@ -122,8 +131,7 @@ class CaseItem(TokconfItem):
             raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
         for result in results:
             self.user_properties.append((PROPERTY, Reported.of(result, plugin.group(self.location_path)).to_property()))
-            cause = plugin.causes.get((self.location_path, result.section, result.case))
-            if cause is not None:
+            for cause in plugin.causes.get((self.location_path, result.section, result.case), ()):
                 self.user_properties.append((CAUSE_PROPERTY, cause))
         if self.section == FACTS:
             problems = [r for r in results if r.verdict.is_problem]
@@ -196,9 +204,16 @@ class CheckPlugin:
         self.vocab_paths: dict[str, Path] = {}
         self.summary = Summary()
         self.explain = bool(config.getoption("tokconf_explain"))
-        # with --tokconf-explain: (recording, section, case) -> the story of the cause it is counted under
-        self.causes: dict[tuple[Path, Section, str], str] = {}
-        self.cause_stories: dict[str, None] = {}  # every cause reported by an item, in order (xdist included)
+        self.causes_file: Path | None = config.getoption("tokconf_causes")
+        self.explain = self.explain or self.causes_file is not None
+        # with --tokconf-explain: (recording, section, case) -> the causes it is counted under, each
+        # a `CauseNote` as JSON (or one naming it unexplained)
+        self.causes: dict[tuple[Path, Section, str], list[str]] = {}
+        # what the items reported (xdist included), in order: each cause's story and record, its cases
+        self.cause_stories: dict[str, None] = {}
+        self.cause_records: dict[str, dict[str, Any]] = {}
+        self.unexplained: list[str] = []
+        self.reported: list[Reported] = []  # errors and unsupported answers, for --tokconf-causes
 
     def group(self, path: Path) -> VocabGroup:
         """The table group of a collected recording (shipped, synthetic, user)."""
@@ -239,12 +254,22 @@ class CheckPlugin:
         return self._results[path]
 
     def _explain(self, path: Path, checked: CheckedFile) -> None:
-        """Each failed case's cause (a vocab's items run in one worker, so its causes are whole)."""
+        """Each failed case's causes (a vocab's items run in one worker, so its causes are whole):
+        every item reports its own, and the process that prints the table puts them together."""
         assert self._impl is not None
-        for number, cause in enumerate(explain_file(checked, self._impl), 1):
-            story = describe_cause(number, cause, checked.vocab, self.how)
+        explanation = explain_file(checked, self._impl)
+        for number, cause in enumerate(explanation.causes, 1):
+            note = {
+                "key": f"{cause.vocab}#{number}",
+                "story": describe_cause(number, cause, checked.vocab, self.how),
+                "record": cause_record(cause, with_cases=False),
+            }
             for result in cause.cases:
-                self.causes[(path, result.section, result.case)] = story
+                reported = json.dumps({**note, "case": case_id(result)}, ensure_ascii=False)
+                self.causes.setdefault((path, result.section, result.case), []).append(reported)
+        for result in explanation.unexplained:
+            unexplained = json.dumps({"unexplained": case_id(result)}, ensure_ascii=False)
+            self.causes.setdefault((path, result.section, result.case), []).append(unexplained)
 
     def _make_items(self, parent: ItemGroup, path: Path, recording: Recording) -> list[pytest.Item]:
         name = recording.vocab_name
@@ -311,10 +336,20 @@ class CheckPlugin:
             if key == PROPERTY and isinstance(value, str):
                 got = Reported.from_property(value)
                 self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason)
+                if got.verdict in (Verdict.ERROR, Verdict.UNSUPPORTED):
+                    self.reported.append(got)
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
             elif key == CAUSE_PROPERTY and isinstance(value, str):
-                self.cause_stories[value] = None
+                self._note_cause(json.loads(value))
+
+    def _note_cause(self, note: dict[str, Any]) -> None:
+        if "unexplained" in note:
+            self.unexplained.append(note["unexplained"])
+            return
+        self.cause_stories[note["story"]] = None
+        record = self.cause_records.setdefault(note["key"], {**note["record"], "cases": []})
+        record["cases"].append(note["case"])
 
     def _stale(self) -> list[Entry]:
         return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
@@ -328,6 +363,13 @@ class CheckPlugin:
         stale = [entry.pattern for entry in self._stale()]
         unmatched = sorted(self.selection.cases - self.collected_cases)
         self.decision = self.summary.decide(self.gate, stale, unmatched)
+        if self.causes_file is not None:
+            errors, unsupported = (
+                group_reasons((r.vocab, r.case_id, r.reason) for r in self.reported if r.verdict is verdict)
+                for verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)
+            )
+            causes = sorted(self.cause_records.values(), key=lambda c: -len(c["cases"]))
+            write_causes(self.causes_file, document(causes, self.unexplained, errors, unsupported))
         if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

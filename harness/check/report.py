@@ -7,7 +7,6 @@ piece (the token's text from the GGUF file), and one command that re-checks that
 
 from __future__ import annotations
 
-import html
 import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
@@ -16,12 +15,14 @@ from pathlib import Path
 
 from harness.check.contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
 from harness.check.engine import CaseResult
-from harness.check.explain import EXAMPLES, Cause
+from harness.check.explain import Cause
+from harness.check.explain.causes import case_id
 from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 from harness.recordings.format import VocabGroup
 
 WINDOW = 4
+EXAMPLES = 5  # case ids shown per cause or shared reason on the terminal; the reports list all
 REPORT_FORMATS = (".md", ".html")  # --report's file name decides the format
 COLUMNS = ("vocab", "mode", *(v.value for v in Verdict), "conformance")
 
@@ -101,24 +102,46 @@ def _some_cases(results: list[CaseResult]) -> str:
     return ", ".join(cases[:EXAMPLES]) + more
 
 
+def _pieces_line(ids: Outcome, pieces: Sequence[bytes] | None, vocab: Path | None) -> str:
+    """A port's answer on one line, with its own pieces where it decodes; else the GGUF's pieces,
+    said to be the GGUF's (they mislead when the port's vocabulary differs)."""
+    if pieces is None or not isinstance(ids, list) or not ids:
+        line = _outcome_line(ids, vocab)
+        return line + ("  (pieces: the GGUF's)" if isinstance(ids, list) and ids and vocab is not None else "")
+    shown = ids_window(ids[: 2 * WINDOW], 0, vocab, 2 * WINDOW, pieces[: 2 * WINDOW]).replace(">", " ", 1).strip()
+    more = f"  … ({len(ids)} ids)" if len(ids) > 2 * WINDOW else ""
+    return f"{shown}{more}  (pieces: its own)"
+
+
+def case_ids(results: Iterable[CaseResult]) -> list[str]:
+    """`vocab/mode/case` of each result (`causes.case_id`)."""
+    return [case_id(r) for r in results]
+
+
 def describe_cause(number: int, cause: Cause, vocab: Path | None, how: Invocation) -> str:
-    """One cause of `--explain`: the minimal input, both answers on it, the cases it explains."""
-    modes = _modes(cause.cases)
-    what = cause.pattern.value if cause.pattern else "no known pattern: see the minimal input"
+    """One cause of `--explain`: what the port does wrong, the minimal input, both answers on it,
+    how many cases of each mode it explains, and the first of them (every one is in the reports)."""
     count = len(cause.cases)
-    lines = [f"cause {number}: {cause.vocab}, {count} failing case{'s' * (count != 1)} ({modes}) — {what}"]
+    lines = [f"cause {number}: {cause.vocab}, {cause.kind.value} — {cause.label}"]
+    lines.append(f"  cases:         {count} ({_modes(cause.cases)})")
     shown = visible(cause.minimal) if cause.minimal else "(the empty input)"
     note = "" if cause.shrunk else "  (not fully shrunk: the shrinking budget ran out)"
     lines.append(f"  minimal input: {shown}{note}")
     lines.append(f"  code points:   {code_points(cause.minimal) or '(none)'}")
-    if cause.culprit is not None and len(cause.variants) > 1:
-        lines.append(f"  all need:      {visible(cause.culprit)} ({code_points(cause.culprit)}), "
-                     f"in {len(cause.variants)} minimal inputs")  # fmt: skip
-    lines.append(f"  expected [{cause.mode}]: {_outcome_line(cause.expected, vocab)}")
-    lines.append(f"  actual   [{cause.mode}]: {_outcome_line(cause.actual, vocab)}")
-    lines.append(f"  cases:         {_some_cases(cause.cases)}")
-    lines.append(f"  reproduce:     {how.command(cause.cases[0])}")
+    lines.append(f"  llama.cpp [{cause.mode}]: {_outcome_line(cause.expected, vocab)}")
+    lines.append(f"  port      [{cause.mode}]: {_pieces_line(cause.actual, cause.actual_pieces, vocab)}")
+    lines.append(f"  case ids:      {_some_cases(cause.cases)}")
+    example = next((r for r in cause.cases if r.section == cause.mode), cause.cases[0])
+    lines.append(f"  reproduce:     {how.command(example)}")
     return "\n".join(lines)
+
+
+def describe_unexplained(unexplained: list[CaseResult]) -> str:
+    """The failed cases no cause's mechanism reproduces, so that none goes unmentioned."""
+    return (
+        f"unexplained: {len(unexplained)} failed case(s) no cause reproduces ({_modes(unexplained)}): "
+        + _some_cases(unexplained)
+    )
 
 
 _PRIORITY = {Verdict.ERROR: 0, Verdict.FAILED: 1, Verdict.XPASSED: 2}
@@ -191,15 +214,6 @@ class Summary:
         if verdict is Verdict.UNSUPPORTED:
             self.unsupported_reasons[(vocab, section)][reason] += 1
 
-    @property
-    def unsupported(self) -> Counter[tuple[str, str]]:
-        """Unsupported checks per (vocab, reason), every section together: one line each in reports."""
-        found: Counter[tuple[str, str]] = Counter()
-        for (vocab, _), reasons in self.unsupported_reasons.items():
-            for reason, n in reasons.items():
-                found[(vocab, reason)] += n
-        return found
-
     def totals(self) -> Counter[Verdict]:
         total: Counter[Verdict] = Counter()
         for counts in self.counts.values():
@@ -251,23 +265,12 @@ class Summary:
         widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
         return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
-    def markdown(self, title: str, details: list[str], causes: list[str] | None = None) -> str:
-        lines = [f"# {title}", "", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+    def markdown(self, title: str, decision: Decision, details: list[str], causes: list[str]) -> str:
+        lines = [f"# {title}", "", f"**{decision.line()}**", ""] + [f"- fail: {r}" for r in decision.reasons]
+        lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
         if causes:
             lines += ["", "## Causes", ""] + [f"```\n{c}\n```" for c in causes]
         if details:
             lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in details]
         return "\n".join(lines) + "\n"
-
-    def html(self, title: str, details: list[str], causes: list[str] | None = None) -> str:
-        head = "".join(f"<th>{h}</th>" for h in COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in self.rows())
-        explained = "".join(f"<pre>{html.escape(c)}</pre>" for c in causes or [])
-        failures = "".join(f"<pre>{html.escape(d)}</pre>" for d in details)
-        return (
-            f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title></head>"
-            f"<body><h1>{html.escape(title)}</h1><table border='1'><tr>{head}</tr>{body}</table>"
-            f"{'<h2>Causes</h2>' + explained if explained else ''}"
-            f"{'<h2>Failures</h2>' + failures if failures else ''}</body></html>\n"
-        )

@@ -27,6 +27,7 @@ class CheckRun:
     results: list[CaseResult] = field(default_factory=list)
     vocabs: dict[str, Path] = field(default_factory=dict)
     causes: list[Cause] = field(default_factory=list)  # with explain: each vocab's, most cases first
+    unexplained: list[CaseResult] = field(default_factory=list)  # with explain: failures no cause reproduces
 
     def decide(self, gate: Gate, selection: Selection, xfails: ExpectedFailures) -> Decision:
         """The run's verdict under the contract, with what only the whole run knows: expected-failure
@@ -73,7 +74,9 @@ def check_paths(
             run.summary.add(checked.results, checked.recording.group)
             run.results.extend(checked.results)
             if explain:
-                run.causes += explain_file(checked, impl)
+                explanation = explain_file(checked, impl)
+                run.causes += explanation.causes
+                run.unexplained += explanation.unexplained
             progress(f"{checked.recording.vocab_name}: {len(checked.results)} checked")
     finally:
         impl.close()

@@ -13,6 +13,8 @@ from typing import Any
 
 from harness.options import CHECK, add_to_argparse, positive
 
+UNSUPPORTED_SHOWN = 10  # reasons of unsupported answers on the terminal, the largest groups first
+
 
 def add_parser(commands: Any) -> None:
     chk = commands.add_parser("check", help="check an implementation against recordings; prints the table")
@@ -30,25 +32,27 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from harness.check.contract import Claim, Gate
+    from harness.check.contract import Claim, Gate, Verdict
     from harness.check.engine import Selection
+    from harness.check.explain.causes import case_id, cause_record, document, reasons_of, write_causes
     from harness.check.junit import write_junit
     from harness.check.report import (
         COLUMNS,
         REPORT_FORMATS,
         Invocation,
+        case_ids,
         describe,
         describe_cause,
         describe_group,
+        describe_unexplained,
         group_problems,
     )
     from harness.check.run import check_paths
     from harness.check.xfail import ExpectedFailures
     from harness.core.errors import TokconfError
     from harness.core.files import BUNDLED_RECORDINGS, atomic_write
-    from harness.core.render import visible
 
-    for output in (args.junit, args.report):
+    for output in (args.junit, args.report, args.causes):
         if output is not None and not output.parent.is_dir():
             raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
     if args.report is not None and args.report.suffix not in REPORT_FORMATS:
@@ -68,7 +72,14 @@ def run(args: argparse.Namespace) -> int:
     xfails = ExpectedFailures.load(args.xfail)
     try:
         run = check_paths(
-            paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail, explain=args.explain
+            paths,
+            impl,
+            selection,
+            xfails,
+            args.vocab_dir,
+            args.timeout,
+            maxfail=args.maxfail,
+            explain=args.explain or args.causes is not None,
         )
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
         raise TokconfError(
@@ -88,11 +99,23 @@ def run(args: argparse.Namespace) -> int:
     for text in causes:
         console.print(text, markup=False, soft_wrap=True)
         console.print()
+    if run.unexplained:
+        console.print(describe_unexplained(run.unexplained), markup=False, soft_wrap=True)
     if args.explain and summary.problems:
-        failed = sum(len(c.cases) for c in run.causes)
+        failed = len({id(r) for c in run.causes for r in c.cases})
         console.print(f"explained: {failed} failed cases as {len(run.causes)} cause(s)", markup=False)
-    for (vocab, reason), cases in sorted(summary.unsupported.items()):
-        console.print(f"unsupported: {cases} of {vocab}: {reason}", markup=False, soft_wrap=True)
+    unsupported = reasons_of(run.results, Verdict.UNSUPPORTED)
+    for group in unsupported[:UNSUPPORTED_SHOWN]:
+        console.print(
+            f"unsupported: {len(group.cases)} of {group.vocab}: {group.example}", markup=False, soft_wrap=True
+        )
+    if len(unsupported) > UNSUPPORTED_SHOWN:
+        rest, reasons = sum(len(g.cases) for g in unsupported[UNSUPPORTED_SHOWN:]), len(unsupported) - UNSUPPORTED_SHOWN
+        console.print(f"unsupported: {rest} more, for {reasons} other reasons (--causes FILE lists all)")
+    if args.causes:
+        records = [cause_record(c) for c in run.causes]
+        errors = reasons_of(run.results, Verdict.ERROR)
+        write_causes(args.causes, document(records, [case_id(r) for r in run.unexplained], errors, unsupported))
     recordings_arg = " ".join(str(p) for p in paths)
     title = f"tokconf check: {run.impl_name} against {recordings_arg}"
     table = Table(title=title)
@@ -105,13 +128,19 @@ def run(args: argparse.Namespace) -> int:
         stories = {id(r): describe(r, run.vocabs.get(r.vocab), how) for r in run.results if r.verdict.is_problem}
         for number, cause in enumerate(run.causes, 1):  # with --explain: each failure names its cause
             for result in cause.cases:
-                stories[id(result)] += f"\n  explained by: cause {number} (minimal input {visible(cause.minimal)!r})"
+                stories[id(result)] += f"\n  explained by: cause {number}, {cause.kind.value}: {cause.label}"
         write_junit(args.junit, run.results, {i: stories[id(r)] for i, r in enumerate(run.results) if id(r) in stories})
-    if args.report:
-        render = summary.html if args.report.suffix == ".html" else summary.markdown
-        text = render(title, details, causes)
-        atomic_write(args.report, text, "report")
     decision = run.decide(gate, selection, xfails)
+    if args.report and args.report.suffix == ".html":
+        from harness.check.html_report import render_html
+
+        atomic_write(args.report, render_html(run, decision, title, how), "report")
+    elif args.report:  # every case id of every cause, not the first few the terminal shows
+        every = [
+            f"{text}\n  every case:    {' '.join(case_ids(c.cases))}"
+            for text, c in zip(causes, run.causes, strict=True)
+        ]
+        atomic_write(args.report, summary.markdown(title, decision, details, every), "report")
     for entry in xfails.unmatched(set(run.vocabs)):
         if not gate.strict_xfail:  # with --strict-xfail it is one of the decision's reasons below
             console.print(f"warning: expected-failure entry {entry.pattern!r} matched no checked case", markup=False)

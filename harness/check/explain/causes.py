@@ -1,0 +1,108 @@
+"""`--causes FILE`: every cause and every case under it, machine-readable (docs/checking.md).
+
+A port author's CI acts on this file (a bot comment per cause, a diff of causes between two runs),
+so it carries every case id, not the first few a terminal shows. Errors and unsupported answers are
+grouped the same way, by their reason with the parts that vary per case (numbers, quoted text)
+masked: a port that words its `Unsupported` reason per input gets one group, not 300.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.check.contract import Verdict
+from harness.check.engine import CaseResult
+from harness.check.explain.explainer import Cause
+from harness.core.files import atomic_write
+from harness.core.outcome import outcome_fields
+from harness.core.render import code_point_list
+
+FORMAT = 1  # the document's "format": raised when a field changes meaning
+_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|\d+")
+
+
+def case_id(result: CaseResult) -> str:
+    """`vocab/mode/case`: how causes and reports name a failing case."""
+    return f"{result.vocab}/{result.section}/{result.case}"
+
+
+def reason_template(reason: str) -> str:
+    """A reason with what varies per case masked: `N` for numbers, `'…'` for quoted text."""
+    return _VARYING.sub(lambda m: "'…'" if m.group()[0] in "'\"" else "N", reason)[:500]
+
+
+@dataclass
+class ReasonGroup:
+    """Errors or unsupported answers of one vocab whose reasons differ only in what varies."""
+
+    vocab: str
+    template: str
+    example: str  # the first reason, as the port worded it
+    cases: list[str] = field(default_factory=list)
+
+
+def group_reasons(found: Iterable[tuple[str, str, str]]) -> list[ReasonGroup]:
+    """(vocab, case id, reason) triples grouped by vocab and reason template, the largest first."""
+    groups: dict[tuple[str, str], ReasonGroup] = {}
+    for vocab, case, reason in found:
+        template = reason_template(reason)
+        groups.setdefault((vocab, template), ReasonGroup(vocab, template, reason)).cases.append(case)
+    return sorted(groups.values(), key=lambda g: (-len(g.cases), g.vocab, g.template))
+
+
+def reasons_of(results: Iterable[CaseResult], verdict: Verdict) -> list[ReasonGroup]:
+    """The results of one verdict, grouped by reason (`group_reasons`)."""
+    return group_reasons((r.vocab, case_id(r), r.reason) for r in results if r.verdict is verdict)
+
+
+def cause_record(cause: Cause, with_cases: bool = True) -> dict[str, Any]:
+    """One cause as the document holds it, every case id included (or none: the pytest plugin's
+    items each report their own case)."""
+    modes: dict[str, int] = {}
+    for result in cause.cases:
+        modes[result.section] = modes.get(result.section, 0) + 1
+    record: dict[str, Any] = {
+        "kind": cause.kind.value,
+        "label": cause.label,
+        "vocab": cause.vocab,
+        "minimal_input_b64": base64.b64encode(cause.minimal).decode(),
+        "codepoints": code_point_list(cause.minimal),
+        "mode": cause.mode,
+        "expected": outcome_fields(cause.expected),
+        "actual": outcome_fields(cause.actual),
+        "shrunk": cause.shrunk,
+        "cases_per_mode": dict(sorted(modes.items())),
+    }
+    if with_cases:
+        record["cases"] = [case_id(r) for r in cause.cases]
+    if cause.actual_pieces is not None:
+        record["actual_pieces_b64"] = [base64.b64encode(p).decode() for p in cause.actual_pieces]
+    return record
+
+
+def document(
+    causes: list[dict[str, Any]], unexplained: list[str], errors: list[ReasonGroup], unsupported: list[ReasonGroup]
+) -> dict[str, Any]:
+    """The whole file: causes (records from `cause_record`), unexplained failed cases, and grouped
+    errors and unsupported answers."""
+
+    def groups(found: list[ReasonGroup]) -> list[dict[str, Any]]:
+        return [{"vocab": g.vocab, "reason": g.template, "example": g.example, "cases": g.cases} for g in found]
+
+    return {
+        "format": FORMAT,
+        "causes": causes,
+        "unexplained": unexplained,
+        "errors": groups(errors),
+        "unsupported": groups(unsupported),
+    }
+
+
+def write_causes(path: Path, doc: dict[str, Any]) -> None:
+    atomic_write(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "causes file")
