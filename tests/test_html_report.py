@@ -1,0 +1,225 @@
+"""`tokconf check --report x.html`: the page a port author opens from CI, drawn by a real browser.
+
+A real failing run (two planted bugs, `--explain`) is rendered, opened in headless Chromium, and
+its screenshot and DOM are checked: the page draws something, and shows the verdict, every cause's
+kind and label, every case id under its cause, and the unexplained ids. A run built by hand holds
+hostile text (`<script>`, invalid UTF-8, controls, a lone surrogate, a huge input): it shows as
+text, and the page asks for nothing from outside.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from collections import Counter
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from harness.check.contract import Claim, Decision, Gate, Verdict
+from harness.check.engine import CaseResult, Selection
+from harness.check.explain import Cause
+from harness.check.explain.kinds import Character, Kind, Refusing, Stage
+from harness.check.html_report import render_html
+from harness.check.report import Invocation, case_ids
+from harness.check.run import CheckRun, check_paths
+from harness.check.xfail import ExpectedFailures
+from harness.core.outcome import Refusal, RefusalKind
+from harness.llama.build import Build
+from harness.recordings.format import VocabGroup
+
+RECORDING = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "llama-spm.yaml"
+WIDTH, HEIGHT = 1200, 2000
+HOSTILE = "<script>alert(1)</script>"
+
+
+def chromium(tmp_path: Path, page: Path, *args: str) -> str:
+    """Headless Chromium on a file, with a profile of its own; its stdout."""
+    program = shutil.which("chromium")
+    if program is None:
+        pytest.fail("chromium is not installed: setup.sh installs it (apt-get install chromium)", pytrace=False)
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--no-first-run"]
+    profile = f"--user-data-dir={tmp_path / 'profile'}"
+    env = {**os.environ, "HOME": str(tmp_path)}  # nothing of the user's profile is read or written
+    done = subprocess.run(
+        [program, *flags, profile, *args, page.as_uri()], capture_output=True, text=True, timeout=120, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def png_pixels(png: bytes) -> tuple[int, int, Counter[tuple[int, int, int]]]:
+    """Width, height and how many pixels of each colour an 8-bit RGB(A) PNG holds (no Pillow here)."""
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, header, idat = 8, b"", []
+    while pos < len(png):
+        size, kind = struct.unpack(">I4s", png[pos : pos + 8])
+        body = png[pos + 8 : pos + 8 + size]
+        pos += 12 + size
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat.append(body)
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert (depth, interlace) == (8, 0) and colour in (2, 6)
+    bpp = 3 if colour == 2 else 4
+    raw, stride = zlib.decompress(b"".join(idat)), width * bpp
+    colours: Counter[tuple[int, int, int]] = Counter()
+    above = bytearray(stride)
+    for y in range(height):
+        start = y * (stride + 1)
+        row = unfilter(raw[start], bytearray(raw[start + 1 : start + 1 + stride]), above, bpp)
+        colours.update(zip(row[0::bpp], row[1::bpp], row[2::bpp], strict=True))
+        above = row
+    return width, height, colours
+
+
+def unfilter(method: int, row: bytearray, above: bytearray, bpp: int) -> bytearray:
+    """A PNG row's bytes from its filtered bytes and the row above (filters 0 None, 1 Sub, 2 Up,
+    3 Average, 4 Paeth)."""
+    if method == 2:  # bytewise addition of two big numbers: the 7 low bits of each, then the top bit
+        low, top = int.from_bytes(b"\x7f" * len(row)), int.from_bytes(b"\x80" * len(row))
+        x, y = int.from_bytes(row), int.from_bytes(above)
+        return bytearray((((x & low) + (y & low)) ^ ((x ^ y) & top)).to_bytes(len(row)))
+    if method == 1:
+        for i in range(bpp, len(row)):
+            row[i] = (row[i] + row[i - bpp]) & 0xFF
+    elif method == 3:
+        for i in range(len(row)):
+            row[i] = (row[i] + ((row[i - bpp] if i >= bpp else 0) + above[i]) // 2) & 0xFF
+    elif method == 4:
+        left, corner = [0] * bpp, [0] * bpp
+        for i, (x, up) in enumerate(zip(row, above, strict=True)):
+            a, c = left[i % bpp], corner[i % bpp]
+            pa, pb, pc = abs(up - c), abs(a - c), abs(a + up - 2 * c)
+            value = (x + (a if pa <= pb and pa <= pc else up if pb <= pc else c)) & 0xFF
+            row[i], left[i % bpp], corner[i % bpp] = value, value, up
+    return row
+
+
+def section(dom: str, anchor: str) -> str:
+    """The serialized DOM of the `<section id=anchor>`, up to its closing tag (sections do not nest
+    inside a cause's)."""
+    start = dom.index(f'id="{anchor}"')
+    return dom[start : dom.index("</section>", start)]
+
+
+def text(value: str) -> str:
+    """A text node as Chromium serializes it."""
+    return html.escape(value, quote=False)
+
+
+def test_a_real_failing_run_reads_in_a_browser(llama_build: Build, tmp_path: Path) -> None:
+    """No BOS and U+3000 read as a space: the page shows both causes, each with all its cases."""
+    selection, xfails = Selection(), ExpectedFailures()
+    run = check_paths([RECORDING], "fake_impls:two_bugs", selection, xfails, None, None, explain=True)
+    decision = run.decide(Gate(Claim(())), selection, xfails)
+    assert not decision.passed and len(run.causes) == 2
+    how = Invocation("fake_impls:two_bugs", (str(RECORDING),))
+    page = tmp_path / "report.html"
+    page.write_text(render_html(run, decision, f"tokconf check: {run.impl_name}", how), encoding="utf-8")
+
+    shot = tmp_path / "report.png"
+    chromium(tmp_path, page, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
+    width, height, colours = png_pixels(shot.read_bytes())
+    assert (width, height) == (WIDTH, HEIGHT)
+    background, most = colours.most_common(1)[0]
+    assert len(colours) > 50 and most < 0.95 * width * height, f"a blank page: {most} pixels of {background}"
+    green = sum(n for (r, g, b), n in colours.items() if g > r + 60 and g > b + 60)
+    red = sum(n for (r, g, b), n in colours.items() if r > g + 100 and r > b + 100)
+    assert green > 1000 and red > 1000, "the bars of passed (green) and failed (red) cases are drawn"
+
+    dom = chromium(tmp_path, page, "--dump-dom")
+    assert "<script" not in dom
+    assert text(decision.line()) in dom
+    assert all(text(f"fail: {reason}") in dom for reason in decision.reasons)
+    for number, cause in enumerate(run.causes, 1):
+        shown = section(dom, f"cause-{number}")
+        assert text(cause.kind.value) in shown and text(cause.label) in shown
+        listed = [text(case) for case in case_ids(cause.cases)]
+        assert all(f"<li>{case}</li>" in shown for case in listed), f"cause {number} lists every case"
+        assert text(how.command(cause.cases[0])) in shown
+    assert {c.kind for c in run.causes} == {Kind.BOS_MISSING, Kind.WHITESPACE_CLASS}
+    assert "its own pieces" in dom  # two_bugs decodes: its own pieces are shown, and said to be
+    unexplained = section(dom, "unexplained") if run.unexplained else ""
+    assert all(f"<li>{text(case)}</li>" in unexplained for case in case_ids(run.unexplained))
+
+
+class Page(HTMLParser):
+    """Every tag, attribute and text node of a page, as a browser parses them."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.tags: set[str] = set()
+        self.attributes: list[tuple[str, str]] = []
+        self.text: list[str] = []
+        self.feed(source)
+        self.close()
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.add(tag)
+        self.attributes += [(name, value or "") for name, value in attrs]
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+
+def hostile_run() -> tuple[CheckRun, Decision, Invocation]:
+    """A run whose every string a port or a recording wrote is hostile."""
+    vocab = "evil<b>"
+    huge = HOSTILE.encode() + b"\xff\xfe\x00" + b"\xe3\x80\x80" * 400_000
+    failed = CaseResult(vocab, "plain", HOSTILE, Verdict.FAILED, huge, [1, 2, 3], [1, 5], "different ids")
+    unexplained = CaseResult(vocab, "special", "odd&case", Verdict.FAILED, b"\x00<i>", [4], [9], "different ids")
+    broken = Refusal(f"crashed: {HOSTILE}", RefusalKind.BROKEN)
+    error = CaseResult(vocab, "bos", "<img src=x onerror=alert(2)>", Verdict.ERROR, b"<", [1], broken, broken.reason)
+    aborted = CaseResult(vocab, "special", "aborts", Verdict.FAILED, b"\xf8", Refusal(HOSTILE), [7], "returned ids")
+    declined = [  # more unsupported reasons than the page lists (letters: numbers would be one reason)
+        CaseResult(vocab, "plain", f"d{n}", Verdict.UNSUPPORTED, reason=f"declined <script>{chr(65 + n)}</script>\x0c"
+                   + ("\udcff" if n == 0 else ""))
+        for n in range(25)
+    ]  # fmt: skip
+    results = [failed, unexplained, error, aborted, *declined]
+    run = CheckRun(f"port{HOSTILE}", results=results, unexplained=[unexplained])
+    run.summary.add(results, VocabGroup.USER)
+    run.causes = [
+        Cause(vocab, Character(Kind.CHARACTER, Stage.VERDICT, culprit=b"<"), huge, "plain", [1, 2, 3], [1, 5]),
+        Cause(vocab, Refusing(Kind.NOT_REFUSED, Stage.VERDICT), b"\xf8", "special", Refusal(HOSTILE), [7]),
+    ]
+    run.causes[0].actual_pieces, run.causes[0].shrunk = (HOSTILE.encode(), b"\xff</pre>"), False
+    run.causes[0].cases, run.causes[1].cases = [failed], [aborted]
+    decision = run.summary.decide(Gate())
+    return run, decision, Invocation(f"evil:{HOSTILE}", ("rec<b>.yaml",))
+
+
+def test_hostile_text_is_shown_as_text_and_nothing_is_fetched(tmp_path: Path) -> None:
+    run, decision, how = hostile_run()
+    source = render_html(run, decision, f"title {HOSTILE}", how)
+    source.encode("utf-8")  # a port's lone surrogate is written as text, never a UnicodeEncodeError
+    parsed = Page(source)
+    assert parsed.tags.isdisjoint({"script", "img", "link", "iframe", "object", "embed", "base", "form"})
+    assert not [name for name, _ in parsed.attributes if name.startswith("on") or name == "src"]
+    assert all(value.startswith("#") for name, value in parsed.attributes if name == "href")
+    assert "http://" not in source and "https://" not in source and "url(" not in source and "@import" not in source
+    shown = "".join(parsed.text)
+    assert shown.count(HOSTILE) >= 5  # title, case ids, the reproduce commands, the stories
+    assert "\x00" not in source and "<U+0000>" in shown and "<U+000C>" in shown
+    assert len(source) < 200_000, "a huge input is cut"
+    assert "not fully shrunk" in shown and "its own pieces" in shown and f"refused: {HOSTILE}" in shown
+    assert "… and 5 other reason(s), 5 case(s)." in shown  # 25 unsupported reasons, 20 listed
+    assert f"fail: {decision.reasons[0]}" in shown and decision.line() in shown
+
+    page = tmp_path / "hostile.html"
+    page.write_text(source, encoding="utf-8")
+    dom = chromium(tmp_path, page, "--dump-dom")
+    assert "<script" not in dom and "<img" not in dom
+    assert text(f"port{HOSTILE}") in dom
+    for number, cause in enumerate(run.causes, 1):
+        assert all(text(case) in section(dom, f"cause-{number}") for case in case_ids(cause.cases))
+    assert text("evil<b>/special/odd&case") in section(dom, "unexplained")
+    stories = section(dom, "problems")  # the unexplained failure and the error: each one's story
+    assert text("<img src=x onerror=alert(2)>") in stories and text("odd&case") in stories
