@@ -7,6 +7,7 @@ silently passing) check.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ import pytest
 from harness.check import run as check_run
 from harness.check.run import CheckRun
 from harness.core.errors import TokconfError
+from harness.core.files import cache_root
 from harness.llama.build import Build, require_build
 from harness.llama.pins import DEFAULT_BUILD
 
@@ -50,3 +52,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "llama_build" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.oracle)
+
+
+@pytest.fixture
+def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """A port's test folder. In-process runs restore `sys.modules` afterwards, so a module first
+    imported inside one (numpy, through gguf and the reference) would be imported again by the next,
+    which numpy refuses: a test module using this imports the reference before any run."""
+    tests = Path(__file__).resolve().parent / "tests"
+    monkeypatch.setenv("TOKCONF_CACHE", str(cache_root()))  # pytester moves HOME
+    monkeypatch.syspath_prepend(str(tests))  # fake_impls, real_ports
+    monkeypatch.setenv("PYTHONPATH", str(tests))  # for subprocess runs (xdist workers)
+    return pytester

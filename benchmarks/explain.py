@@ -1,50 +1,71 @@
-"""What `--explain` costs: ports with planted bugs, the check and the explanation timed apart.
+"""What `--explain` finds on realistic buggy ports, whether it files each case right, and its cost.
 
-    PYTHONPATH=tests python benchmarks/explain.py
+    PYTHONPATH=tests python benchmarks/explain.py [PORT ...]
 
-The ports (`tests/fake_impls.py`) wrap the live llama.cpp: `two_bugs` drops BOS and takes U+3000 for
-a space (about 3,100 failing cases of llama-spm, most named by a pattern without shrinking);
-`normalizes_nfc` applies NFC first (about 1,850 failing cases of qwen2, each offered to the causes
-found or shrunk). Target: explaining 2,000 failures on 2 cores in under a minute.
+The ports (`tests/real_ports.py`) imitate real libraries (a JavaScript regex's `\\s`, an NFC-normalising
+Python port, tiktoken-style special tokens, a GGUF runtime applying GPT-2's byte mapping to an SPM
+vocabulary, …), each with planted bugs that can be switched off one at a time. Per port it prints
+the check's time and the explanation's (and their ratio: the target is at most 2x), the causes found
+with their kinds and case counts, and the misfiled cases: a case under causes of kinds K1..Kn must
+pass once the port's bugs of those kinds are switched off (the kinds' fix, applied to the port
+itself, not replayed by the explainer); a case under a kind no planted bug has is misfiled too.
 """
 
 from __future__ import annotations
 
+import sys
 import time
+from collections import Counter
 from pathlib import Path
 
+import real_ports  # tests/: run with PYTHONPATH=tests
+
+from harness.check.contract import Verdict
 from harness.check.engine import Selection, check_file
 from harness.check.explain import explain_file
 from harness.check.xfail import ExpectedFailures
 from harness.implementations.resolve import resolve
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
-PORTS = {"fake_impls:two_bugs": "llama-spm", "fake_impls:normalizes_nfc": "qwen2"}
 
 
-def main() -> None:
-    for spec, vocab in PORTS.items():
-        print(f"{spec} on {vocab}:")
-        measure(spec, BUNDLED / f"{vocab}.yaml")
+def main(names: list[str]) -> None:
+    for name in names or list(real_ports.PORTS):
+        measure(real_ports.PORTS[name])
 
 
-def measure(spec: str, recording: Path) -> None:
-    impl = resolve(spec, None)
+def measure(spec: real_ports.PortSpec) -> None:
+    impl = resolve(f"real_ports:{spec.name}", None)  # every planted bug on
     try:
         started = time.monotonic()
-        checked = check_file(recording, impl, Selection(), ExpectedFailures(), None)
+        checked = check_file(BUNDLED / f"{spec.vocab}.yaml", impl, Selection(), ExpectedFailures(), None)
         checking = time.monotonic() - started
-        failed = sum(1 for r in checked.results if r.verdict.value == "failed")
         started = time.monotonic()
-        causes = explain_file(checked, impl)
+        explanation = explain_file(checked, impl)
         explaining = time.monotonic() - started
     finally:
         impl.close()
-    print(f"  check: {len(checked.results)} results in {checking:.1f} s, {failed} failed")
-    print(f"  explain: {failed} failures as {len(causes)} causes in {explaining:.1f} s")
-    for cause in causes:
-        print(f"    {len(cause.cases):5} cases: {cause.minimal!r} {cause.pattern.name if cause.pattern else ''}")
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    print(f"{spec.name} on {spec.vocab}: {len(failed)} failed cases")
+    print(f"  check {checking:.1f} s, explain {explaining:.1f} s ({explaining / checking:.2f}x), "
+          f"{explanation.shrinks} shrinks")  # fmt: skip
+    kinds_of: dict[int, set[str]] = {}
+    for cause in explanation.causes:
+        modes = ", ".join(f"{m} {n}" for m, n in sorted(Counter(r.section for r in cause.cases).items()))
+        print(f"  {len(cause.cases):5} cases  {cause.kind.value:20} ({modes}) {cause.label[:90]}")
+        for result in cause.cases:
+            kinds_of.setdefault(id(result), set()).add(cause.kind.value)
+    planted = set(spec.bugs.values())
+    found = {c.kind.value for c in explanation.causes}
+    print(f"  planted kinds found: {len(planted & found)}/{len(planted)}"
+          + (f"; missed {sorted(planted - found)}" if planted - found else "")
+          + (f"; unplanted {sorted(found - planted)}" if found - planted else ""))  # fmt: skip
+    explained = [r for r in failed if id(r) in kinds_of]
+    misfiled = real_ports.misfiled(spec, checked.vocab, explained, kinds_of)
+    print(
+        f"  misfiled: {len(misfiled)} of {len(explained)} explained cases; unexplained: {len(explanation.unexplained)}"
+    )
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])

@@ -148,11 +148,22 @@ class Counting(LlamaCpp):
         return super().decode(ids, remove_special, unparse_special)
 
 
+class DeclinesByLength(LlamaCpp):
+    """Declines every input over 20 bytes, saying how long each one is: one reason worded per input,
+    which reports group as one."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if len(data) > 20:
+            raise Unsupported(f"input of {len(data)} bytes is too long for this port")
+        return super().encode(data, add_special, parse_special)
+
+
 # `module:factory` names: a class is itself a callable taking the GGUF path.
 llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDropped
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 control_text_always = ControlTextAlways
 two_bugs, normalizes_nfc, own_pieces, counting = TwoBugs, NormalizesNfc, OwnPieces, Counting
+declines_by_length = DeclinesByLength
 
 
 def bpe_only(path: Path) -> LlamaCpp:

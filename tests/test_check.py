@@ -11,6 +11,7 @@ import pytest
 
 from harness.check.contract import Verdict
 from harness.check.engine import CaseResult
+from harness.check.explain.causes import reasons_of
 from harness.check.report import Invocation, describe_group, group_problems
 from harness.check.run import CheckRun
 from harness.cli.main import main
@@ -111,7 +112,8 @@ def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys:
     assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
     summary = RUNS[-1].summary
     assert summary.conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
-    assert summary.unsupported == {("llama-spm", "only BPE vocabularies"): cases + len(Fact)}  # its facts too
+    (group,) = reasons_of(RUNS[-1].results, Verdict.UNSUPPORTED)  # its facts too
+    assert (group.vocab, group.example, len(group.cases)) == ("llama-spm", "only BPE vocabularies", cases + len(Fact))
     output = capsys.readouterr().out
     assert f"unsupported: {cases + len(Fact)} of llama-spm: only BPE vocabularies" in output
     assert output.rstrip().endswith(

@@ -84,7 +84,7 @@ def test_the_node_adapter_declines_other_vocabularies_as_unsupported(
     assert status == 1  # nothing passed: unsupported is never a pass
     counts = check_runs[-1].summary.counts[("qwen2", "plain")]  # type: ignore[index]
     assert counts[Verdict.UNSUPPORTED] > 0 and counts[Verdict.PASSED] == 0
-    reasons = [reason for (_, reason) in check_runs[-1].summary.unsupported]
+    reasons = [reason for counter in check_runs[-1].summary.unsupported_reasons.values() for reason in counter]
     assert any("only gpt2 vocabularies with the gpt-2 pre-tokenizer (this one: gpt2, qwen2)" in r for r in reasons)
 
 

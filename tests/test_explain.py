@@ -1,17 +1,29 @@
-"""`--explain`: failures shrunk to minimal inputs and grouped into causes, each named where the ids
-show the mechanism exactly."""
+"""`--explain`: failures grouped into named causes, each a mechanism replayed to confirm every case
+under it, checked on realistic ports (`real_ports`) by switching each planted bug off."""
 
 from __future__ import annotations
 
+import base64
+import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
+import real_ports
 
 from harness.check import explain
-from harness.check.explain import Pattern, ddmin, units
+from harness.check.contract import Verdict
+from harness.check.engine import CheckedFile, Selection, check_file
+from harness.check.explain import Kind, explain_file
+from harness.check.explain.causes import reason_template
 from harness.check.run import CheckRun
+from harness.check.xfail import ExpectedFailures
 from harness.cli.main import main
+from harness.core.outcome import is_utf8
+from harness.core.shrink import ddmin, holds, units
+from harness.implementations.python import PythonImplementation
 from harness.llama.build import Build
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
@@ -36,45 +48,167 @@ def test_ddmin_keeps_invalid_bytes_and_characters_whole() -> None:
     assert minimal == "\u3000".encode()
 
 
-def test_two_planted_bugs_are_two_causes_with_their_minimal_inputs(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
-    """No BOS, and U+3000 taken for a space: thousands of failures, two causes."""
-    junit = tmp_path / "r.xml"
-    args = ["check", "--recordings", str(BUNDLED / "llama-spm.yaml"), "--impl", "fake_impls:two_bugs", "--explain"]
-    assert main([*args, "--details", "0", "--junit", str(junit), "--report", str(tmp_path / "r.md")]) == 1
+def test_containment_respects_character_boundaries() -> None:
+    """`Ý` is `c3 9d`: it holds no invalid byte `c3` (the misfiling of a Qwen NFC port's Vietnamese)."""
+    assert not holds("Ý".encode(), b"\xc3")
+    assert holds(b"a\xc3 b", b"\xc3") and holds("xÝy".encode(), "Ý".encode()) and holds(b"abc", b"")
+
+
+def test_reasons_group_by_what_does_not_vary() -> None:
+    assert reason_template("input 12 has 'héllo' at 0x1F") == reason_template("input 7 has 'x' at 0xA0")
+    assert reason_template("cannot encode U+0085") != reason_template("cannot load the vocab")
+
+
+def _explained(name: str, bugs: frozenset[str] | None = None) -> tuple[CheckedFile, explain.Explanation]:
+    spec = real_ports.PORTS[name]
+    on = spec.bugs if bugs is None else bugs
+    impl = PythonImplementation(f"real_ports:{name}", real_ports.factory(name, on))
+    try:
+        checked = check_file(BUNDLED / f"{spec.vocab}.yaml", impl, Selection(), ExpectedFailures(), None)
+        return checked, explain_file(checked, impl)
+    finally:
+        impl.close()
+
+
+@pytest.mark.parametrize("name", sorted(real_ports.PORTS))
+def test_each_planted_bug_is_its_own_cause_and_every_case_passes_with_its_fix(name: str) -> None:
+    """Every planted bug is found as a cause of its kind; every failed case is under causes whose
+    bugs, switched off in the port itself, make the case pass; no other cause, nothing unexplained."""
+    spec = real_ports.PORTS[name]
+    checked, explanation = _explained(name)
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    assert failed and not explanation.unexplained
+    kinds = Counter(c.kind.value for c in explanation.causes)
+    planted = Counter(spec.bugs.values())
+    assert set(kinds) == set(planted), (kinds, planted)
+    kinds_of: dict[int, set[str]] = {}
+    for cause in explanation.causes:
+        for result in cause.cases:
+            kinds_of.setdefault(id(result), set()).add(cause.kind.value)
+    assert set(kinds_of) == {id(r) for r in failed}
+    assert real_ports.misfiled(spec, checked.vocab, failed, kinds_of) == []
+
+
+def test_labels_are_the_same_in_every_mode() -> None:
+    """A JavaScript `\\s` port: its U+0085 and U+FEFF faults are one cause each across plain, special
+    and bos (where its missing BOS used to swallow them), and the BOS cause holds only cases that
+    adding the BOS repairs."""
+    _checked, explanation = _explained("js_llama3")
+    by_kind: dict[Kind, list[explain.Cause]] = {}
+    for cause in explanation.causes:
+        by_kind.setdefault(cause.kind, []).append(cause)
+    nel, feff = sorted(by_kind[Kind.WHITESPACE_CLASS], key=lambda c: c.label)
+    assert "U+0085" in nel.label and "does not treat" in nel.label
+    assert "U+FEFF" in feff.label and "treats" in feff.label
+    for cause in (nel, feff):
+        assert {r.section for r in cause.cases} == {"plain", "special", "bos"}
+    (bos,) = by_kind[Kind.BOS_MISSING]
+    for result in bos.cases:
+        alone = result not in nel.cases and result not in feff.cases
+        assert not alone or result.actual == result.expected[1:]  # type: ignore[index]
+
+
+def test_valid_utf8_is_never_under_invalid_utf8_refused() -> None:
+    _, explanation = _explained("nfc_qwen2")
+    (refused,) = [c for c in explanation.causes if c.kind is Kind.INVALID_UTF8_REFUSED]
+    (nfc,) = [c for c in explanation.causes if c.kind is Kind.NORMALIZED_NFC]
+    assert refused.cases and not [r.case for r in refused.cases if is_utf8(r.data)]
+    assert any(r.case == "multilingual/vietnamese" for r in nfc.cases)
+
+
+def test_one_deep_fault_is_one_cause() -> None:
+    """GPT-2's byte mapping on an SPM vocabulary fails nearly every case: one cause, not hundreds."""
+    checked, explanation = _explained("gpt2map_spm")
+    (cause,) = explanation.causes
+    assert cause.kind is Kind.BYTE_MAPPING
+    assert len(cause.cases) == sum(r.verdict is Verdict.FAILED for r in checked.results) > 5000
+
+
+def test_a_wrong_special_table_is_special_wrong_id_in_both_parsing_modes() -> None:
+    _checked, explanation = _explained("tiktoken_llama3", frozenset({"special-table"}))
+    (cause,) = explanation.causes
+    assert cause.kind is Kind.SPECIAL_WRONG_ID and "128005 (llama.cpp: 128004)" in cause.label
+    assert {r.section for r in cause.cases} == {"special", "bos"}  # plain mode parses no special token
+    assert cause.minimal == b"<|reserved_special_token_2|>" and cause.expected == [128004]
+
+
+def test_explain_cli_writes_every_case_per_cause(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The terminal shows each cause's kind, label and counts; --causes, the Markdown report and
+    JUnit hold every case id."""
+    causes, report, junit = tmp_path / "c.json", tmp_path / "r.md", tmp_path / "r.xml"
+    args = ["check", "--recordings", str(BUNDLED / "qwen2.yaml"), "--impl", "real_ports:nfc_qwen2", "--details", "0"]
+    assert main([*args, "--causes", str(causes), "--report", str(report), "--junit", str(junit)]) == 1
     output = capsys.readouterr().out
-    run = check_runs[-1]
-    failed = sum(1 for r in run.results if r.verdict.value == "failed")
-    assert failed > 2000 and sum(len(c.cases) for c in run.causes) == failed
-    bos, space = run.causes
-    assert (bos.pattern, bos.minimal, {r.section for r in bos.cases}) == (Pattern.BOS_MISSING, b"", {"bos"})
-    assert space.minimal == "\u3000".encode() and {r.section for r in space.cases} == {"plain", "special", "bos"}
-    assert (space.expected, space.actual) == ([29871, 30358], [259])
-    assert "cause 2: llama-spm" in output and "minimal input: <U+3000>" in output
-    assert f"explained: {failed} failed cases as 2 cause(s)" in output
-    assert "## Causes" in (tmp_path / "r.md").read_text(encoding="utf-8")
+    doc = json.loads(causes.read_text(encoding="utf-8"))
+    assert doc["format"] == 1 and doc["unexplained"] == [] and doc["errors"] == []
+    kinds = {c["kind"]: c for c in doc["causes"]}
+    assert set(kinds) == {"normalized-nfc", "invalid-utf8-refused"}
+    refused = kinds["invalid-utf8-refused"]
+    assert base64.b64decode(refused["minimal_input_b64"]) == b"\xc3" and refused["codepoints"] == ["\\xC3"]
+    assert sum(refused["cases_per_mode"].values()) == len(refused["cases"]) == 1179
+    for record in doc["causes"]:
+        assert f"{record['kind']} — {record['label']}" in output
+    text = report.read_text(encoding="utf-8")
+    assert all(case in text for record in doc["causes"] for case in record["cases"])
     bodies = [f.text or "" for f in ET.parse(junit).getroot().iter("failure")]
-    assert all("explained by: cause" in body for body in bodies) and len(bodies) == failed
+    assert len(bodies) == 3033 and all("explained by: cause" in body for body in bodies)
 
 
-def test_a_normalizing_port_is_named_as_such(
-    llama_build: Build, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
-    args = ["check", "--recordings", str(BUNDLED / "qwen2.yaml"), "--impl", "fake_impls:normalizes_nfc"]
-    assert main([*args, "--mode", "plain", "--explain", "--details", "0"]) == 1
-    (cause,) = check_runs[-1].causes
-    assert cause.pattern is Pattern.NFC and len(cause.cases) == 618  # every failing case of qwen2's plain mode
-    assert "NFC normalization applied" in capsys.readouterr().out
+def test_the_plugin_writes_the_same_causes(sandbox: pytest.Pytester, tmp_path: Path) -> None:
+    """`--tokconf-causes` from pytest (each item reports its own cause) equals the CLI's file."""
+    recording = BUNDLED / "qwen2.yaml"
+    from_cli, from_plugin = tmp_path / "cli.json", tmp_path / "plugin.json"
+    common = ["--mode", "plain", "--case", "multilingual/vietnamese", "--case", "fuzz/0003"]
+    assert main(["check", "--recordings", str(recording), "--impl", "real_ports:nfc_qwen2", *common,
+                 "--causes", str(from_cli)]) == 1  # fmt: skip
+    sandbox.makeini(f"[pytest]\ntokconf_recordings = {recording}\n")
+    result = sandbox.runpytest_subprocess(
+        "--tokconf-impl", "real_ports:nfc_qwen2", "--tokconf-mode", "plain",
+        "--tokconf-case", "multilingual/vietnamese", "--tokconf-case", "fuzz/0003", f"--tokconf-causes={from_plugin}",
+    )  # fmt: skip
+    assert result.ret == 1
+
+    def causes(path: Path) -> list[tuple[str, str, list[str]]]:
+        doc: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+        return sorted((c["kind"], c["label"], sorted(c["cases"])) for c in doc["causes"])
+
+    assert causes(from_plugin) == causes(from_cli) and causes(from_cli)
 
 
-def test_without_the_reference_the_live_llama_cpp_judges_new_inputs(
-    llama_build: Build, monkeypatch: pytest.MonkeyPatch, check_runs: list[CheckRun]
-) -> None:
-    """A vocabulary the reference cannot read (`reference_expectation` gives None) is explained with
-    the recording's own llama.cpp build answering the shrunk inputs."""
-    monkeypatch.setattr(explain, "reference_expectation", lambda vocab: None)
-    args = ["check", "--recordings", str(BUNDLED / "qwen2.yaml"), "--impl", "fake_impls:normalizes_nfc"]
-    assert main([*args, "--mode", "plain", "--case", "whitespace/u2000-en-quad-alone", "--explain"]) == 1
-    (cause,) = check_runs[-1].causes
-    assert cause.pattern is Pattern.NFC and cause.minimal == "\u2000".encode()
+def test_unsupported_reasons_worded_per_input_are_one_group(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    causes = tmp_path / "c.json"
+    args = ["check", "--recordings", str(BUNDLED / "gpt-2.yaml"), "--impl", "fake_impls:declines_by_length"]
+    main([*args, "--mode", "plain", "--causes", str(causes)])
+    doc = json.loads(causes.read_text(encoding="utf-8"))
+    (group,) = doc["unsupported"]
+    assert len(group["cases"]) > 100 and group["reason"] == "input of N bytes is too long for this port"
+    assert capsys.readouterr().out.count("unsupported:") == 1
+
+
+def test_the_judge_is_the_recordings_build(llama_build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reference judges new inputs only for recordings of its own build; any other build's
+    recording is judged by that build's live llama.cpp (here: b11192 stands in for it)."""
+    asked: list[int] = []
+
+    def require(build: int) -> Build:
+        asked.append(build)
+        return llama_build
+
+    monkeypatch.setattr(explain, "require_build", require)
+    monkeypatch.setattr(explain, "REFERENCE_BUILD", 1)  # the reference is of another build now
+    _checked, explanation = _explained("cstring_gpt2")
+    assert asked == [11192]
+    (cause,) = explanation.causes
+    assert cause.kind is Kind.NUL_TRUNCATED and not explanation.unexplained
+
+
+def test_live_judge_explains_a_port_of_the_live_library(llama_build: Build, check_runs: list[CheckRun]) -> None:
+    """Two bugs (no BOS, U+3000 read as a space) of a port wrapping the live llama.cpp: two causes."""
+    args = ["check", "--recordings", str(BUNDLED / "llama-spm.yaml"), "--impl", "fake_impls:two_bugs", "--explain"]
+    assert main([*args, "--details", "0"]) == 1
+    run = check_runs[-1]
+    bos, space = run.causes
+    assert (bos.kind, space.kind) == (Kind.BOS_MISSING, Kind.WHITESPACE_CLASS)
+    assert space.minimal == "\u3000".encode() and "U+3000 (IDEOGRAPHIC SPACE) as U+0020 (SPACE)" in space.label
+    assert {r.section for r in bos.cases} == {"bos"} and {r.section for r in space.cases} == {"plain", "special", "bos"}
+    assert not run.unexplained

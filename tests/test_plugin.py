@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
-from harness.core.files import cache_root
 from harness.core.outcome import MODES
 from harness.llama.build import Build
 from harness.recordings.format import load
@@ -18,18 +17,6 @@ from harness.recordings.format import load
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
 TESTS = ROOT / "tests"
-CACHE = cache_root()
-
-
-@pytest.fixture
-def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
-    """A port's test folder. In-process runs restore `sys.modules` afterwards, so a module first
-    imported inside one (numpy, through gguf and the reference) would be imported again by the next,
-    which numpy refuses: the reference is imported by this module, before any run."""
-    monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
-    monkeypatch.syspath_prepend(str(TESTS))  # fake_impls
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))  # for subprocess runs (xdist workers)
-    return pytester
 
 
 def _verdicts(sandbox: pytest.Pytester, group: str = "shipped") -> Counter[str]:
