@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from harness.check.contract import Verdict
+from harness.check.explain import Kind
 from harness.check.run import CheckRun
 from harness.cli.main import main
 from harness.llama.build import Build
@@ -63,7 +64,8 @@ def test_a_planted_whitespace_bug_in_the_node_adapter_fails_the_gate(
     assert len(failed) == 8 and all("\x85".encode() in r.data for r in failed)
     assert "gpt-2 [plain] whitespace/u0085-nel-space-mix: failed — different ids" in output
     (cause,) = check_runs[-1].causes
-    assert cause.culprit == "\x85".encode() and len(cause.cases) == 8
+    assert cause.kind is Kind.WHITESPACE_CLASS and "does not treat U+0085 (NEXT LINE)" in cause.label
+    assert len(cause.cases) == 8
 
 
 def test_a_planted_fact_bug_in_the_node_adapter_fails_the_gate(
@@ -119,4 +121,5 @@ def test_a_planted_whitespace_bug_in_the_go_adapter_is_one_cause(
     failed = [r for r in check_runs[-1].results if r.verdict is Verdict.FAILED]
     assert len(failed) == 8 and all("\x85".encode() in r.data for r in failed)
     (cause,) = check_runs[-1].causes
-    assert cause.culprit == "\x85".encode() and len(cause.cases) == 8
+    assert cause.kind is Kind.WHITESPACE_CLASS and "does not treat U+0085 (NEXT LINE)" in cause.label
+    assert len(cause.cases) == 8

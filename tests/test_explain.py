@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import unicodedata
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -23,8 +24,11 @@ from harness.check.xfail import ExpectedFailures
 from harness.cli.main import main
 from harness.core.outcome import is_utf8
 from harness.core.shrink import ddmin, holds, units
+from harness.implementations.base import Refused
 from harness.implementations.python import PythonImplementation
 from harness.llama.build import Build
+from reference_impl import Tokenizer
+from reference_impl.errors import LlamaAborts
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 
@@ -212,3 +216,93 @@ def test_live_judge_explains_a_port_of_the_live_library(llama_build: Build, chec
     assert space.minimal == "\u3000".encode() and "U+3000 (IDEOGRAPHIC SPACE) as U+0020 (SPACE)" in space.label
     assert {r.section for r in bos.cases} == {"bos"} and {r.section for r in space.cases} == {"plain", "special", "bos"}
     assert not run.unexplained
+
+
+class Deviant:
+    """The reference tokenizer with one deviation (`deviate(reference, data, add_special,
+    parse_special)`): for the kinds the realistic ports do not plant. Its pieces are the
+    reference's, mapped through `pieces` when its numbering differs."""
+
+    def __init__(self, path: Path, deviate: Any, pieces: dict[int, int] | None = None) -> None:
+        self.reference = Tokenizer.from_gguf(path)
+        self.deviate = deviate
+        self.renumbered = pieces or {}
+        self.n_tokens = self.reference.n_tokens
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        try:
+            return list(self.deviate(self.reference, data, add_special, parse_special))
+        except LlamaAborts as error:
+            raise Refused(str(error)) from None
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        return bytes(self.reference.token_to_piece(self.renumbered.get(token, token), special))
+
+    def decode(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        theirs = [self.renumbered.get(token, token) for token in ids]
+        return bytes(self.reference.decode(theirs, remove_special, unparse_special))
+
+
+def _normalized(form: str) -> Any:
+    def deviate(ref: Any, data: bytes, *flags: bool) -> list[int]:
+        text = data.decode("utf-8", errors="surrogateescape")
+        return list(ref.encode(unicodedata.normalize(form, text).encode("utf-8", "surrogateescape"), *flags))  # type: ignore[arg-type]
+
+    return deviate
+
+
+def _refuses(char: str) -> Any:
+    def deviate(ref: Any, data: bytes, *flags: bool) -> list[int]:
+        if char.encode() in data:
+            raise Refused(f"cannot encode {char!r}")
+        return list(ref.encode(data, *flags))
+
+    return deviate
+
+
+def _never_refuses(ref: Any, data: bytes, *flags: bool) -> list[int]:
+    try:
+        return list(ref.encode(data, *flags))
+    except LlamaAborts:
+        return [0]
+
+
+HELLO, WORLD = 15496, 995  # gpt-2's "Hello" and " world" (its vocabulary file's ids)
+SWAP = {HELLO: WORLD, WORLD: HELLO}
+
+KIND_PORTS = {  # kind: (vocab, modes, deviation, the port's numbering)
+    Kind.BOS_ADDED: ("gpt-2", ("plain", "bos"), lambda ref, data, *f: [50256, *ref.encode(data, *f)], None),
+    Kind.EOS_ADDED: ("gpt-2", ("plain",), lambda ref, data, *f: [*ref.encode(data, *f), 50256], None),
+    Kind.EOS_MISSING: ("nomic-bert-moe", ("bos",), lambda ref, data, *f: ref.encode(data, *f)[:-1], None),
+    Kind.NORMALIZED_NFD: ("qwen2", ("plain",), _normalized("NFD"), None),
+    Kind.NORMALIZED_NFKC: ("gpt-2", ("plain",), _normalized("NFKC"), None),
+    Kind.NORMALIZED_NFKD: ("gpt-2", ("plain",), _normalized("NFKD"), None),
+    Kind.REFUSED: ("qwen2", ("plain",), _refuses("é"), None),
+    Kind.NOT_REFUSED: ("gpt-2", ("plain",), _never_refuses, None),
+    Kind.VOCAB_MISMATCH: ("gpt-2", ("plain",), lambda ref, data, *f: [SWAP.get(i, i) for i in ref.encode(data, *f)],
+                          SWAP),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("kind", list(KIND_PORTS), ids=lambda k: k.value)
+def test_every_kind_is_found(kind: Kind) -> None:
+    """Each kind the realistic ports do not plant, planted alone: one cause of that kind holds every
+    failed case, and the label says which way (added where llama.cpp adds none, …)."""
+    vocab, modes, deviate, pieces = KIND_PORTS[kind]
+    impl = PythonImplementation(f"deviant-{kind.value}", lambda path: Deviant(path, deviate, pieces))
+    try:
+        selection = Selection(sections=frozenset(modes))
+        checked = check_file(BUNDLED / f"{vocab}.yaml", impl, selection, ExpectedFailures(), None)
+        explanation = explain_file(checked, impl)
+    finally:
+        impl.close()
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    (cause,) = explanation.causes
+    assert failed and cause.kind is kind and not explanation.unexplained
+    assert sorted(map(id, cause.cases)) == sorted(map(id, failed))
+    if kind is Kind.REFUSED:
+        assert "U+00E9" in cause.label
+    if kind is Kind.BOS_ADDED:
+        assert {r.section for r in failed} == set(modes) and "(add_special" not in cause.label
+    if kind is Kind.VOCAB_MISMATCH:
+        assert "'Hello' as 995 (llama.cpp: 15496)" in cause.label and "'·world' as 15496" in cause.label

@@ -210,7 +210,8 @@ def test_an_expected_failure_entry_matching_nothing_fails_a_strict_run(
 
 
 def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.Pytester) -> None:
-    """Each failed item carries its cause (JUnit property `tokconf-cause`); the summary prints each once.
+    """Each failed item carries its cause (JUnit property `tokconf-cause`: the cause's key, story and
+    record, and the item's case id); the summary prints each cause once.
     On gpt-2's vocabulary under qwen2's pre name (a synthetic recording, a fifth of qwen2's plain items;
     qwen2's own 618 NFC failures are one cause in tests/test_explain.py)."""
     recording = ROOT / "recordings" / "b11192" / "synthetic" / "pre-qwen2.yaml"
@@ -220,10 +221,10 @@ def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.P
     )  # fmt: skip
     result.assert_outcomes(failed=158, passed=661)
     root = ET.parse(sandbox.path / "report.xml").getroot()
-    causes = [p.get("value", "") for p in root.iter("property") if p.get("name") == "tokconf-cause"]
-    assert len(causes) == 158 and len(set(causes)) == 1
-    assert causes[0].startswith("cause 1: pre-qwen2, 158 failing cases (plain 158) — NFC normalization applied")
-    assert result.stdout.str().count("cause 1: pre-qwen2, 158 failing cases") == 1
+    notes = [json.loads(p.get("value", "")) for p in root.iter("property") if p.get("name") == "tokconf-cause"]
+    assert len(notes) == 158 and {n["key"] for n in notes} == {"pre-qwen2#1"} and len({n["case"] for n in notes}) == 158
+    assert notes[0]["record"]["kind"] == "normalized-nfc" and notes[0]["record"]["cases_per_mode"] == {"plain": 158}
+    assert result.stdout.str().count("cause 1: pre-qwen2, normalized-nfc — normalizes its input to NFC") == 1
 
 
 def test_the_contract_decides_a_plugin_run_and_a_claim_scopes_it(sandbox: pytest.Pytester, llama_build: Build) -> None:

@@ -41,6 +41,7 @@ from harness.check.explain.kinds import (
 from harness.check.explain.model import Model
 from harness.core.facts import VocabFacts
 from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, is_utf8
+from harness.core.render import visible
 from harness.core.shrink import ddmin, holds, units
 from harness.implementations.base import Session
 
@@ -129,15 +130,42 @@ class Explainer:
         """Every failure under the causes whose replay reproduces it; causes by cases explained."""
         unexplained: list[CaseResult] = []
         for result in failures:  # the judge knows every recorded answer: replays of them are free
-            self.model.judge.remember((result.data, *MODES[result.section]), result.expected)  # type: ignore[index,arg-type]
+            if result.expected is not None:
+                self.model.judge.remember((result.data, *MODES[mode_of(result)]), result.expected)
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
             if not self._place(result):
                 unexplained.append(result)
+        self._consolidate()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
 
+    def _consolidate(self) -> None:
+        """Fold a cause into another that explains all its cases as well, the smaller into the
+        larger first: a minimal input may fit two mechanisms (U+00A0 read as a space is also what
+        NFKC does; U+0374 is changed alike by NFC and NFD), and the first found is not always the
+        port's."""
+        for small in sorted(self.causes, key=lambda c: len(c.cases)):
+            under: dict[int, list[Cause]] = {}
+            for cause in self.causes:
+                for result in cause.cases:
+                    under.setdefault(id(result), []).append(cause)
+            for large in sorted(self.causes, key=lambda c: -len(c.cases)):
+                if large is small or isinstance(large.mechanism, Character):
+                    continue
+                if all(
+                    self._fits([c.mechanism for c in self._instead(under[id(r)], small, large)], r) for r in small.cases
+                ):
+                    _join(large, small.cases)
+                    small.cases = []
+                    self.causes.remove(small)
+                    break
+
+    @staticmethod
+    def _instead(causes: list[Cause], old: Cause, new: Cause) -> list[Cause]:
+        return [c for c in causes if c is not old and c is not new] + [new]
+
     def _place(self, result: CaseResult) -> bool:
-        mode: Mode = result.section  # type: ignore[assignment]
+        mode = mode_of(result)
         for _ in range(ROUNDS):
             known = self._replayable(result.data, mode)
             found = self._reproducing(known, result) or self._extended(known, result)
@@ -168,7 +196,7 @@ class Explainer:
     def _reproducing(self, known: list[Cause], result: CaseResult) -> list[Cause] | None:
         """The smallest set of known causes whose replay gives the port's answer: each alone, then
         all together reduced one at a time."""
-        mode: Mode = result.section  # type: ignore[assignment]
+        mode = mode_of(result)
         for cause in known:
             if self._reproduces([cause], result.data, mode, result.actual):
                 return [cause]
@@ -188,7 +216,7 @@ class Explainer:
     def _extended(self, known: list[Cause], result: CaseResult) -> list[Cause] | None:
         """A known special-token or numbering cause grown by this case's tokens, without shrinking:
         a port with a wrong special-token table fails on each of hundreds of tokens in the same way."""
-        mode: Mode = result.section  # type: ignore[assignment]
+        mode = mode_of(result)
         for mechanism in self._cheap_candidates(result.data, mode, result.expected, result.actual):
             existing = next((c for c in self.causes if c.mechanism.key() == mechanism.key()), None)
             if existing is None:
@@ -244,19 +272,45 @@ class Explainer:
         if want is None:
             return None
         mechanism = self._classify(minimal, mode, context, want, got, result)
+        moved: list[CaseResult] = []
+        if isinstance(mechanism, Character) and context:
+            mechanism, moved = self._reexamined(minimal, mode, got, result) or (mechanism, [])
         if mechanism is None:
             return None
         existing = next((c for c in self.causes if c.mechanism.key() == mechanism.key()), None)
         if existing is not None:
             existing.mechanism.absorb(mechanism)
             existing.variants.add(minimal)
+            _join(existing, moved)
             if len(minimal) < len(existing.minimal):  # the shortest example shows it best
                 self._show(existing, minimal, mode, got)
             return existing
-        cause = Cause(self.vocab, mechanism, minimal, mode, want, got, shrunk=complete, variants={minimal})
+        cause = Cause(self.vocab, mechanism, minimal, mode, want, got, shrunk=complete, cases=moved, variants={minimal})
         self._show(cause, minimal, mode, got)
         self.causes.append(cause)
         return cause
+
+    def _reexamined(
+        self, minimal: bytes, mode: Mode, got: Outcome, result: CaseResult
+    ) -> tuple[Mechanism, list[CaseResult]] | None:
+        """A mechanism that fits the minimal input without the known causes, where none fits with
+        them: a known cause was the wrong one of two that fit its own minimal input (a port that
+        appends EOS `<|endoftext|>` to the empty input looks like one that prepends BOS, the same
+        token). A known cause whose every case it reproduces is dropped, its cases moved to it."""
+        (want,) = self.model.judge.answers([(minimal, *MODES[mode])])
+        mechanism = self._classify(minimal, mode, [], want, got, result)
+        if mechanism is None or isinstance(mechanism, Character):
+            return None
+        moved: dict[int, CaseResult] = {}
+        for cause in [c for c in self.causes if not isinstance(c.mechanism, Character)]:
+            if all(self._fits([mechanism], r) for r in cause.cases):
+                self.causes.remove(cause)
+                moved.update((id(r), r) for r in cause.cases)
+        return mechanism, list(moved.values())
+
+    def _fits(self, mechanisms: Sequence[Mechanism], result: CaseResult) -> bool:
+        """Whether replaying these mechanisms gives the port's answer on a case."""
+        return same(self.model.predict(mechanisms, result.data, mode_of(result)), result.actual, mechanisms)
 
     def _show(self, cause: Cause, minimal: bytes, found_in: Mode, got: Outcome) -> None:
         """The cause's example: the minimal input in the first mode where this cause alone makes the
@@ -316,7 +370,7 @@ class Explainer:
             if token >= 0:
                 text = texts.get(token, b"").decode("utf-8", "replace")
                 for kind in kinds:
-                    yield Boundary(kind, Stage.OUTPUT, token=token, text=text, add_special=add_special)
+                    yield Boundary(kind, Stage.OUTPUT, token=token, text=text, add_special={add_special})
         held = {t: s for t, s in texts.items() if s and s in data}
         if held:
             kind = Kind.SPECIAL_NOT_PARSED if parse_special else Kind.SPECIAL_PARSED
@@ -354,8 +408,8 @@ class Explainer:
         if token in texts:
             return texts[token].decode("utf-8", "replace")
         reference = self.model.mutants.reference
-        if reference is not None and 0 <= token < len(reference.tokens):
-            return str(reference.tokens[token])
+        if reference is not None and 0 <= token < reference.n_tokens:
+            return visible(bytes(reference.token_to_piece(token, True)), 40)
         return "?"
 
     def _candidates(self, minimal: bytes, mode: Mode, want: Outcome, got: Outcome) -> Iterator[Mechanism]:
@@ -433,6 +487,18 @@ def _whitespace() -> frozenset[int]:
     from reference_impl.unicode import WHITESPACE
 
     return frozenset(WHITESPACE)
+
+
+def _join(cause: Cause, results: list[CaseResult]) -> None:
+    """Add cases to a cause, each once (by identity: equal results of two cases are two cases)."""
+    held = {id(r) for r in cause.cases}
+    cause.cases += [r for r in results if id(r) not in held]
+
+
+def mode_of(result: CaseResult) -> Mode:
+    """The mode of a case `--explain` works on (never facts or decoding: `explained_failures`)."""
+    assert result.section in MODES
+    return result.section
 
 
 def explained_failures(results: list[CaseResult]) -> list[CaseResult]:

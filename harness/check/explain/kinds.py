@@ -28,6 +28,7 @@ import re
 import unicodedata
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from typing import Any
 
 from harness.core.outcome import MODES, Mode, is_utf8
 from harness.core.render import visible
@@ -110,36 +111,43 @@ class Mechanism:
 
 @dataclass
 class Boundary(Mechanism):
-    """BOS or EOS missing or added (llama_tokenize_impl adds them with add_special as the vocab says)."""
+    """BOS or EOS missing or added (llama_tokenize_impl adds them with add_special as the vocab says).
+    A missing one is missing where llama.cpp adds it (add_special); an added one is added in the
+    modes it was seen in (`add_special`: the flag's values there)."""
 
     token: int = -1
     text: str = ""
-    add_special: bool = True  # the add_special of the modes it was seen in (an added one may be either)
+    add_special: set[bool] = field(default_factory=set)
 
-    def key(self) -> Hashable:
-        return (self.kind, self.add_special)
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Boundary)
+        self.add_special |= other.add_special
 
     @property
     def at_start(self) -> bool:
         return self.kind in (Kind.BOS_MISSING, Kind.BOS_ADDED)
 
+    @property
+    def missing(self) -> bool:
+        return self.kind in (Kind.BOS_MISSING, Kind.EOS_MISSING)
+
     def applies(self, data: bytes, mode: Mode) -> bool:
-        return MODES[mode][0] == self.add_special
+        return MODES[mode][0] if self.missing else MODES[mode][0] in self.add_special
 
     def apply(self, ids: list[int]) -> list[int]:
         edge = 0 if self.at_start else -1
-        if self.kind in (Kind.BOS_MISSING, Kind.EOS_MISSING):
-            if ids and ids[edge] == self.token:
-                return ids[1:] if self.at_start else ids[:-1]
-            return ids
-        return [self.token, *ids] if self.at_start else [*ids, self.token]
+        if not self.missing:
+            return [self.token, *ids] if self.at_start else [*ids, self.token]
+        if ids and ids[edge] == self.token:
+            return ids[1:] if self.at_start else ids[:-1]
+        return ids
 
     def label(self) -> str:
-        name = "BOS" if self.at_start else "EOS"
-        token = f"{name} token {self.text!r} ({self.token})"
-        if self.kind in (Kind.BOS_MISSING, Kind.EOS_MISSING):
+        token = f"{'BOS' if self.at_start else 'EOS'} token {self.text!r} ({self.token})"
+        if self.missing:
             return f"does not add the {token} that llama.cpp adds with add_special"
-        return f"adds the {token} where llama.cpp adds none (add_special={str(self.add_special).lower()})"
+        when = {frozenset({True}): " (add_special=true)", frozenset({False}): " (add_special=false)"}
+        return f"adds the {token} where llama.cpp adds none{when.get(frozenset(self.add_special), '')}"
 
 
 @dataclass
@@ -169,11 +177,14 @@ class Renumbered(Mechanism):
 # ---- Stage.INPUT ------------------------------------------------------------------------------
 
 
+# The strongest form first: on a minimal input two forms may change alike (`¾` under NFKC and
+# NFKD), and a weaker one taken first cannot explain the stronger's other inputs, while a stronger
+# one taken wrongly is replaced once the weaker one is found (`Explainer._reexamined`).
 NORMAL_FORMS = {
-    Kind.NORMALIZED_NFC: "NFC",
-    Kind.NORMALIZED_NFD: "NFD",
-    Kind.NORMALIZED_NFKC: "NFKC",
     Kind.NORMALIZED_NFKD: "NFKD",
+    Kind.NORMALIZED_NFKC: "NFKC",
+    Kind.NORMALIZED_NFD: "NFD",
+    Kind.NORMALIZED_NFC: "NFC",
 }
 
 
@@ -182,12 +193,13 @@ class Normalized(Mechanism):
     """The port normalizes its text (Unicode normal form) before tokenizing; llama.cpp never does."""
 
     def applies(self, data: bytes, mode: Mode) -> bool:
-        return not data.isascii() and is_utf8(data)
+        return not data.isascii()
 
     def transform(self, data: bytes) -> bytes:
-        if not is_utf8(data):
-            return data
-        return unicodedata.normalize(NORMAL_FORMS[self.kind], data.decode("utf-8")).encode()  # type: ignore[arg-type]
+        """The normal form of the text; invalid bytes stay as they are between the characters."""
+        text = data.decode("utf-8", errors="surrogateescape")
+        form: Any = NORMAL_FORMS[self.kind]
+        return unicodedata.normalize(form, text).encode("utf-8", errors="surrogateescape")
 
     def label(self) -> str:
         form = NORMAL_FORMS[self.kind]
