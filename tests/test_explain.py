@@ -278,6 +278,8 @@ KIND_PORTS = {  # kind: (vocab, modes, deviation, the port's numbering)
     Kind.NORMALIZED_NFKC: ("gpt-2", ("plain",), _normalized("NFKC"), None),
     Kind.NORMALIZED_NFKD: ("gpt-2", ("plain",), _normalized("NFKD"), None),
     Kind.REFUSED: ("qwen2", ("plain",), _refuses("é"), None),
+    Kind.INVALID_UTF8_REPLACED: ("qwen2", ("plain",), lambda ref, data, *f: ref.encode(
+        data.decode("utf-8", errors="replace").encode(), *f), None),
     Kind.NOT_REFUSED: ("gpt-2", ("plain",), _never_refuses, None),
     Kind.VOCAB_MISMATCH: ("gpt-2", ("plain",), lambda ref, data, *f: [SWAP.get(i, i) for i in ref.encode(data, *f)],
                           SWAP),

@@ -12,6 +12,7 @@ from harness.check.engine import CheckedFile
 from harness.check.explain.explainer import Cause, Explainer, Explanation, explained_failures
 from harness.check.explain.kinds import Kind
 from harness.check.explain.model import Backend, Judge, Model, Mutants, reference_backend
+from harness.core.facts import VocabFacts
 from harness.implementations.base import Implementation, VocabInfo
 from harness.llama.build import require_build
 from harness.llama.pins import DEFAULT_BUILD
@@ -20,6 +21,26 @@ from harness.oracle.client import LibllamaOracle
 __all__ = ["Cause", "Explanation", "Kind", "explain_file", "reference_tokenizer"]
 
 REFERENCE_BUILD = DEFAULT_BUILD  # the build reference_impl is token-identical to
+FILE_SPECIAL_TYPES = (2, 3, 4)  # GGUF token types unknown, control, user-defined
+
+
+def special_texts(vocab: Path, facts: VocabFacts, reference: Any) -> dict[int, bytes]:
+    """Every token a port may take for a special one: llama.cpp's control and user-defined tokens
+    (the facts), the reference's unknown ones (`<unk>`, cut out with parse_special), and what the
+    file itself types control, user-defined or unknown (llama.cpp makes a few of those normal, as
+    phi-3's `</s>`, which libraries reading the file's types still match)."""
+    from reference_impl.gguf_reader import read_tokenizer_fields
+
+    texts = dict(facts["special_texts"])
+    if reference is not None:
+        texts |= {t: text for t, text in reference.special_bytes.items() if text}
+    fields = read_tokenizer_fields(vocab)
+    for token, kind in enumerate(fields.get("tokenizer.ggml.token_type") or []):
+        if kind in FILE_SPECIAL_TYPES and token not in texts:
+            text = fields["tokenizer.ggml.tokens"][token].encode("utf-8", "surrogateescape")
+            if text:
+                texts[token] = text
+    return texts
 
 
 def reference_tokenizer(vocab: Path) -> Any:
@@ -57,6 +78,7 @@ def explain_file(checked: CheckedFile, impl: Implementation) -> Explanation:
     try:
         with judge_of(recording.build, checked.vocab, reference) as backend:
             model = Model(Judge(backend), Mutants(reference))
-            return Explainer(recording.vocab_name, recording.facts, session, model).explain(failures)
+            specials = special_texts(checked.vocab, recording.facts, reference)
+            return Explainer(recording.vocab_name, recording.facts, session, model, specials).explain(failures)
     finally:
         session.close()

@@ -33,6 +33,7 @@ from harness.check.explain.kinds import (
     Reclassed,
     Refusing,
     Renumbered,
+    Replaced,
     Resplit,
     SpecialsCut,
     Stage,
@@ -98,9 +99,12 @@ class Explanation:
 class Explainer:
     """Shrinks and groups the failures of one vocabulary, with the implementation's session open."""
 
-    def __init__(self, vocab: str, facts: VocabFacts, session: Session, model: Model) -> None:
+    def __init__(
+        self, vocab: str, facts: VocabFacts, session: Session, model: Model, specials: dict[int, bytes]
+    ) -> None:
         self.vocab = vocab
         self.facts = facts
+        self.specials = specials  # every token a port may take for special: `explain.special_texts`
         self.session = session
         self.model = model
         self.causes: list[Cause] = []
@@ -364,7 +368,7 @@ class Explainer:
             return
         if not isinstance(want, list) or not isinstance(got, list):
             return
-        ids, texts = self.facts["special_ids"], self.facts["special_texts"]
+        ids, texts = self.facts["special_ids"], self.specials
         for name, kinds in (("bos", (Kind.BOS_MISSING, Kind.BOS_ADDED)), ("eos", (Kind.EOS_MISSING, Kind.EOS_ADDED))):
             token = ids.get(name, -1)
             if token >= 0:
@@ -393,7 +397,7 @@ class Explainer:
         remap = dict(pairs)
         if not remap or len(remap) != len(pairs):
             return None
-        texts = self.facts["special_texts"]
+        texts = self.specials
         if all(w in texts and g in texts for w, g in remap.items()):
             return remap
         reference = self.model.mutants.reference
@@ -404,7 +408,7 @@ class Explainer:
         return remap if ours is not None and list(ours) == theirs else None
 
     def _text(self, token: int) -> str:
-        texts = self.facts["special_texts"]
+        texts = self.specials
         if token in texts:
             return texts[token].decode("utf-8", "replace")
         reference = self.model.mutants.reference
@@ -426,6 +430,8 @@ class Explainer:
             return
         if b"\0" in minimal:
             yield NulTruncated(Kind.NUL_TRUNCATED, Stage.INPUT)
+        if not is_utf8(minimal):
+            yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=_unusual, reverse=True)
         for char in chars:

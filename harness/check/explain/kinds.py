@@ -43,6 +43,7 @@ class Kind(enum.Enum):
     EOS_MISSING = "eos-missing"
     EOS_ADDED = "eos-added"
     INVALID_UTF8_REFUSED = "invalid-utf8-refused"
+    INVALID_UTF8_REPLACED = "invalid-utf8-replaced"
     REFUSED = "refused"
     NOT_REFUSED = "not-refused"
     SPECIAL_NOT_PARSED = "special-not-parsed"
@@ -231,6 +232,21 @@ class Substituted(Mechanism):
 
     def label(self) -> str:
         return f"reads {_some([char_name(c) for c in sorted(self.chars)])} as {char_name(self.target)}"
+
+
+@dataclass
+class Replaced(Mechanism):
+    """Bytes that are not UTF-8 read as U+FFFD (a port decoding with `errors="replace"`, or a library
+    that does so inside); llama.cpp tokenizes each such byte by itself."""
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return not is_utf8(data)
+
+    def transform(self, data: bytes) -> bytes:
+        return data.decode("utf-8", errors="replace").encode()
+
+    def label(self) -> str:
+        return "reads bytes that are not valid UTF-8 as U+FFFD; llama.cpp tokenizes the bytes themselves"
 
 
 @dataclass

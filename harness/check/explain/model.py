@@ -26,6 +26,7 @@ from harness.check.explain.kinds import (
     Reclassed,
     Refusing,
     Renumbered,
+    Replaced,
     Resplit,
     SpecialsCut,
     Stage,
@@ -35,7 +36,7 @@ from harness.core.outcome import MODES, Mode, Outcome, Refusal, Request
 
 Backend = Callable[[list[Request]], list[Outcome]]
 KEPT_MUTANTS = 16  # mutant tokenizers kept (each with its own word cache)
-InputMechanism = Normalized | Substituted | NulTruncated | ByteMapped
+InputMechanism = Normalized | Substituted | NulTruncated | ByteMapped | Replaced
 OutputMechanism = Boundary | Renumbered
 
 
@@ -117,8 +118,10 @@ class Mutants:
                 parse = mechanism.parse_special
                 if mechanism.kind is Kind.SPECIAL_NOT_PARSED:
                     tokens = [t for t in mutant.cut[parse] if t not in mechanism.tokens]
-                else:
-                    tokens = sorted(set(mutant.cut[parse]) | set(mechanism.tokens), key=mutant.specials.index)
+                else:  # a token llama.cpp made normal (phi-3's `</s>`) has no special text yet
+                    mutant.special_bytes = {**mutant.special_bytes, **mechanism.tokens}
+                    added = set(mutant.cut[parse]) | set(mechanism.tokens)
+                    tokens = sorted(added, key=lambda t: -len(mutant.special_bytes[t]))  # cut longest first
                 mutant.index_cut(parse, tokens)
             elif not self.is_bpe:
                 return None
