@@ -20,6 +20,7 @@ from harness.llama.build import Build, require_build
 from harness.llama.pins import DEFAULT_BUILD
 
 pytest_plugins = ["pytester"]
+CACHE = cache_root()  # read before pytester moves HOME
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +61,7 @@ def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     imported inside one (numpy, through gguf and the reference) would be imported again by the next,
     which numpy refuses: a test module using this imports the reference before any run."""
     tests = Path(__file__).resolve().parent / "tests"
-    monkeypatch.setenv("TOKCONF_CACHE", str(cache_root()))  # pytester moves HOME
+    monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
     monkeypatch.syspath_prepend(str(tests))  # fake_impls, real_ports
     monkeypatch.setenv("PYTHONPATH", str(tests))  # for subprocess runs (xdist workers)
     return pytester
