@@ -1,11 +1,23 @@
-"""`--impl` values: `reference` and other registered names, `module:factory`, `cmd:PROGRAM ARGS…`,
-`llama.cpp@N`."""
+"""`--impl` values: `reference` and other registered names, `NAME:ARG` for a registered name that takes
+an argument, `module:factory`, `cmd:PROGRAM ARGS…`, `llama.cpp@N`.
+
+A registered name is an entry point in the `tokconf.implementations` group. Most load the factory
+itself (`reference`, `transformers-gguf`): `--impl NAME`. One that takes an argument
+(`hf-tokenizers:PATH/tokenizer.json`) loads a callable with an `argument` attribute naming it
+(`"PATH/tokenizer.json"`), which is called with ARG to get the factory:
+`points[NAME].load()(ARG) -> Callable[[Path], object]`. Such a name must be given its argument, and a
+name that takes none is never given one. `NAME:ARG` is looked up among the registered names first; a
+value whose part before the colon is not a registered name taking an argument is `module:factory`
+(module names never contain `-`, so a registered name like `hf-tokenizers` is never a module)."""
 
 from __future__ import annotations
 
 import importlib.metadata
 import shlex
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from harness.core.errors import TokconfError
 from harness.implementations.base import Implementation
@@ -15,6 +27,7 @@ from harness.implementations.python import PythonImplementation, load_factory
 
 ENTRY_POINT_GROUP = "tokconf.implementations"
 DEFAULT_TIMEOUT = 10.0  # seconds a cmd: program has for each request, when no --timeout is given
+FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD or a registered name"
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
@@ -23,8 +36,8 @@ def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
 
 def resolve(spec: str, timeout: float | None) -> Implementation:
     """Turn an `--impl` value into an implementation. With a `timeout`, a Python implementation runs
-    in a worker process (`harness.implementations.serve`), where the timeout can be enforced; without
-    one it runs in this process, and `cmd:` programs get `DEFAULT_TIMEOUT`."""
+    in a worker process (`harness.implementations.serve`, given the same value), where the timeout can
+    be enforced; without one it runs in this process, and `cmd:` programs get `DEFAULT_TIMEOUT`."""
     if spec.startswith("cmd:"):
         return CommandImplementation(spec[4:], timeout or DEFAULT_TIMEOUT)
     if spec.startswith("llama.cpp@"):
@@ -40,14 +53,63 @@ def resolve(spec: str, timeout: float | None) -> Implementation:
 
 
 def resolve_python(spec: str) -> PythonImplementation:
-    """`module:factory` or a registered name."""
-    if ":" in spec:
-        return PythonImplementation(spec, load_factory(spec))
+    """`module:factory`, a registered name, or `NAME:ARG` for a registered name that takes an argument."""
     points = _entry_points()
+    name, colon, argument = spec.partition(":")
+    if colon and name in points:
+        loaded = _load(spec, points[name])
+        takes = _argument_of(loaded)
+        if takes is not None:
+            return PythonImplementation(spec, _factory_for(spec, name, loaded, argument, takes))
+        if not _may_be_module(name):
+            raise TokconfError(f"--impl {spec}: {name} takes no argument", f"use --impl {name}")
+    if colon:
+        return PythonImplementation(spec, load_factory(spec))
     if spec in points:
-        return PythonImplementation(spec, points[spec].load())
+        loaded = _load(spec, points[spec])
+        takes = _argument_of(loaded)
+        if takes is not None:
+            raise TokconfError(f"--impl {spec}: {spec} needs an argument", f"use --impl {spec}:{takes}")
+        return PythonImplementation(spec, loaded)
     known = ", ".join(sorted(points)) or "none installed"
-    raise TokconfError(
-        f"unknown implementation {spec!r}",
-        f"use module:factory, 'cmd:PROGRAM ARGS', llama.cpp@BUILD or a registered name ({known})",
-    )
+    raise TokconfError(f"unknown implementation {spec!r}", f"use {FORMS} ({known})")
+
+
+def _load(spec: str, point: importlib.metadata.EntryPoint) -> Any:
+    """The object an entry point names; its import failing is the user's to fix (a missing extra)."""
+    try:
+        return point.load()
+    except ImportError as error:
+        raise TokconfError(
+            f"--impl {spec}: cannot import {point.value}: {error}", "install it (peers: pip install -e '.[peers]')"
+        ) from None
+    except (Exception, SystemExit) as error:
+        raise TokconfError(f"--impl {spec}: importing {point.value} failed: {type(error).__name__}: {error}") from None
+
+
+def _argument_of(loaded: Any) -> str | None:
+    """What a registered entry point takes as ARG (its `argument` attribute), or None if it takes none."""
+    takes = getattr(loaded, "argument", None)
+    return takes if isinstance(takes, str) and callable(loaded) else None
+
+
+def _may_be_module(name: str) -> bool:
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _factory_for(spec: str, name: str, loaded: Any, argument: str, takes: str) -> Callable[[Path], Any]:
+    """`loaded(argument)`: the factory; whatever it raises is a usage error, said with the form."""
+    if not argument:
+        raise TokconfError(f"--impl {spec}: {name} needs an argument", f"use --impl {name}:{takes}")
+    try:
+        factory = loaded(argument)
+    except TokconfError:
+        raise
+    except (Exception, SystemExit) as error:
+        raise TokconfError(
+            f"--impl {spec}: {name} cannot use {argument!r}: {type(error).__name__}: {error}",
+            f"use --impl {name}:{takes}",
+        ) from None
+    if not callable(factory):
+        raise TokconfError(f"--impl {spec}: {name}({argument!r}) returned no factory, but {factory!r}")
+    return factory  # type: ignore[no-any-return]
