@@ -2,7 +2,8 @@
 
 The stages, in the order data flows through them (each imports only from the ones before it):
 `core` → `llama` → `synth` → `oracle` → `corpus` → `recordings` → `record` → `implementations` → `check` →
-`fuzz` → `bisect` → `options` → `cli`; `plugin` is the pytest entry point and loads the rest only when asked to.
+`ecosystem` → `fuzz` → `bisect` → `options` → `cli`; `plugin` is the pytest entry point and loads the rest only
+when asked to.
 """
 
 from __future__ import annotations

@@ -15,8 +15,8 @@ HARNESS = ROOT / "harness"
 
 # The stages in data-flow order: a module may import from its own stage and the ones before it.
 STAGES = (
-    "core", "llama", "synth", "oracle", "corpus", "recordings", "record", "implementations", "check", "fuzz", "bisect",
-    "options", "cli", "plugin",
+    "core", "llama", "synth", "oracle", "corpus", "recordings", "record", "implementations", "check", "ecosystem",
+    "fuzz", "bisect", "options", "cli", "plugin",
 )  # fmt: skip
 
 

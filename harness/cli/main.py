@@ -9,10 +9,10 @@ import argparse
 import os
 import sys
 
-from harness.cli import bisect, check, coverage, diff, export, fuzz, llama, record, seal, vocab
+from harness.cli import bisect, check, coverage, diff, export, fuzz, llama, peers, record, seal, vocab
 from harness.core.errors import TokconfError
 
-COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, seal)
+COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, seal, peers)
 
 
 def _parser() -> argparse.ArgumentParser:
