@@ -87,7 +87,10 @@ class Option:
 
 
 MAX_TIMEOUT = 86400.0  # a day: longer is a typo, and would overflow the deadlines it is added to
-IMPL_HELP = "reference, a registered name, module:factory, 'cmd:PROGRAM ARGS', llama.cpp@N"
+IMPL_HELP = (
+    "reference, a registered name (NAME:ARG for one taking an argument), module:factory, 'cmd:PROGRAM ARGS', "
+    "llama.cpp@N"
+)
 TIMEOUT = Option(
     "timeout",
     "per-case timeout in seconds (cmd: programs: default 10); given, a Python implementation runs in a worker "

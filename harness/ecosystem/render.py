@@ -22,6 +22,16 @@ def percent(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.2f}%"
 
 
+def _modes_said() -> str:
+    flags = {mode: ", ".join(f"{n}={str(v).lower()}" for n, v in zip(("add_special", "parse_special"), f, strict=True))
+             for mode, f in MODES.items()}  # fmt: skip
+    return "; ".join(f"{mode}: {said}" for mode, said in flags.items())
+
+
+def peer_sources(matrix: Matrix) -> list[str]:
+    return [f"- **{p.name}**: `--impl {p.spec}`" for p in matrix.peers]
+
+
 def cell_text(cell: Cell) -> str:
     """A cell for people: its conformance, or why the peer does not serve the vocab."""
     if cell.declined:
@@ -73,13 +83,23 @@ def markdown(matrix: Matrix) -> str:
         + ". Conformance is passed of judged cases; a peer that cannot be given an input (not valid UTF-8 for a",
         "`str` API) leaves it unsupported, not judged (coverage is judged of all cases).",
         "",
+        "The peers:",
+        "",
+        *peer_sources(matrix),
+        "",
         "## Conformance",
         "",
-        "| vocab | " + " | ".join(f"{p} {m}" for p in peers for m in MODES) + " |",
-        "|---|" + "---|" * (len(peers) * len(MODES)),
+        f"Each cell: plain · special · bos ({_modes_said()}).",
+        "",
+        "| vocab | " + " | ".join(peers) + " |",
+        "|---|" + "---|" * len(peers),
     ]
     for vocab in matrix.vocabs:
-        shown = [cell_text(matrix.cell(p, vocab, m)) for p in peers for m in MODES]
+        shown = [" · ".join(cell_text(matrix.cell(p, vocab, m)) for m in MODES) for p in peers]
+        shown = [
+            "declined" if all(matrix.cell(p, vocab, m).declined for m in MODES) else cell
+            for p, cell in zip(peers, shown, strict=True)
+        ]
         lines.append(f"| {vocab} | " + " | ".join(shown) + " |")
     declined = [(c.peer, c.vocab, c.declined) for c in matrix.cells if c.declined and c.mode == "plain"]
     if declined:
