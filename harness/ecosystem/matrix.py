@@ -48,7 +48,7 @@ class Cell:
     vocab: str
     mode: str
     counts: dict[str, int] = field(default_factory=dict)  # verdict value -> cases
-    declined: str = ""  # the reason, when the peer does not load the vocab
+    declined: str = ""  # when the peer does not load the vocab: `declined: reason` or `broken: reason`
 
     @property
     def judged(self) -> int:
@@ -152,13 +152,10 @@ def check_peers(
         run = check_paths(files, peer.spec, Selection(), ExpectedFailures(), None, None, progress, explain=True)
         for vocab in vocabs:
             standing = run.summary.standing.get(vocab, Standing.DECLINED)
-            reasons = run.summary.unsupported_reasons
+            why = next((r.reason for r in run.results if r.vocab == vocab and r.verdict is not Verdict.PASSED), "")
+            declined = "" if standing is Standing.LOADED else f"{standing.value}: {why}"
             for mode in MODES:
                 counts = run.summary.counts.get((vocab, mode))
-                declined = ""
-                if standing is not Standing.LOADED:
-                    why = reasons.get((vocab, mode)) or reasons.get((vocab, "facts"))
-                    declined = next(iter(why), standing.value) if why else standing.value
                 shown = {v.value: n for v, n in counts.items() if n} if counts else {}
                 matrix.cells.append(Cell(peer.name, vocab, mode, shown, declined))
         for cause in run.causes:

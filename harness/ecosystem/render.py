@@ -35,7 +35,7 @@ def peer_sources(matrix: Matrix) -> list[str]:
 def cell_text(cell: Cell) -> str:
     """A cell for people: its conformance, or why the peer does not serve the vocab."""
     if cell.declined:
-        return "declined"
+        return cell.declined.split(":", 1)[0]  # declined, broken
     return percent(cell.conformance)
 
 
@@ -95,16 +95,16 @@ def markdown(matrix: Matrix) -> str:
         "|---|" + "---|" * len(peers),
     ]
     for vocab in matrix.vocabs:
-        shown = [" · ".join(cell_text(matrix.cell(p, vocab, m)) for m in MODES) for p in peers]
-        shown = [
-            "declined" if all(matrix.cell(p, vocab, m).declined for m in MODES) else cell
-            for p, cell in zip(peers, shown, strict=True)
-        ]
+        shown = []
+        for peer in peers:
+            plain = matrix.cell(peer, vocab, "plain")
+            modes = " · ".join(cell_text(matrix.cell(peer, vocab, m)) for m in MODES)
+            shown.append(cell_text(plain) if plain.declined else modes)
         lines.append(f"| {vocab} | " + " | ".join(shown) + " |")
     declined = [(c.peer, c.vocab, c.declined) for c in matrix.cells if c.declined and c.mode == "plain"]
     if declined:
-        lines += ["", "Declined (the peer does not serve the vocab):", ""]
-        lines += [f"- {peer} × {vocab}: {_md(why)}" for peer, vocab, why in declined]
+        lines += ["", "Not served (the peer declines the vocab, or breaks loading it):", ""]
+        lines += [f"- {peer} × {vocab}: {_md(why[:400])}" for peer, vocab, why in declined]
     lines += ["", "Coverage (judged of all cases, plain mode):", "",
               "| vocab | " + " | ".join(peers) + " |", "|---|" + "---|" * len(peers)]  # fmt: skip
     for vocab in matrix.vocabs:

@@ -61,12 +61,13 @@ def llama_cpp_speed(build: Build, vocab: Path, name: str, parts: list[bytes]) ->
 
 
 def impl_speed(label: str, impl: Implementation, recording: Recording, vocab: Path, parts: list[bytes]) -> Speed | None:
-    """An implementation's speed on the text, or None where it does not load the vocab."""
+    """An implementation's speed on the text, or None where it does not load the vocab (it declines
+    it, or breaks loading it)."""
     info = VocabInfo.of(vocab, recording.vocab_name, recording.vocab_sha256, recording.facts)
     started = time.perf_counter()
     try:
         session = impl.open(info)
-    except Unsupported:
+    except (Unsupported, Broken):  # the matrix's cells say which, and why
         return None
     try:
         load = time.perf_counter() - started
