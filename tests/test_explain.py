@@ -60,6 +60,8 @@ def test_containment_respects_character_boundaries() -> None:
 
 def test_reasons_group_by_what_does_not_vary() -> None:
     assert reason_template("input 12 has 'héllo' at 0x1F") == reason_template("input 7 has 'x' at 0xA0")
+    assert reason_template("can't tokenize b'abc'") == reason_template("can't tokenize b'\\xff\\x00'")
+    assert reason_template("can't tokenize b'abc'").startswith("can't tokenize")
     assert reason_template("cannot encode U+0085") != reason_template("cannot load the vocab")
 
 
@@ -308,3 +310,66 @@ def test_every_kind_is_found(kind: Kind) -> None:
         assert {r.section for r in failed} == set(modes) and "(add_special" not in cause.label
     if kind is Kind.VOCAB_MISMATCH:
         assert "'Hello' as 995 (llama.cpp: 15496)" in cause.label and "'·world' as 15496" in cause.label
+
+
+class OpensOnce(Deviant):
+    """A library that can be set up only once per process: explaining, which opens it again, fails."""
+
+    opened = 0
+
+    def __init__(self, path: Path) -> None:
+        OpensOnce.opened += 1
+        if OpensOnce.opened > 1:
+            raise RuntimeError("already initialised")
+        super().__init__(path, lambda ref, data, *f: [*ref.encode(data, *f), 0])
+
+
+def test_an_explanation_that_fails_loses_no_verdict(
+    capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """The table, the verdict and every failure stay; the failures are unexplained, and why is said."""
+    OpensOnce.opened = 0
+    impl = PythonImplementation("opens-once", OpensOnce)
+    checked = check_file(
+        BUNDLED / "gpt-2.yaml", impl, Selection(sections=frozenset({"plain"})), ExpectedFailures(), None
+    )
+    explanation = explain_file(checked, impl)
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    assert not explanation.causes and explanation.unexplained == failed and failed
+    assert explanation.error.startswith("could not explain gpt-2: ") and "already initialised" in explanation.error
+
+
+def test_two_refusals_are_two_causes_and_a_case_with_both_is_under_both() -> None:
+    """Refusing the empty input and invalid UTF-8, and NUL: a case holding NUL and invalid bytes is
+    under both refusals, the empty input under its own."""
+
+    def refuses(ref: Any, data: bytes, *flags: bool) -> list[int]:
+        if not data or b"\0" in data or not is_utf8(data):
+            raise Refused("no")
+        return list(ref.encode(data, *flags))
+
+    impl = PythonImplementation("refuses", lambda path: Deviant(path, refuses))
+    checked = check_file(
+        BUNDLED / "gpt-2.yaml", impl, Selection(sections=frozenset({"plain"})), ExpectedFailures(), None
+    )
+    explanation = explain_file(checked, impl)
+    labels = {c.label: c for c in explanation.causes}
+    assert set(labels) == {
+        "refuses the empty input; llama.cpp tokenizes it",
+        "refuses input holding U+0000 (NUL); llama.cpp tokenizes it",
+        "refuses input that is not valid UTF-8; llama.cpp tokenizes it",
+    }
+    nul = labels["refuses input holding U+0000 (NUL); llama.cpp tokenizes it"]
+    invalid = labels["refuses input that is not valid UTF-8; llama.cpp tokenizes it"]
+    both = {id(r) for r in nul.cases} & {id(r) for r in invalid.cases}
+    assert both and all(b"\0" in r.data and not is_utf8(r.data) for r in nul.cases if id(r) in both)
+    assert not explanation.unexplained
+
+
+def test_causes_json_lists_failed_facts_and_decoding(tmp_path: Path, llama_build: Build) -> None:
+    causes = tmp_path / "c.json"
+    args = ["check", "--recordings", str(BUNDLED / "gpt-2.yaml"), "--impl", "fake_impls:wrong_bos", "--causes"]
+    assert main([*args, str(causes), "--details", "0"]) == 1
+    doc = json.loads(causes.read_text(encoding="utf-8"))
+    (other,) = doc["other_failures"]
+    assert other["case"] == "gpt-2/facts/bos" and other["verdict"] == "failed" and doc["causes"] == []

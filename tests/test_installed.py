@@ -3,6 +3,7 @@ used from a temporary folder that is the port's own repository."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -103,3 +104,33 @@ def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_pa
 
     assert _tree(site) == before  # nothing written inside the installed package
     assert sorted(p.name for p in port.iterdir() if p.name != "__pycache__") == ["myport.py", "test_unrelated.py"]
+
+
+COUNTS = """
+import json, sys
+from pathlib import Path
+from harness.check.engine import Selection
+from harness.check.run import check_paths
+from harness.check.xfail import ExpectedFailures
+from harness.core.files import BUNDLED_RECORDINGS
+run = check_paths([BUNDLED_RECORDINGS / "gpt-2.yaml"], "tiktoken-gguf", Selection(), ExpectedFailures(), None, None)
+print(json.dumps({mode: {v.value: n for v, n in run.summary.counts[("gpt-2", mode)].items() if n}
+                  for mode in ("plain", "special", "bos")}))
+"""
+
+
+def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(venv: Path, tmp_path: Path) -> None:
+    """`pip install 'tokconf[peers]'`, then `tokconf check --impl tiktoken-gguf --vocab gpt-2` and the
+    same counts through the API, from another folder: docs/ecosystem.json's cells."""
+    wheel = next((venv.parent / "dist").glob("*.whl"))
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile"]
+    subprocess.run([*pip, f"{wheel}[peers]"], check=True)
+    checked = _run(venv, "tokconf", "check", "--impl", "tiktoken-gguf", "--vocab", "gpt-2", cwd=tmp_path)
+    verdict = checked.stdout.rsplit("\n", 2)[-2]  # decoding is checked too: the matrix has no column for it
+    assert checked.returncode in (0, 1) and verdict.startswith(("PASS: ", "FAIL: ")), checked.stdout + checked.stderr
+    counts = json.loads(_run(venv, "python", "-c", COUNTS, cwd=tmp_path).stdout)
+    matrix = json.loads((ROOT / "docs" / "ecosystem.json").read_text(encoding="utf-8"))
+    published = {
+        c["mode"]: c["counts"] for c in matrix["cells"] if (c["peer"], c["vocab"]) == ("tiktoken-gguf", "gpt-2")
+    }
+    assert counts == published

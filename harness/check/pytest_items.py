@@ -22,11 +22,11 @@ import pytest
 from harness.check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
 from harness.check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
 from harness.check.explain import explain_file
-from harness.check.explain.causes import case_id, cause_record, document, group_reasons, write_causes
+from harness.check.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
 from harness.check.report import Invocation, Summary, describe, describe_cause
 from harness.check.xfail import Entry, ExpectedFailures
 from harness.core.errors import TokconfError
-from harness.core.outcome import Mode
+from harness.core.outcome import MODES, Mode
 from harness.implementations.base import Implementation
 from harness.implementations.resolve import resolve
 from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS
@@ -50,11 +50,12 @@ class Reported:
     group: VocabGroup
     standing: Standing
     case: str = ""
-    reason: str = ""  # kept for unsupported results and errors: the contract and `--causes` group them
+    reason: str = ""  # kept for unsupported results, errors and failed facts or decoding: `--causes` lists them
 
     @classmethod
     def of(cls, result: CaseResult, group: VocabGroup) -> Reported:
-        kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR)
+        other = result.section not in MODES and result.verdict in (Verdict.FAILED, Verdict.XPASSED)
+        kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR) or other
         return cls(
             result.vocab, result.section, result.verdict, group, result.standing, result.case,
             result.reason if kept else "",
@@ -260,7 +261,7 @@ class CheckPlugin:
         explanation = explain_file(checked, self._impl)
         for number, cause in enumerate(explanation.causes, 1):
             note = {
-                "key": f"{cause.vocab}#{number}",
+                "key": f"{path}#{number}",  # two recordings may share a vocab name (two builds' qwen2)
                 "story": describe_cause(number, cause, checked.vocab, self.how),
                 "record": cause_record(cause, with_cases=False),
             }
@@ -268,7 +269,7 @@ class CheckPlugin:
                 reported = json.dumps({**note, "case": case_id(result)}, ensure_ascii=False)
                 self.causes.setdefault((path, result.section, result.case), []).append(reported)
         for result in explanation.unexplained:
-            unexplained = json.dumps({"unexplained": case_id(result)}, ensure_ascii=False)
+            unexplained = json.dumps({"unexplained": case_id(result), "why": explanation.error}, ensure_ascii=False)
             self.causes.setdefault((path, result.section, result.case), []).append(unexplained)
 
     def _make_items(self, parent: ItemGroup, path: Path, recording: Recording) -> list[pytest.Item]:
@@ -336,7 +337,7 @@ class CheckPlugin:
             if key == PROPERTY and isinstance(value, str):
                 got = Reported.from_property(value)
                 self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason)
-                if got.verdict in (Verdict.ERROR, Verdict.UNSUPPORTED):
+                if got.reason:
                     self.reported.append(got)
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
@@ -346,6 +347,8 @@ class CheckPlugin:
     def _note_cause(self, note: dict[str, Any]) -> None:
         if "unexplained" in note:
             self.unexplained.append(note["unexplained"])
+            if note["why"]:
+                self.cause_stories[f"explain: {note['why']}"] = None
             return
         self.cause_stories[note["story"]] = None
         record = self.cause_records.setdefault(note["key"], {**note["record"], "cases": []})
@@ -369,7 +372,12 @@ class CheckPlugin:
                 for verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)
             )
             causes = sorted(self.cause_records.values(), key=lambda c: -len(c["cases"]))
-            write_causes(self.causes_file, document(causes, self.unexplained, errors, unsupported))
+            others = [
+                other_failure(r.case_id, r.verdict, r.reason)
+                for r in self.reported
+                if r.verdict in (Verdict.FAILED, Verdict.XPASSED)
+            ]
+            write_causes(self.causes_file, document(causes, self.unexplained, errors, unsupported, others))
         if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 

@@ -28,6 +28,7 @@ class CheckRun:
     vocabs: dict[str, Path] = field(default_factory=dict)
     causes: list[Cause] = field(default_factory=list)  # with explain: each vocab's, most cases first
     unexplained: list[CaseResult] = field(default_factory=list)  # with explain: failures no cause reproduces
+    explain_errors: list[str] = field(default_factory=list)  # with explain: vocabularies it could not explain
 
     def decide(self, gate: Gate, selection: Selection, xfails: ExpectedFailures) -> Decision:
         """The run's verdict under the contract, with what only the whole run knows: expected-failure
@@ -77,6 +78,8 @@ def check_paths(
                 explanation = explain_file(checked, impl)
                 run.causes += explanation.causes
                 run.unexplained += explanation.unexplained
+                if explanation.error:
+                    run.explain_errors.append(explanation.error)
             progress(f"{checked.recording.vocab_name}: {len(checked.results)} checked")
     finally:
         impl.close()

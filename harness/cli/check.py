@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from harness.check.contract import Claim, Gate, Verdict
     from harness.check.engine import Selection
-    from harness.check.explain.causes import case_id, cause_record, document, reasons_of, write_causes
+    from harness.check.explain.causes import case_id, cause_record, document, other_failure, reasons_of, write_causes
     from harness.check.junit import write_junit
     from harness.check.report import (
         COLUMNS,
@@ -51,6 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from harness.check.xfail import ExpectedFailures
     from harness.core.errors import TokconfError
     from harness.core.files import BUNDLED_RECORDINGS, atomic_write
+    from harness.core.outcome import MODES
 
     for output in (args.junit, args.report, args.causes):
         if output is not None and not output.parent.is_dir():
@@ -99,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     for text in causes:
         console.print(text, markup=False, soft_wrap=True)
         console.print()
+    for error in run.explain_errors:
+        console.print(f"explain: {error}", markup=False, soft_wrap=True)
     if run.unexplained:
         console.print(describe_unexplained(run.unexplained), markup=False, soft_wrap=True)
     if args.explain and summary.problems:
@@ -115,7 +118,12 @@ def run(args: argparse.Namespace) -> int:
     if args.causes:
         records = [cause_record(c) for c in run.causes]
         errors = reasons_of(run.results, Verdict.ERROR)
-        write_causes(args.causes, document(records, [case_id(r) for r in run.unexplained], errors, unsupported))
+        others = [
+            other_failure(case_id(r), r.verdict, r.reason)
+            for r in run.results
+            if r.section not in MODES and r.verdict in (Verdict.FAILED, Verdict.XPASSED)
+        ]
+        write_causes(args.causes, document(records, [case_id(r) for r in run.unexplained], errors, unsupported, others))
     recordings_arg = " ".join(str(p) for p in paths)
     title = f"tokconf check: {run.impl_name} against {recordings_arg}"
     table = Table(title=title)

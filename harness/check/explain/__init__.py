@@ -8,12 +8,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harness.check.contract import Verdict
 from harness.check.engine import CheckedFile
 from harness.check.explain.explainer import Cause, Explainer, Explanation, explained_failures
 from harness.check.explain.kinds import Kind
 from harness.check.explain.model import Backend, Judge, Model, Mutants, reference_backend
+from harness.core.errors import TokconfError
 from harness.core.facts import VocabFacts
+from harness.core.outcome import MODES
 from harness.implementations.base import Implementation, VocabInfo
+from harness.implementations.python import PortBroke
 from harness.llama.build import require_build
 from harness.llama.pins import DEFAULT_BUILD
 from harness.oracle.client import LibllamaOracle
@@ -67,18 +71,27 @@ def judge_of(build: int, vocab: Path, reference: Any) -> Iterator[Backend]:
 
 def explain_file(checked: CheckedFile, impl: Implementation) -> Explanation:
     """The causes of one checked recording's failures, asking the implementation again (a new
-    session) and llama.cpp's judge for the inputs shrinking makes."""
+    session) and llama.cpp's judge for the inputs shrinking makes. Explaining never ends a run: what
+    goes wrong (the recording's build is not built, the port cannot be opened twice, …) is the
+    explanation's `error`, and every failure is then listed as unexplained."""
     failures = explained_failures(checked.results)
     if not failures:
         return Explanation([], [])
     recording = checked.recording
-    info = VocabInfo.of(checked.vocab, recording.vocab_name, recording.vocab_sha256, recording.facts)
-    reference = reference_tokenizer(checked.vocab)
-    session = impl.open(info)
     try:
-        with judge_of(recording.build, checked.vocab, reference) as backend:
-            model = Model(Judge(backend), Mutants(reference))
-            specials = special_texts(checked.vocab, recording.facts, reference)
-            return Explainer(recording.vocab_name, recording.facts, session, model, specials).explain(failures)
-    finally:
-        session.close()
+        info = VocabInfo.of(checked.vocab, recording.vocab_name, recording.vocab_sha256, recording.facts)
+        reference = reference_tokenizer(checked.vocab)
+        mutable = reference if recording.build == REFERENCE_BUILD else None  # mechanisms replayed on b11192 only
+        session = impl.open(info)
+        try:
+            with judge_of(recording.build, checked.vocab, reference) as backend:
+                model = Model(Judge(backend), Mutants(mutable))
+                specials = special_texts(checked.vocab, recording.facts, reference)
+                passing = [r for r in checked.results if r.verdict is Verdict.PASSED and r.section in MODES]
+                explainer = Explainer(recording.vocab_name, recording.facts, session, model, specials, passing)
+                return explainer.explain(failures)
+        finally:
+            session.close()
+    except (Exception, PortBroke) as error:  # the failures stay, unexplained, with the reason
+        what = f"{error}" if isinstance(error, TokconfError) else f"{type(error).__name__}: {error}"
+        return Explanation([], failures, error=f"could not explain {recording.vocab_name}: {what}")

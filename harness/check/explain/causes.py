@@ -24,7 +24,9 @@ from harness.core.outcome import outcome_fields
 from harness.core.render import code_point_list
 
 FORMAT = 1  # the document's "format": raised when a field changes meaning
-_VARYING = re.compile(r"'[^']*'|\"[^\"]*\"|0x[0-9a-fA-F]+|\d+")
+_VARYING = re.compile(
+    r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|\d+"
+)
 
 
 def case_id(result: CaseResult) -> str:
@@ -86,11 +88,20 @@ def cause_record(cause: Cause, with_cases: bool = True) -> dict[str, Any]:
     return record
 
 
+def other_failure(case: str, verdict: Verdict, reason: str) -> dict[str, str]:
+    """A failed or unexpectedly passing fact or decoding check: no cause explains those."""
+    return {"case": case, "verdict": verdict.value, "reason": reason}
+
+
 def document(
-    causes: list[dict[str, Any]], unexplained: list[str], errors: list[ReasonGroup], unsupported: list[ReasonGroup]
+    causes: list[dict[str, Any]],
+    unexplained: list[str],
+    errors: list[ReasonGroup],
+    unsupported: list[ReasonGroup],
+    others: list[dict[str, str]],
 ) -> dict[str, Any]:
-    """The whole file: causes (records from `cause_record`), unexplained failed cases, and grouped
-    errors and unsupported answers."""
+    """The whole file: causes (records from `cause_record`), unexplained failed cases, grouped
+    errors and unsupported answers, and the failed facts and decoding checks (`other_failure`)."""
 
     def groups(found: list[ReasonGroup]) -> list[dict[str, Any]]:
         return [{"vocab": g.vocab, "reason": g.template, "example": g.example, "cases": g.cases} for g in found]
@@ -101,6 +112,7 @@ def document(
         "unexplained": unexplained,
         "errors": groups(errors),
         "unsupported": groups(unsupported),
+        "other_failures": others,
     }
 
 

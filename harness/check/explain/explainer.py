@@ -47,6 +47,8 @@ from harness.core.shrink import ddmin, holds, units
 from harness.implementations.base import Session
 
 ROUNDS = 3  # shrinks per case at most: each finds one more fault the case holds
+SHRINKS = 60  # shrinks per vocabulary at most: what is left then is listed as unexplained
+PASSED_CHECKED = 40  # passed cases a candidate mechanism is replayed on
 FailsFn = Callable[[list[bytes]], list[bool]]
 
 
@@ -94,17 +96,28 @@ class Explanation:
     causes: list[Cause]
     unexplained: list[CaseResult]
     shrinks: int = 0  # how many times ddmin ran: what the benchmark reports
+    error: str = ""  # why the vocabulary could not be explained (its failures are all unexplained)
 
 
 class Explainer:
     """Shrinks and groups the failures of one vocabulary, with the implementation's session open."""
 
     def __init__(
-        self, vocab: str, facts: VocabFacts, session: Session, model: Model, specials: dict[int, bytes]
+        self,
+        vocab: str,
+        facts: VocabFacts,
+        session: Session,
+        model: Model,
+        specials: dict[int, bytes],
+        passing: list[CaseResult],
     ) -> None:
         self.vocab = vocab
         self.facts = facts
         self.specials = specials  # every token a port may take for special: `explain.special_texts`
+        # passed cases a mechanism must leave as they are: a mechanism that fits a minimal input but
+        # would change what the port answers right (refusing every input with a space) is not the port's
+        self.passing = sorted(passing, key=lambda r: (len(r.data), r.case))
+        self.sound: dict[str, bool] = {}  # a candidate mechanism's repr: whether the passed cases agree
         self.session = session
         self.model = model
         self.causes: list[Cause] = []
@@ -181,7 +194,7 @@ class Explainer:
             if held is not None:
                 held.cases.append(result)
                 return True
-            shrunk = self._shrink(result, mode, known)
+            shrunk = self._shrink(result, mode)
             if shrunk is None:
                 return False
             if isinstance(shrunk.mechanism, Character):
@@ -201,6 +214,10 @@ class Explainer:
         """The smallest set of known causes whose replay gives the port's answer: each alone, then
         all together reduced one at a time."""
         mode = mode_of(result)
+        if isinstance(result.actual, Refusal):  # every cause that refuses this input, not only the first
+            refusing = [c for c in known if isinstance(c.mechanism, Refusing) and c.mechanism.refuses(result.data)]
+            if refusing:
+                return refusing
         for cause in known:
             if self._reproduces([cause], result.data, mode, result.actual):
                 return [cause]
@@ -262,10 +279,15 @@ class Explainer:
 
         return fails
 
-    def _shrink(self, result: CaseResult, mode: Mode, known: list[Cause]) -> Cause | None:
+    def _shrink(self, result: CaseResult, mode: Mode) -> Cause | None:
         """A new cause (or a known one grown) from this case's minimal input; None where the case
-        does not fail with the known causes replayed, or its minimal input names nothing."""
-        context = [c.mechanism for c in known]
+        does not fail with the known causes replayed, its minimal input names nothing, or the
+        vocabulary's shrinking budget is spent."""
+        if self.shrinks >= SHRINKS:
+            return None
+        # every known mechanism, not only those that change the whole case: a candidate shorter input
+        # may need one (the empty input a port refuses, while its case is refused for invalid UTF-8)
+        context = [c.mechanism for c in self.causes if not isinstance(c.mechanism, Character)]
         fails = self._fails(mode, context)
         if not fails([result.data])[0]:
             return None
@@ -312,6 +334,17 @@ class Explainer:
                 moved.update((id(r), r) for r in cause.cases)
         return mechanism, list(moved.values())
 
+    def _sound(self, mechanism: Mechanism) -> bool:
+        """Whether the mechanism leaves the passed cases it applies to as they are (the first
+        `PASSED_CHECKED` of them, shortest first): replayed, it gives llama.cpp's answer there."""
+        key = repr(mechanism)
+        if key not in self.sound:
+            applies = (r for r in self.passing if mechanism.applies(r.data, mode_of(r)))
+            sample = [r for _, r in zip(range(PASSED_CHECKED), applies, strict=False)]
+            predicted = (self.model.predict([mechanism], r.data, mode_of(r)) for r in sample)
+            self.sound[key] = all(same(p, r.expected, [mechanism]) for p, r in zip(predicted, sample, strict=True))
+        return self.sound[key]
+
     def _fits(self, mechanisms: Sequence[Mechanism], result: CaseResult) -> bool:
         """Whether replaying these mechanisms gives the port's answer on a case."""
         return same(self.model.predict(mechanisms, result.data, mode_of(result)), result.actual, mechanisms)
@@ -342,7 +375,7 @@ class Explainer:
         fitting: Mechanism | None = None
         for mechanism in self._candidates(minimal, mode, want, got):
             trial = [*context, mechanism]
-            if not same(self.model.predict(trial, minimal, mode), got, trial):
+            if not same(self.model.predict(trial, minimal, mode), got, trial) or not self._sound(mechanism):
                 continue
             if same(self.model.predict(trial, whole.data, mode), whole.actual, trial):
                 return mechanism
@@ -423,7 +456,7 @@ class Explainer:
                 yield Refusing(Kind.INVALID_UTF8_REFUSED, Stage.VERDICT)
             else:
                 culprits = sorted(set(units(minimal)), key=_unusual, reverse=True)
-                yield Refusing(Kind.REFUSED, Stage.VERDICT, chars={culprits[0]} if culprits else {b""})
+                yield Refusing(Kind.REFUSED, Stage.VERDICT, chars={culprits[0]} if culprits else set())
             return
         yield from self._cheap_candidates(minimal, mode, want, got)
         if not isinstance(want, list) or not isinstance(got, list):
@@ -462,10 +495,21 @@ class Explainer:
         parts = units(minimal)
         if len(parts) < 2:
             return [minimal] if minimal else []
-        plain = [b"b" if part == b"a" else b"a" for part in parts]
+        plain = [_plain(part) for part in parts]
         replaced = [b"".join([*parts[:i], plain[i], *parts[i + 1 :]]) for i in range(len(parts))]
         still = self._fails(mode, context)(replaced)
         return sorted({p for p, failing in zip(parts, still, strict=True) if not failing}, key=_unusual, reverse=True)
+
+
+_PLAIN = {1: (b"a", b"b"), 2: ("ä".encode(), "ö".encode()), 3: ("一".encode(), "二".encode())}
+_PLAIN[4] = ("𝐀".encode(), "𝐁".encode())
+
+
+def _plain(unit: bytes) -> bytes:
+    """A plain letter of the same UTF-8 length, other than `unit`: replacing a character by it leaves
+    the input's length as it was (a port whose fault depends on length is not blamed on a character)."""
+    first, second = _PLAIN.get(len(unit), _PLAIN[1])
+    return second if unit == first else first
 
 
 def _unusual(unit: bytes) -> tuple[int, bytes]:

@@ -405,8 +405,8 @@ class SpecialsCut(Mechanism):
 @dataclass
 class Refusing(Mechanism):
     """The port refuses inputs llama.cpp tokenizes: every one that is not valid UTF-8
-    (`invalid-utf8-refused`), or those holding certain characters (`refused`); or it answers where
-    llama.cpp refuses (`not-refused`, where llama.cpp aborts)."""
+    (`invalid-utf8-refused`), or those holding certain characters, or the empty input (`refused`);
+    or it answers where llama.cpp refuses (`not-refused`, where llama.cpp aborts)."""
 
     chars: set[bytes] = field(default_factory=set)  # `refused`: characters every refused input holds
 
@@ -414,19 +414,27 @@ class Refusing(Mechanism):
         assert isinstance(other, Refusing)
         self.chars |= other.chars
 
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return self.kind is Kind.NOT_REFUSED or self.refuses(data)
+
     def refuses(self, data: bytes) -> bool:
         if self.kind is Kind.INVALID_UTF8_REFUSED:
             return not is_utf8(data)
-        return self.kind is Kind.REFUSED and any(holds(data, c) for c in self.chars)
+        if self.kind is not Kind.REFUSED:
+            return False
+        return data == b"" if not self.chars else any(holds(data, c) for c in self.chars)
+
+    def key(self) -> Hashable:
+        return (self.kind, not self.chars)  # the empty input refused is not a character refused
 
     def label(self) -> str:
         if self.kind is Kind.INVALID_UTF8_REFUSED:
             return "refuses input that is not valid UTF-8; llama.cpp tokenizes it"
         if self.kind is Kind.NOT_REFUSED:
             return "gives ids where llama.cpp refuses the input (llama.cpp aborts on it)"
-        return (
-            f"refuses valid input holding {_some([char_name(c) for c in sorted(self.chars)])}; llama.cpp tokenizes it"
-        )
+        if not self.chars:
+            return "refuses the empty input; llama.cpp tokenizes it"
+        return f"refuses input holding {_some([char_name(c) for c in sorted(self.chars)])}; llama.cpp tokenizes it"
 
 
 @dataclass

@@ -111,7 +111,8 @@ class Mutants:
         mutant = copy.copy(self.reference)
         mutant._recent = {}  # the fragment cache holds the unchanged tokenizer's ids
         encoder_changes: dict[str, Any] = {}
-        for mechanism in mechanisms:
+        flips: dict[int, bool] = {}
+        for mechanism in sorted(mechanisms, key=repr):  # the same mutant whatever the order
             if isinstance(mechanism, SpecialsCut):
                 mutant.cut, mutant.cut_rank = dict(mutant.cut), dict(mutant.cut_rank)
                 mutant.any_special, mutant.by_head = dict(mutant.any_special), dict(mutant.by_head)
@@ -125,8 +126,9 @@ class Mutants:
                 mutant.index_cut(parse, tokens)
             elif not self.is_bpe:
                 return None
-            elif isinstance(mechanism, Reclassed):
-                encoder_changes["classes"] = reclassified(mechanism.flips)
+            elif isinstance(mechanism, Reclassed):  # both directions' flips in one table
+                flips |= mechanism.flips
+                encoder_changes["classes"] = reclassified(flips)
             elif isinstance(mechanism, Resplit):
                 encoder_changes["regexes"] = mechanism.rule.regexes(self.reference.encoder.regexes)
             elif isinstance(mechanism, MergesIgnored):
@@ -172,8 +174,8 @@ class Model:
             for mechanism in staged:
                 if isinstance(mechanism, Refusing) and mechanism.refuses(data):
                     answer = Refusal(mechanism.label())
-                elif isinstance(answer, list) and mechanism.stage is Stage.OUTPUT:
-                    assert isinstance(mechanism, OutputMechanism)
+                elif isinstance(answer, list) and mechanism.stage is Stage.OUTPUT and mechanism.applies(data, mode):
+                    assert isinstance(mechanism, OutputMechanism)  # a BOS added in the modes it was seen in
                     answer = mechanism.apply(answer)
             out.append(answer)
         return out
