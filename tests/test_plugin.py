@@ -222,8 +222,9 @@ def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.P
     result.assert_outcomes(failed=158, passed=661)
     root = ET.parse(sandbox.path / "report.xml").getroot()
     notes = [json.loads(p.get("value", "")) for p in root.iter("property") if p.get("name") == "tokconf-cause"]
-    assert len(notes) == 158 and {n["key"] for n in notes} == {"pre-qwen2#1"} and len({n["case"] for n in notes}) == 158
-    assert notes[0]["record"]["kind"] == "normalized-nfc" and notes[0]["record"]["cases_per_mode"] == {"plain": 158}
+    assert len(notes) == 158 and len({n["key"] for n in notes}) == 1 and len({n["case"] for n in notes}) == 158
+    (first,) = [n for n in notes if "record" in n]  # the cause travels once
+    assert first["record"]["kind"] == "normalized-nfc" and first["record"]["cases_per_mode"] == {"plain": 158}
     assert result.stdout.str().count("cause 1: pre-qwen2, normalized-nfc — normalizes its input to NFC") == 1
 
 

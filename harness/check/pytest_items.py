@@ -260,13 +260,13 @@ class CheckPlugin:
         assert self._impl is not None
         explanation = explain_file(checked, self._impl)
         for number, cause in enumerate(explanation.causes, 1):
-            note = {
-                "key": f"{path}#{number}",  # two recordings may share a vocab name (two builds' qwen2)
-                "story": describe_cause(number, cause, checked.vocab, self.how),
-                "record": cause_record(cause, with_cases=False),
-            }
-            for result in cause.cases:
-                reported = json.dumps({**note, "case": case_id(result)}, ensure_ascii=False)
+            key = f"{path}#{number}"  # two recordings may share a vocab name (two builds' qwen2)
+            story = describe_cause(number, cause, checked.vocab, self.how)
+            for index, result in enumerate(cause.cases):
+                note: dict[str, Any] = {"key": key, "case": case_id(result)}
+                if index == 0:  # the cause itself travels once, with its first case (a cause may have 8,000)
+                    note |= {"story": story, "record": cause_record(cause, with_cases=False)}
+                reported = json.dumps(note, ensure_ascii=False)
                 self.causes.setdefault((path, result.section, result.case), []).append(reported)
         for result in explanation.unexplained:
             unexplained = json.dumps({"unexplained": case_id(result), "why": explanation.error}, ensure_ascii=False)
@@ -350,9 +350,11 @@ class CheckPlugin:
             if note["why"]:
                 self.cause_stories[f"explain: {note['why']}"] = None
             return
-        self.cause_stories[note["story"]] = None
-        record = self.cause_records.setdefault(note["key"], {**note["record"], "cases": []})
-        record["cases"].append(note["case"])
+        entry = self.cause_records.setdefault(note["key"], {"cases": []})
+        entry["cases"].append(note["case"])
+        if "record" in note:
+            self.cause_stories[note["story"]] = None
+            entry.update(note["record"])
 
     def _stale(self) -> list[Entry]:
         return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
@@ -371,13 +373,16 @@ class CheckPlugin:
                 group_reasons((r.vocab, r.case_id, r.reason) for r in self.reported if r.verdict is verdict)
                 for verdict in (Verdict.ERROR, Verdict.UNSUPPORTED)
             )
-            causes = sorted(self.cause_records.values(), key=lambda c: -len(c["cases"]))
+            causes = sorted((c for c in self.cause_records.values() if "kind" in c), key=lambda c: -len(c["cases"]))
+            # a cause whose first case did not run (-x, an interrupted run) was never described
+            unheard = [case for c in self.cause_records.values() if "kind" not in c for case in c["cases"]]
             others = [
                 other_failure(r.case_id, r.verdict, r.reason)
                 for r in self.reported
                 if r.verdict in (Verdict.FAILED, Verdict.XPASSED)
             ]
-            write_causes(self.causes_file, document(causes, self.unexplained, errors, unsupported, others))
+            unexplained = self.unexplained + unheard
+            write_causes(self.causes_file, document(causes, unexplained, errors, unsupported, others))
         if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
