@@ -50,7 +50,8 @@ def test_the_published_matrix_is_one_run_of_the_generator(matrix: Matrix) -> Non
             failed = sum(c.counts.get("failed", 0) for c in cells)
             explained = sum(n for r in matrix.causes if (r.peer, r.vocab) == (peer.name, vocab)
                             for n in r.cases_per_mode.values())  # fmt: skip
-            assert explained >= failed, f"{peer.name} on {vocab}: {failed} failed, causes name {explained}"
+            unexplained = matrix.unexplained.get(f"{peer.name}/{vocab}", 0)
+            assert explained + unexplained >= failed, f"{peer.name} on {vocab}: {failed} failed, {explained} explained"
             assert {s.impl for s in matrix.speeds if s.vocab == vocab} >= {"llama.cpp", "reference", peer.name}
     assert all(r.kind and r.label for r in matrix.causes)
 

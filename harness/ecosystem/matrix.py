@@ -118,6 +118,7 @@ class Matrix:
     cells: list[Cell] = field(default_factory=list)
     causes: list[CauseRow] = field(default_factory=list)
     speeds: list[Speed] = field(default_factory=list)
+    unexplained: dict[str, int] = field(default_factory=dict)  # `peer/vocab`: failed cases no cause reproduces
     errors: list[str] = field(default_factory=list)  # what went wrong running a peer (never silent)
 
     def cell(self, peer: str, vocab: str, mode: str) -> Cell:
@@ -158,6 +159,10 @@ def check_peers(
                 counts = run.summary.counts.get((vocab, mode))
                 shown = {v.value: n for v, n in counts.items() if n} if counts else {}
                 matrix.cells.append(Cell(peer.name, vocab, mode, shown, declined))
+        matrix.errors += [f"{peer.name}: {error}" for error in run.explain_errors]
+        for result in run.unexplained:
+            key = f"{peer.name}/{result.vocab}"
+            matrix.unexplained[key] = matrix.unexplained.get(key, 0) + 1
         for cause in run.causes:
             modes: dict[str, int] = {}
             for result in cause.cases:
@@ -187,6 +192,7 @@ def to_json(matrix: Matrix) -> dict[str, Any]:
         "cells": [asdict(c) for c in matrix.cells],
         "causes": [cause(row) for row in matrix.causes],
         "speeds": [asdict(s) for s in matrix.speeds],
+        "unexplained": matrix.unexplained,
         "errors": matrix.errors,
     }
 
@@ -203,5 +209,6 @@ def from_json(doc: dict[str, Any]) -> Matrix:
         causes.append(CauseRow(**fields))
     return Matrix(
         doc["build"], doc["command"], doc["date"], doc["versions"], [Peer(**p) for p in doc["peers"]], doc["vocabs"],
-        [Cell(**c) for c in doc["cells"]], causes, [Speed(**s) for s in doc["speeds"]], doc["errors"],
+        [Cell(**c) for c in doc["cells"]], causes, [Speed(**s) for s in doc["speeds"]], doc["unexplained"],
+        doc["errors"],
     )  # fmt: skip

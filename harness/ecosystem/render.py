@@ -125,6 +125,9 @@ def markdown(matrix: Matrix) -> str:
             f"| {row.peer} | {row.vocab} | `{row.kind}` | {_md(row.label)} | {modes} | `{_md(minimal)}` | "
             f"{' '.join(row.codepoints[:8])} | {_md(_ids(row.expected))} | {_md(_ids(row.actual))} |"
         )
+    if matrix.unexplained:
+        lines += ["", "Failed cases no cause reproduces (listed case by case by `--causes`):", ""]
+        lines += [f"- {key.replace('/', ' × ', 1)}: {n}" for key, n in matrix.unexplained.items()]
     lines += ["", "## Speed", ""]
     lines += [
         "Encode throughput on one fixed text (the corpus's prose, code and multilingual prose, about 240 KB), in",

@@ -422,19 +422,20 @@ class Explainer:
     def _renumbering(self, want: list[int], got: list[int]) -> dict[int, int] | None:
         """llama.cpp's ids to the port's, where the answers differ only in numbering and there is
         evidence it is numbering (mapping a minimal input's ids onto the port's always "works"):
-        special tokens parsed as other special tokens, or the port's own pieces of its ids equal to
-        llama.cpp's pieces of its ids."""
+        special tokens as other special tokens or as ids beyond the vocabulary (transformers' BOS
+        32257 for deepseek-coder's 32013), or the port's own pieces of its ids equal to llama.cpp's
+        pieces of its ids."""
         if len(want) != len(got):
             return None
         pairs = {(w, g) for w, g in zip(want, got, strict=True) if w != g}
         remap = dict(pairs)
         if not remap or len(remap) != len(pairs):
             return None
-        texts = self.specials
-        if all(w in texts and g in texts for w, g in remap.items()):
-            return remap
+        texts, size = self.specials, self.facts["n_tokens"]
+        if all(w in texts and (g in texts or g >= size) for w, g in remap.items()):  # a special token the
+            return remap  # port numbers as another one, or as an id the vocabulary does not have
         reference = self.model.mutants.reference
-        if reference is None:
+        if reference is None or not all(0 <= w < reference.n_tokens for w in want):
             return None
         ours = self._port_pieces(got)
         theirs = [reference.token_to_piece(w, True) for w in want]
