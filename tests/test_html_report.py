@@ -18,9 +18,10 @@ from browser import chromium, png_pixels
 from harness.check.contract import Claim, Decision, Gate, Verdict
 from harness.check.engine import CaseResult, Selection
 from harness.check.explain import Cause
+from harness.check.explain.causes import case_id
 from harness.check.explain.kinds import Character, Kind, Refusing, Stage
 from harness.check.html_report import render_html
-from harness.check.report import Invocation, case_ids
+from harness.check.report import Invocation
 from harness.check.run import CheckRun, check_paths
 from harness.check.xfail import ExpectedFailures
 from harness.core.outcome import Refusal, RefusalKind
@@ -71,13 +72,13 @@ def test_a_real_failing_run_reads_in_a_browser(llama_build: Build, tmp_path: Pat
     for number, cause in enumerate(run.causes, 1):
         shown = section(dom, f"cause-{number}")
         assert text(cause.kind.value) in shown and text(cause.label) in shown
-        listed = [text(case) for case in case_ids(cause.cases)]
+        listed = [text(case) for case in map(case_id, cause.cases)]
         assert all(f"<li>{case}</li>" in shown for case in listed), f"cause {number} lists every case"
         assert text(how.command(cause.cases[0])) in shown
     assert {c.kind for c in run.causes} == {Kind.BOS_MISSING, Kind.WHITESPACE_CLASS}
     assert "its own pieces" in dom  # two_bugs decodes: its own pieces are shown, and said to be
     unexplained = section(dom, "unexplained") if run.unexplained else ""
-    assert all(f"<li>{text(case)}</li>" in unexplained for case in case_ids(run.unexplained))
+    assert all(f"<li>{text(case)}</li>" in unexplained for case in map(case_id, run.unexplained))
 
 
 class Page(HTMLParser):
@@ -149,7 +150,7 @@ def test_hostile_text_is_shown_as_text_and_nothing_is_fetched(tmp_path: Path) ->
     assert "<script" not in dom and "<img" not in dom
     assert text(f"port{HOSTILE}") in dom
     for number, cause in enumerate(run.causes, 1):
-        assert all(text(case) in section(dom, f"cause-{number}") for case in case_ids(cause.cases))
+        assert all(text(case) in section(dom, f"cause-{number}") for case in map(case_id, cause.cases))
     assert text("evil<b>/special/odd&case") in section(dom, "unexplained")
     stories = section(dom, "problems")  # the unexplained failure and the error: each one's story
     assert text("<img src=x onerror=alert(2)>") in stories and text("odd&case") in stories

@@ -25,8 +25,8 @@ from pathlib import Path
 from harness.check.contract import Decision, Verdict
 from harness.check.engine import CaseResult
 from harness.check.explain import Cause
-from harness.check.explain.causes import ReasonGroup, reasons_of
-from harness.check.report import Invocation, Summary, case_ids, describe_group, group_problems
+from harness.check.explain.causes import ReasonGroup, case_id, reasons_of
+from harness.check.report import Invocation, Summary, describe_group, group_problems
 from harness.check.run import CheckRun
 from harness.core.outcome import Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, piece, visible
@@ -243,7 +243,7 @@ def _cause(number: int, cause: Cause, vocab: Path | None, how: Invocation) -> st
             f"(llama.cpp {len(expected)} ids, the port {len(actual)})</p>"
         )
     whose, port_piece = _port_pieces(cause, vocab)
-    ids = case_ids(cause.cases)
+    ids = [case_id(r) for r in cause.cases]
     return (
         f"<section class='cause' id='cause-{number}'>"
         f"<h3><span class='num'>Cause {number}</span><span class='badge'>{_e(cause.kind.value)}</span>"
@@ -307,10 +307,11 @@ def _unexplained(unexplained: list[CaseResult]) -> str:
     if not unexplained:
         return ""
     modes = ", ".join(f"{m} {n}" for m, n in sorted(Counter(r.section for r in unexplained).items()))
+    ids = [case_id(r) for r in unexplained]
     return (
         f"<p>{len(unexplained)} failed case(s) ({_e(modes)}) that no cause's mechanism reproduces; "
         "each one's story is under <a href='#problems'>Problems no cause covers</a>.</p>"
-        f"<details open><summary>case ids ({len(unexplained)})</summary>{_id_list(case_ids(unexplained))}</details>"
+        f"<details open><summary>case ids ({len(unexplained)})</summary>{_id_list(ids)}</details>"
     )
 
 

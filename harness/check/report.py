@@ -16,7 +16,6 @@ from pathlib import Path
 from harness.check.contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
 from harness.check.engine import CaseResult
 from harness.check.explain import Cause
-from harness.check.explain.causes import case_id
 from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
 from harness.core.render import code_points, first_divergence, ids_window, visible
 from harness.recordings.format import VocabGroup
@@ -111,11 +110,6 @@ def _pieces_line(ids: Outcome, pieces: Sequence[bytes] | None, vocab: Path | Non
     shown = ids_window(ids[: 2 * WINDOW], 0, vocab, 2 * WINDOW, pieces[: 2 * WINDOW]).replace(">", " ", 1).strip()
     more = f"  … ({len(ids)} ids)" if len(ids) > 2 * WINDOW else ""
     return f"{shown}{more}  (pieces: its own)"
-
-
-def case_ids(results: Iterable[CaseResult]) -> list[str]:
-    """`vocab/mode/case` of each result (`causes.case_id`)."""
-    return [case_id(r) for r in results]
 
 
 def describe_cause(number: int, cause: Cause, vocab: Path | None, how: Invocation) -> str:

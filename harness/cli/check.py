@@ -40,7 +40,6 @@ def run(args: argparse.Namespace) -> int:
         COLUMNS,
         REPORT_FORMATS,
         Invocation,
-        case_ids,
         describe,
         describe_cause,
         describe_group,
@@ -145,7 +144,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.report, render_html(run, decision, title, how), "report")
     elif args.report:  # every case id of every cause, not the first few the terminal shows
         every = [
-            f"{text}\n  every case:    {' '.join(case_ids(c.cases))}"
+            f"{text}\n  every case:    {' '.join(map(case_id, c.cases))}"
             for text, c in zip(causes, run.causes, strict=True)
         ]
         atomic_write(args.report, summary.markdown(title, decision, details, every), "report")

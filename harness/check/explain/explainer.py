@@ -213,26 +213,21 @@ class Explainer:
     def _reproducing(self, known: list[Cause], result: CaseResult) -> list[Cause] | None:
         """The smallest set of known causes whose replay gives the port's answer: each alone, then
         all together reduced one at a time."""
-        mode = mode_of(result)
         if isinstance(result.actual, Refusal):  # every cause that refuses this input, not only the first
             refusing = [c for c in known if isinstance(c.mechanism, Refusing) and c.mechanism.refuses(result.data)]
             if refusing:
                 return refusing
         for cause in known:
-            if self._reproduces([cause], result.data, mode, result.actual):
+            if self._fits([cause.mechanism], result):
                 return [cause]
-        if len(known) < 2 or not self._reproduces(known, result.data, mode, result.actual):
+        if len(known) < 2 or not self._fits([c.mechanism for c in known], result):
             return None
         needed = list(known)
         for cause in known:
             fewer = [c for c in needed if c is not cause]
-            if self._reproduces(fewer, result.data, mode, result.actual):
+            if self._fits([c.mechanism for c in fewer], result):
                 needed = fewer
         return needed
-
-    def _reproduces(self, causes: Sequence[Cause], data: bytes, mode: Mode, actual: Outcome | None) -> bool:
-        mechanisms = [c.mechanism for c in causes]
-        return same(self.model.predict(mechanisms, data, mode), actual, mechanisms)
 
     def _extended(self, known: list[Cause], result: CaseResult) -> list[Cause] | None:
         """A known special-token or numbering cause grown by this case's tokens, without shrinking:
@@ -243,8 +238,7 @@ class Explainer:
             if existing is None:
                 continue
             others = [c for c in known if c is not existing]
-            trial = [*[c.mechanism for c in others], mechanism]
-            if same(self.model.predict(trial, result.data, mode), result.actual, trial):
+            if self._fits([*[c.mechanism for c in others], mechanism], result):
                 existing.mechanism.absorb(mechanism)
                 return self._reproducing([existing, *others], result)
         return None

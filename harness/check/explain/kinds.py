@@ -103,6 +103,14 @@ class Mechanism:
         """Whether replaying it on this input can change anything: a cheap filter before replaying."""
         return True
 
+    def transform(self, data: bytes) -> bytes:
+        """What an input-stage mechanism makes of the input (the others leave it)."""
+        return data
+
+    def apply(self, ids: list[int]) -> list[int]:
+        """What an output-stage mechanism makes of the ids (the others leave them)."""
+        return ids
+
     def label(self) -> str:
         raise NotImplementedError
 
