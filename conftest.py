@@ -11,13 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from harness.check import run as check_run
-from harness.check.run import CheckRun
-from harness.core.errors import TokconfError
-from harness.core.files import cache_root
-from harness.llama.build import Build, require_build
-from harness.llama.pins import DEFAULT_BUILD
+from tokconf.check import run as check_run
+from tokconf.check.run import CheckRun
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import cache_root
+from tokconf.llama.build import Build, require_build
+from tokconf.llama.pins import DEFAULT_BUILD
 
 pytest_plugins = ["pytester"]
 CACHE = cache_root()  # read before pytester moves HOME

@@ -20,9 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.llama.build import build, build_root
-from harness.llama.fetch import fetch
-from harness.llama.lock import Lock
+from tokconf.llama.build import build, build_root
+from tokconf.llama.fetch import fetch
+from tokconf.llama.lock import Lock
 
 
 def timed_build(number: int, lock: Lock) -> float:

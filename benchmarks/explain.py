@@ -19,12 +19,11 @@ from collections import Counter
 from pathlib import Path
 
 import real_ports  # tests/: run with PYTHONPATH=tests
-
-from harness.check.contract import Verdict
-from harness.check.engine import Selection, check_file
-from harness.check.explain import explain_file
-from harness.check.xfail import ExpectedFailures
-from harness.implementations.resolve import resolve
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import Selection, check_file
+from tokconf.check.explain import explain_file
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.implementations.resolve import resolve
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

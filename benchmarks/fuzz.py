@@ -18,16 +18,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 
 from hypothesis_baseline import fuzz_mode
-
-from harness.core.files import sha256_file
-from harness.core.outcome import MODES
-from harness.fuzz.campaign import Campaign, CampaignStats, _words
-from harness.fuzz.database import open_database
-from harness.implementations.base import VocabInfo
-from harness.implementations.resolve import resolve
-from harness.llama.build import require_build
-from harness.llama.pins import DEFAULT_BUILD
-from harness.oracle.client import LibllamaOracle
+from tokconf.core.files import sha256_file
+from tokconf.core.outcome import MODES
+from tokconf.fuzz.campaign import Campaign, CampaignStats, _words
+from tokconf.fuzz.database import open_database
+from tokconf.implementations.base import VocabInfo
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import require_build
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracle.client import LibllamaOracle
 
 
 def main() -> None:

@@ -3,7 +3,7 @@ hypothesis strategies for tokenizer-hostile input, as bytes, and one `@given` te
 asking both tokenizers one input at a time.
 
 An input glues together 1-12 pieces: a run from one of the named Unicode ranges of the seeded
-generator (`harness.corpus.generator.RANGES`) or from a Unicode category, a whitespace run of every kind, a digit
+generator (`tokconf.corpus.generator.RANGES`) or from a Unicode category, a whitespace run of every kind, a digit
 run in any script, a contraction, words of the vocabulary itself, a special-token text with
 whitespace on either side or cut short, and raw bytes (malformed UTF-8 included). hypothesis shrinks
 a failing input piece by piece, so a report ends at the smallest input that still diverges.
@@ -16,13 +16,12 @@ import time
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.database import InMemoryExampleDatabase
-
-from harness.check.contract import Verdict, judge
-from harness.core.outcome import MODES, Mode
-from harness.core.render import WHITESPACE
-from harness.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES
-from harness.implementations.base import Session
-from harness.oracle.client import LibllamaOracle
+from tokconf.check.contract import Verdict, judge
+from tokconf.core.outcome import MODES, Mode
+from tokconf.core.render import WHITESPACE
+from tokconf.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES
+from tokconf.implementations.base import Session
+from tokconf.oracle.client import LibllamaOracle
 
 CATEGORIES: tuple[str, ...] = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd")
 CATEGORIES += ("Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Co")

@@ -2,7 +2,7 @@
 
     python benchmarks/plugin_import.py [--runs 20]
 
-Times `import harness.plugin` in fresh interpreters that have imported pytest already (as pytest
+Times `import tokconf.plugin` in fresh interpreters that have imported pytest already (as pytest
 loads its plugins), and prints the best and the median. The target is at most 50 ms.
 """
 
@@ -25,8 +25,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args()
-    plugin = [_time("harness.plugin") for _ in range(args.runs)]
-    print(f"import harness.plugin after pytest: best {min(plugin) * 1000:.1f} ms, "
+    plugin = [_time("tokconf.plugin") for _ in range(args.runs)]
+    print(f"import tokconf.plugin after pytest: best {min(plugin) * 1000:.1f} ms, "
           f"median {statistics.median(plugin) * 1000:.1f} ms over {args.runs} runs (target <= 50 ms)")  # fmt: skip
 
 

@@ -16,15 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness.core.outcome import MODES
-from harness.corpus.files import Case, load_corpus
-from harness.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
-from harness.llama.build import require_build
-from harness.llama.pins import DEFAULT_BUILD
-from harness.llama.vocabs import shipped_vocabs
-from harness.oracle.client import LibllamaOracle
-from harness.oracle.llama_tokenize import CliOracle
-from harness.record.recorder import Plan, all_cases, record
+from tokconf.core.outcome import MODES
+from tokconf.corpus.files import Case, load_corpus
+from tokconf.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+from tokconf.llama.build import require_build
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.llama.vocabs import shipped_vocabs
+from tokconf.oracle.client import LibllamaOracle
+from tokconf.oracle.llama_tokenize import CliOracle
+from tokconf.record.recorder import Plan, all_cases, record
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 

@@ -20,11 +20,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from harness.corpus.files import load_corpus
-from harness.corpus.generator import fuzz_strings
-from harness.llama.build import Build, require_build
-from harness.llama.pins import DEFAULT_BUILD
-from harness.oracle.client import LibllamaOracle
+from tokconf.corpus.files import load_corpus
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.llama.build import Build, require_build
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracle.client import LibllamaOracle
+
 from reference_impl import Tokenizer
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
@@ -50,7 +51,7 @@ def _rate(seconds: float, data: list[bytes]) -> str:
 _OWN_LOAD = """
 import sys, time
 from pathlib import Path
-from harness.oracle.libllama import Vocab
+from tokconf.oracle.libllama import Vocab
 lib, header, vocab, *include = sys.argv[1:]
 loaded = Vocab(Path(lib), Path(header), tuple(map(Path, include)), Path(vocab))  # cffi and dlopen, once
 params = loaded.lib.llama_model_default_params()

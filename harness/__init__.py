@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
 
         return version("tokconf")
     if name in ("Unsupported", "Refused"):
-        from harness.implementations import base
+        from .implementations import base
 
         return getattr(base, name)
     raise AttributeError(f"module 'harness' has no attribute {name!r}")

@@ -1,5 +1,5 @@
-"""`python -m harness` is the same as the `tokconf` console script."""
+"""`python -m tokconf` is the same as the `tokconf` console script."""
 
-from harness.cli.main import main
+from .cli.main import main
 
 raise SystemExit(main())

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.check.contract import DEFAULT_MIN_COVERAGE
-from harness.core.outcome import MODES
-from harness.fuzz import PROFILES
-from harness.llama.pins import DEFAULT_BUILD
+from .check.contract import DEFAULT_MIN_COVERAGE
+from .core.outcome import MODES
+from .fuzz import PROFILES
+from .llama.pins import DEFAULT_BUILD
 
 
 def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable[[str], Any]:

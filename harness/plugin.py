@@ -1,8 +1,8 @@
 """The pytest plugin (`pytest11` entry point `tokconf`): options and ini keys, nothing else at load.
 
 Installing tokconf must not slow or break anyone's pytest, so this module imports only the option
-table; the check engine (`harness.check.pytest_items`) and the fuzz campaign
-(`harness.fuzz.pytest_items`, which needs hypothesis) are imported and registered only when a run
+table; the check engine (`tokconf.check.pytest_items`) and the fuzz campaign
+(`tokconf.fuzz.pytest_items`, which needs hypothesis) are imported and registered only when a run
 names recordings or a fuzz target, as hypothesis's own plugin defers its work.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.fuzz import INI_DATABASE as INI_FUZZ_DATABASE
-from harness.options import CHECK, FUZZ, add_to_pytest, claim_pattern
+from .fuzz import INI_DATABASE as INI_FUZZ_DATABASE
+from .options import CHECK, FUZZ, add_to_pytest, claim_pattern
 
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"
@@ -63,12 +63,12 @@ def pytest_configure(config: pytest.Config) -> None:
     if impl or fuzz:
         config.addinivalue_line("markers", "xdist_group(name): pytest-xdist keeps a group on one worker (loadgroup)")
     if impl:
-        from harness.check.pytest_items import CheckPlugin
-        from harness.core.files import BUNDLED_RECORDINGS
+        from .check.pytest_items import CheckPlugin
+        from .core.files import BUNDLED_RECORDINGS
 
         plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config))
         config.pluginmanager.register(plugin, CheckPlugin.NAME)
     if fuzz:
-        from harness.fuzz.pytest_items import FuzzPlugin
+        from .fuzz.pytest_items import FuzzPlugin
 
         config.pluginmanager.register(FuzzPlugin(config), FuzzPlugin.NAME)

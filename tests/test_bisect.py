@@ -10,19 +10,18 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from harness.bisect import probe as probe_module
-from harness.bisect.search import Unprobeable, bisect
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.outcome import Outcome, Request
-from harness.llama import fetch as fetch_module
-from harness.llama import registry
-from harness.llama.build import Build, collect_garbage
-from harness.llama.fetch import Source
-from harness.llama.lock import Lock
-from harness.llama.registry import parse_versions
-from harness.oracle.client import LibllamaOracle, VocabRefused
+from tokconf.bisect import probe as probe_module
+from tokconf.bisect.search import Unprobeable, bisect
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Outcome, Request
+from tokconf.llama import fetch as fetch_module
+from tokconf.llama import registry
+from tokconf.llama.build import Build, collect_garbage
+from tokconf.llama.fetch import Source
+from tokconf.llama.lock import Lock
+from tokconf.llama.registry import parse_versions
+from tokconf.oracle.client import LibllamaOracle, VocabRefused
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 

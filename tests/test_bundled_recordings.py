@@ -11,14 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness.core.files import sha256_file
-from harness.core.outcome import MODES, Refusal
-from harness.corpus.upstream import read_expected, split_inputs
-from harness.llama.build import Build
-from harness.llama.vocabs import shipped_vocabs, vocab_name
-from harness.recordings.export import export
-from harness.recordings.format import Recording, load, recording_files
+from tokconf.core.files import sha256_file
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.corpus.upstream import read_expected, split_inputs
+from tokconf.llama.build import Build
+from tokconf.llama.vocabs import shipped_vocabs, vocab_name
+from tokconf.recordings.export import export
+from tokconf.recordings.format import Recording, load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 FILES = [p for p in recording_files([BUNDLED]) if p.parent == BUNDLED]  # shipped (synthetic/: test_synth.py)

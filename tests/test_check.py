@@ -8,16 +8,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult
-from harness.check.explain.causes import reasons_of
-from harness.check.report import Invocation, describe_group, group_problems
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.facts import Fact
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import CaseResult
+from tokconf.check.explain.causes import reasons_of
+from tokconf.check.report import Invocation, describe_group, group_problems
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.facts import Fact
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
@@ -208,7 +207,7 @@ def test_a_protocol_1_program_passes_and_its_facts_are_unsupported(
 def test_with_a_timeout_a_python_implementation_runs_in_a_worker_over_protocol_2(
     llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The worker (`python -m harness.implementations.serve`) answers facts and decoding over protocol
+    """The worker (`python -m tokconf.implementations.serve`) answers facts and decoding over protocol
     2: a wrong BOS id fails there as it does in process."""
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--timeout", "10", "--mode", "decode")
     assert status == 1

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.core.errors import TokconfError
-from harness.corpus.files import load_corpus, load_corpus_file
+from tokconf.core.errors import TokconfError
+from tokconf.corpus.files import load_corpus, load_corpus_file
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 

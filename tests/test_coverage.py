@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tokconf.cli.main import main
+from tokconf.core.files import BUNDLED_RECORDINGS
+from tokconf.llama.build import Build
+from tokconf.recordings.coverage import coverage, known_tokenizers
+from tokconf.recordings.format import recording_files
 
-from harness.cli.main import main
-from harness.core.files import BUNDLED_RECORDINGS
-from harness.llama.build import Build
-from harness.recordings.coverage import coverage, known_tokenizers
-from harness.recordings.format import recording_files
 from reference_impl.tokenizer import PRE_NAMES
 
 

@@ -8,18 +8,17 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.files import sha256_file
-from harness.llama.build import Build
-from harness.record.decoding import record_decoding
-from harness.recordings.decoding import load, load_for, path_for, read_provenance
-from harness.recordings.format import load as load_recording
-from harness.recordings.format import read_provenance as read_recording_provenance
-from harness.recordings.format import recording_files
+from tokconf.check.contract import Verdict
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import sha256_file
+from tokconf.llama.build import Build
+from tokconf.record.decoding import record_decoding
+from tokconf.recordings.decoding import load, load_for, path_for, read_provenance
+from tokconf.recordings.format import load as load_recording
+from tokconf.recordings.format import read_provenance as read_recording_provenance
+from tokconf.recordings.format import recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "recordings" / "b11192"
@@ -99,7 +98,7 @@ def test_implementations_without_decoding_are_unsupported_not_passed(
 ) -> None:
     adapter = ROOT / "tests" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
     status, _output = _check(
-        capsys, qwen2, f"cmd:{sys.executable} {adapter} harness.implementations.reference:from_gguf"
+        capsys, qwen2, f"cmd:{sys.executable} {adapter} tokconf.implementations.reference:from_gguf"
     )
     assert _decode_counts(check_runs) == [0, 0, 0, 4]
     assert status == 1  # nothing passed: unsupported is never counted as a pass

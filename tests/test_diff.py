@@ -5,12 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.outcome import Refusal
-from harness.recordings.diff import diff
-from harness.recordings.format import RecordedCase, Recording, write
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Refusal
+from tokconf.recordings.diff import diff
+from tokconf.recordings.format import RecordedCase, Recording, write
 
 
 def _recording(folder: Path, sha: str, bos: int, cases: list[RecordedCase]) -> None:

@@ -10,18 +10,17 @@ from pathlib import Path
 import ecosystem_peers
 import pytest
 from browser import chromium, png_pixels
-
-from harness.check.explain import reference_tokenizer
-from harness.check.explain.model import reference_backend
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.outcome import MODES, Refusal
-from harness.ecosystem.matrix import Matrix, from_json, library_versions
-from harness.ecosystem.render import cells_of, markdown, page
-from harness.implementations.base import VocabInfo
-from harness.implementations.resolve import resolve
-from harness.recordings.format import load
-from harness.synth.files import recorded_vocab
+from tokconf.check.explain import reference_tokenizer
+from tokconf.check.explain.model import reference_backend
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.ecosystem.matrix import Matrix, from_json, library_versions
+from tokconf.ecosystem.render import cells_of, markdown, page
+from tokconf.implementations.base import VocabInfo
+from tokconf.implementations.resolve import resolve
+from tokconf.recordings.format import load
+from tokconf.synth.files import recorded_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"

@@ -8,13 +8,12 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.explain import Kind
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.explain import Kind
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 NODE_ADAPTER = ROOT / "examples" / "node" / "adapter.mjs"

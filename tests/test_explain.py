@@ -13,20 +13,20 @@ from typing import Any
 
 import pytest
 import real_ports
+from tokconf.check import explain
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import CheckedFile, Selection, check_file
+from tokconf.check.explain import Kind, explain_file
+from tokconf.check.explain.causes import reason_template
+from tokconf.check.run import CheckRun
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.cli.main import main
+from tokconf.core.outcome import is_utf8
+from tokconf.core.shrink import ddmin, holds, units
+from tokconf.implementations.base import Refused
+from tokconf.implementations.python import PythonImplementation
+from tokconf.llama.build import Build
 
-from harness.check import explain
-from harness.check.contract import Verdict
-from harness.check.engine import CheckedFile, Selection, check_file
-from harness.check.explain import Kind, explain_file
-from harness.check.explain.causes import reason_template
-from harness.check.run import CheckRun
-from harness.check.xfail import ExpectedFailures
-from harness.cli.main import main
-from harness.core.outcome import is_utf8
-from harness.core.shrink import ddmin, holds, units
-from harness.implementations.base import Refused
-from harness.implementations.python import PythonImplementation
-from harness.llama.build import Build
 from reference_impl import Tokenizer
 from reference_impl.errors import LlamaAborts
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from harness.corpus.generator import RANGES, SPECIAL_TEXTS, SplitMix64, fuzz_strings
+from tokconf.corpus.generator import RANGES, SPECIAL_TEXTS, SplitMix64, fuzz_strings
 
 
 def test_same_seed_same_strings_different_seed_different_strings() -> None:

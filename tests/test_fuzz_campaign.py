@@ -10,17 +10,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.files import BUNDLED_RECORDINGS, sha256_file
-from harness.corpus.files import load_corpus_file
-from harness.fuzz.campaign import Campaign, CampaignStats
-from harness.fuzz.database import MAX_ENTRY, open_database
-from harness.fuzz.findings import Finding
-from harness.fuzz.report import Progress, summary_lines, write_html
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build
-from harness.recordings.format import load, write
+from tokconf.cli.main import main
+from tokconf.core.files import BUNDLED_RECORDINGS, sha256_file
+from tokconf.corpus.files import load_corpus_file
+from tokconf.fuzz.campaign import Campaign, CampaignStats
+from tokconf.fuzz.database import MAX_ENTRY, open_database
+from tokconf.fuzz.findings import Finding
+from tokconf.fuzz.report import Progress, summary_lines, write_html
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load, write
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

@@ -15,11 +15,10 @@ from pathlib import Path
 
 import pytest
 import redis
-
-from harness.core.files import sha256_file
-from harness.fuzz.database import REDIS_PREFIX, key
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.core.files import sha256_file
+from tokconf.fuzz.database import REDIS_PREFIX, key
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 BUG = "fake_impls:ideographic_space_is_space"
 TESTS = Path(__file__).parent

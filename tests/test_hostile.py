@@ -14,19 +14,18 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core import files
-from harness.core.errors import TokconfError
-from harness.core.files import sha256_file
-from harness.core.outcome import Refusal
-from harness.llama import fetch as fetch_module
-from harness.llama.build import Build
-from harness.record.journal import Journal
-from harness.record.recorder import Plan, record_vocab
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core import files
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import sha256_file
+from tokconf.core.outcome import Refusal
+from tokconf.llama import fetch as fetch_module
+from tokconf.llama.build import Build
+from tokconf.record.journal import Journal
+from tokconf.record.recorder import Plan, record_vocab
+from tokconf.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
@@ -368,8 +367,8 @@ def test_a_full_disk_is_one_clear_error_and_the_journal_keeps_the_work(
 
 
 CONTRACT_PORT = """
-from harness import Refused, Unsupported
-from harness.implementations.reference import from_gguf
+from tokconf import Refused, Unsupported
+from tokconf.implementations.reference import from_gguf
 
 
 class Port:
@@ -492,7 +491,7 @@ def test_every_check_option_is_validated_with_a_clear_error(
 
 ESCAPING_PORT = """
 import sys
-from harness.implementations.reference import from_gguf
+from tokconf.implementations.reference import from_gguf
 
 
 class Port:

@@ -13,15 +13,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.outcome import Refusal, RefusalKind
-from harness.implementations.base import VocabInfo
-from harness.implementations.command import GIVE_UP_BROKEN, CommandImplementation, CommandSession
-from harness.implementations.protocol import Op, encode_fields, request_line
-from harness.implementations.transport import STDERR_KEPT, Program
-from harness.llama.build import Build
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.implementations.base import VocabInfo
+from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, CommandSession
+from tokconf.implementations.protocol import Op, encode_fields, request_line
+from tokconf.implementations.transport import STDERR_KEPT, Program
+from tokconf.llama.build import Build
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

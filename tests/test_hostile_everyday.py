@@ -11,10 +11,9 @@ import stat
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_output, atomic_write
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import atomic_output, atomic_write
 
 WRITERS = 4
 CHUNK = 1 << 20

@@ -24,12 +24,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-
-from harness.core.outcome import MODES, Refusal
-from harness.recordings import decoding, format
-from harness.recordings.decoding import Decoding, Edit
-from harness.recordings.format import RecordedCase, Recording
-from harness.recordings.yaml_io import seal
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.recordings import decoding, format
+from tokconf.recordings.decoding import Decoding, Edit
+from tokconf.recordings.format import RecordedCase, Recording
+from tokconf.recordings.yaml_io import seal
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 MEMORY_LIMIT = 1 << 30  # bytes of address space for the process that reads the files
@@ -48,9 +47,9 @@ ODD_DIGITS = ["\u0663", "\uff11", "_", "-", " ", "  ", "+", "\u00b2", "\t"]
 WORKER = """
 import json, resource, sys, traceback
 from pathlib import Path
-from harness.check.xfail import ExpectedFailures
-from harness.core.errors import TokconfError
-from harness.recordings import decoding, format
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.core.errors import TokconfError
+from tokconf.recordings import decoding, format
 
 LOAD = {"recording": format.load, "found": format.load, "decoding": decoding.load,
         "xfail": lambda path: ExpectedFailures.load(path).entries}

@@ -22,8 +22,8 @@ import pytest
 from gguf import GGUFWriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tokconf.llama.build import Build
 
-from harness.llama.build import Build
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.tokenizer import MissingSpecialToken, Tokenizer, UnsupportedVocab
 from reference_impl.ugm import CharsmapError

@@ -14,19 +14,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from browser import chromium, png_pixels
-
-from harness.check.contract import Claim, Decision, Gate, Verdict
-from harness.check.engine import CaseResult, Selection
-from harness.check.explain import Cause
-from harness.check.explain.causes import case_id
-from harness.check.explain.kinds import Character, Kind, Refusing, Stage
-from harness.check.html_report import render_html
-from harness.check.report import Invocation
-from harness.check.run import CheckRun, check_paths
-from harness.check.xfail import ExpectedFailures
-from harness.core.outcome import Refusal, RefusalKind
-from harness.llama.build import Build
-from harness.recordings.format import VocabGroup
+from tokconf.check.contract import Claim, Decision, Gate, Verdict
+from tokconf.check.engine import CaseResult, Selection
+from tokconf.check.explain import Cause
+from tokconf.check.explain.causes import case_id
+from tokconf.check.explain.kinds import Character, Kind, Refusing, Stage
+from tokconf.check.html_report import render_html
+from tokconf.check.report import Invocation
+from tokconf.check.run import CheckRun, check_paths
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.llama.build import Build
+from tokconf.recordings.format import VocabGroup
 
 RECORDING = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "llama-spm.yaml"
 WIDTH, HEIGHT = 1200, 2000

@@ -10,14 +10,13 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from harness.core.files import cache_root
-from harness.llama.build import Build
+from tokconf.core.files import cache_root
+from tokconf.llama.build import Build
 
 ROOT = Path(__file__).resolve().parent.parent
 
 PORT = """
-from harness import Refused
+from tokconf import Refused
 from reference_impl import Tokenizer
 from reference_impl.errors import LlamaAborts
 
@@ -109,10 +108,10 @@ def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_pa
 COUNTS = """
 import json, sys
 from pathlib import Path
-from harness.check.engine import Selection
-from harness.check.run import check_paths
-from harness.check.xfail import ExpectedFailures
-from harness.core.files import BUNDLED_RECORDINGS
+from tokconf.check.engine import Selection
+from tokconf.check.run import check_paths
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.core.files import BUNDLED_RECORDINGS
 run = check_paths([BUNDLED_RECORDINGS / "gpt-2.yaml"], "tiktoken-gguf", Selection(), ExpectedFailures(), None, None)
 print(json.dumps({mode: {v.value: n for v, n in run.summary.counts[("gpt-2", mode)].items() if n}
                   for mode in ("plain", "special", "bos")}))

@@ -22,31 +22,43 @@ STAGES = (
 
 def _stage(module: str) -> str | None:
     parts = module.split(".")
-    return parts[1] if len(parts) > 1 and parts[0] == "harness" else None
+    return parts[1] if len(parts) > 1 and parts[0] == "tokconf" else None
 
 
 def _is_module(name: str) -> bool:
     return (HARNESS / name).is_dir() or (HARNESS / f"{name}.py").is_file()
 
 
+def _module(path: Path) -> str:
+    """The name a file of harness/ is imported by: the folder is installed as the `tokconf` package."""
+    parts = path.relative_to(HARNESS).with_suffix("").parts
+    return ".".join(("tokconf", *parts)).removesuffix(".__init__")
+
+
 def _imports(path: Path) -> list[str]:
-    """Every `harness.*` module a file imports, at module level or inside functions."""
+    """Every `tokconf.*` module a file imports, at module level or inside functions; relative imports
+    (the form harness/ uses, so that mypy checks the folder under its own name) resolved against the file."""
+    package = _module(path).split(".") if path.is_relative_to(HARNESS) else []
+    if path.name != "__init__.py":
+        package = package[:-1]
     found = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module != "harness":
-                found.append(node.module)
-            else:  # `from harness import x`: a stage when x is a subpackage or module, else a public name
-                found += [f"harness.{a.name}" for a in node.names if _is_module(a.name)]
+        if isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (base, node.module or "") if p)
+            if module != "tokconf":
+                found.append(module)
+            else:  # `from tokconf import x`: a stage when x is a subpackage or module, else a public name
+                found += [f"tokconf.{a.name}" for a in node.names if _is_module(a.name)]
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
-    return [name for name in found if name.startswith("harness.")]
+    return [name for name in found if name.startswith("tokconf.")]
 
 
 def test_every_import_points_down_the_data_flow() -> None:
     wrong = []
     for path in sorted(HARNESS.rglob("*.py")):
-        module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        module = _module(path)
         own = _stage(module)
         if own is None or own in ("__init__", "__main__"):
             continue
@@ -70,18 +82,18 @@ def test_the_reference_imports_nothing_of_the_harness() -> None:
 
 
 def test_the_pytest_plugin_loads_nothing_heavy() -> None:
-    """What `import harness.plugin` adds to a pytest process that has pytest loaded already."""
+    """What `import tokconf.plugin` adds to a pytest process that has pytest loaded already."""
     probe = (
-        "import sys, json, pytest; before = set(sys.modules); import harness.plugin; "
+        "import sys, json, pytest; before = set(sys.modules); import tokconf.plugin; "
         "print(json.dumps(sorted({m.split('.')[0] for m in set(sys.modules) - before})))"
     )
     added = json.loads(subprocess.run([sys.executable, "-c", probe], capture_output=True, check=True).stdout)
-    assert set(added) <= {"harness"}, added
+    assert set(added) <= {"tokconf"}, added
 
 
 def test_the_wheel_lists_every_subpackage() -> None:
     """pyproject.toml lists the packages by hand (the bundled data is mapped in): a new stage must be in
     that list, or the installed tokconf lacks it."""
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
-    stages = {f"harness.{p.name}" for p in HARNESS.iterdir() if (p / "__init__.py").is_file() and p.name != "bundled"}
+    stages = {f"tokconf.{p.name}" for p in HARNESS.iterdir() if (p / "__init__.py").is_file() and p.name != "bundled"}
     assert stages <= listed, stages - listed

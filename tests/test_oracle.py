@@ -6,21 +6,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.outcome import MODES, Refusal
-from harness.corpus.files import load_corpus
-from harness.corpus.generator import SplitMix64
-from harness.llama.build import Build
-from harness.llama.vocabs import shipped_vocabs, vocab_name
-from harness.oracle.client import LibllamaOracle
-from harness.oracle.libllama import binding
-from harness.oracle.llama_tokenize import CliOracle
-from harness.record.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
-from harness.record.crosscheck import sample as crosscheck_sample
-from harness.record.recorder import Plan, all_cases
-from harness.recordings.format import load
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.corpus.files import load_corpus
+from tokconf.corpus.generator import SplitMix64
+from tokconf.llama.build import Build
+from tokconf.llama.vocabs import shipped_vocabs, vocab_name
+from tokconf.oracle.client import LibllamaOracle
+from tokconf.oracle.libllama import binding
+from tokconf.oracle.llama_tokenize import CliOracle
+from tokconf.record.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
+from tokconf.record.crosscheck import sample as crosscheck_sample
+from tokconf.record.recorder import Plan, all_cases
+from tokconf.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASH = bytes.fromhex("f4908080")  # U+110000: b11192 throws std::invalid_argument and aborts

@@ -10,15 +10,14 @@ from pathlib import Path
 
 import pytest
 from npm_tokenizers import NpmFetchFailed, tokenizer_json
-
-from harness.check.contract import Verdict
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.outcome import is_utf8
-from harness.implementations.base import Unsupported
-from harness.implementations.peers.hf_tokenizers import factory
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.outcome import is_utf8
+from tokconf.implementations.base import Unsupported
+from tokconf.implementations.peers.hf_tokenizers import factory
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 LLAMA_BPE = BUNDLED / "llama-bpe.yaml"
@@ -161,7 +160,7 @@ def test_llama_3_1_reserved_token_names_are_a_vocab_mismatch_for_llama_bpe(llama
 def test_in_a_worker_with_a_timeout(
     llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--timeout` runs it in `python -m harness.implementations.serve hf-tokenizers:PATH`, over the
+    """`--timeout` runs it in `python -m tokconf.implementations.serve hf-tokenizers:PATH`, over the
     line protocol: the same verdicts, the vocab-mismatch decline included."""
     gpt2 = _tokenizer_json("gpt2")
     args = ["--impl", f"hf-tokenizers:{gpt2}", "--timeout", "30", "--mode", "plain"]

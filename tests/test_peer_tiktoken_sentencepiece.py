@@ -9,16 +9,15 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult, Selection, check_file
-from harness.check.xfail import ExpectedFailures
-from harness.core.outcome import is_utf8
-from harness.implementations.base import Unsupported
-from harness.implementations.peers import sentencepiece_gguf, tiktoken_gguf
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import CaseResult, Selection, check_file
+from tokconf.check.xfail import ExpectedFailures
+from tokconf.core.outcome import is_utf8
+from tokconf.implementations.base import Unsupported
+from tokconf.implementations.peers import sentencepiece_gguf, tiktoken_gguf
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 PLAIN = Selection(sections=frozenset({"plain"}))

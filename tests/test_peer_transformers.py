@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult, Selection, check_recording
-from harness.core.outcome import is_utf8
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build
-from harness.recordings.format import load
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import CaseResult, Selection, check_recording
+from tokconf.core.outcome import is_utf8
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

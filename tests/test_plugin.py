@@ -8,11 +8,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tokconf.core.outcome import MODES
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
 
 import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
-from harness.core.outcome import MODES
-from harness.llama.build import Build
-from harness.recordings.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

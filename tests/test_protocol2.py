@@ -13,15 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.facts import Fact
-from harness.core.outcome import Refusal, RefusalKind
-from harness.implementations.base import Broken, Unsupported, VocabInfo
-from harness.implementations.command import GIVE_UP_BROKEN, CommandImplementation, DecodingFailed
-from harness.implementations.protocol import (
+from tokconf.check.contract import Verdict
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.facts import Fact
+from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.implementations.base import Broken, Unsupported, VocabInfo
+from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, DecodingFailed
+from tokconf.implementations.protocol import (
     BadAnswer,
     CannotTake,
     Facts,
@@ -40,8 +39,8 @@ from harness.implementations.protocol import (
     parse_pieces,
     parse_text,
 )
-from harness.implementations.resolve import resolve_python
-from harness.llama.build import Build
+from tokconf.implementations.resolve import resolve_python
+from tokconf.llama.build import Build
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 FEW = ["--recordings", str(QWEN2), "--case", "edge/hello-world", "--case", "invalid-utf8/lone-continuation"]
@@ -203,12 +202,12 @@ def test_what_the_worker_writes_reads_back_as_written() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# A Python port under `--timeout` (the worker, `harness.implementations.serve`) gets the verdicts it
+# A Python port under `--timeout` (the worker, `tokconf.implementations.serve`) gets the verdicts it
 # gets in process, and the worker survives whatever the port does short of ending its process.
 
 PORT = """
 import os, sys
-from harness.implementations.base import Refused, Unsupported
+from tokconf.implementations.base import Refused, Unsupported
 
 print("port: imported")  # ports print: on the worker's standard output, where the protocol was
 with open(os.environ["PORT_STARTS"], "a") as starts:
@@ -268,7 +267,7 @@ class Port:
     starts: Path
 
     def worker(self) -> CommandImplementation:
-        command = shlex.join([sys.executable, "-m", "harness.implementations.serve", self.spec])
+        command = shlex.join([sys.executable, "-m", "tokconf.implementations.serve", self.spec])
         return CommandImplementation(command, timeout=10, label="worker")
 
     def worker_starts(self) -> int:

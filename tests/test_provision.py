@@ -9,16 +9,15 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.facts import VocabProvenance
-from harness.core.files import sha256_file
-from harness.llama import build as cmake_build
-from harness.llama import fetch as provision
-from harness.llama import vocabs
-from harness.llama.build import Build
-from harness.synth.files import recorded_vocab
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.facts import VocabProvenance
+from tokconf.core.files import sha256_file
+from tokconf.llama import build as cmake_build
+from tokconf.llama import fetch as provision
+from tokconf.llama import vocabs
+from tokconf.llama.build import Build
+from tokconf.synth.files import recorded_vocab
 
 
 @pytest.fixture(autouse=True)

@@ -13,14 +13,13 @@ from pathlib import Path
 import pytest
 import real_ports
 from real_ports import PORTS, factory
-
-from harness.check.contract import Verdict
-from harness.check.engine import check_recording
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.implementations.python import PythonImplementation
-from harness.llama.vocabs import vocab_file
-from harness.recordings.format import Recording, load
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import check_recording
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.implementations.python import PythonImplementation
+from tokconf.llama.vocabs import vocab_file
+from tokconf.recordings.format import Recording, load
 
 B11192 = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 KINDS = {

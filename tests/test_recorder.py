@@ -6,17 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.outcome import Outcome, Refusal, Request
-from harness.corpus.files import load_corpus_file
-from harness.llama import vocabs
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
-from harness.record import recorder
-from harness.record.recorder import Plan, record, record_vocab
-from harness.recordings.format import load
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Outcome, Refusal, Request
+from tokconf.corpus.files import load_corpus_file
+from tokconf.llama import vocabs
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
+from tokconf.record import recorder
+from tokconf.record.recorder import Plan, record, record_vocab
+from tokconf.recordings.format import load
 
 CORPUS = """theme: t
 description: a small corpus for tests

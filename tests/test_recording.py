@@ -10,14 +10,13 @@ import re
 from pathlib import Path
 
 import pytest
-
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.outcome import Refusal
-from harness.corpus.generator import fuzz_strings
-from harness.recordings import decoding, yaml_io
-from harness.recordings.format import RecordedCase, Recording, dumps, load, write
-from harness.recordings.yaml_io import CorruptRecording, load_untrusted, seal
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Refusal
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.recordings import decoding, yaml_io
+from tokconf.recordings.format import RecordedCase, Recording, dumps, load, write
+from tokconf.recordings.yaml_io import CorruptRecording, load_untrusted, seal
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

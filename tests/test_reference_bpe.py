@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.core.errors import TokconfError
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
 
-from harness.core.errors import TokconfError
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
 from reference_impl.unicode import InvalidCodepoint

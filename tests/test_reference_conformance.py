@@ -11,13 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
-from harness.check.contract import Verdict
-from harness.check.engine import check_recording
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build
-from harness.recordings.decoding import load_for
-from harness.recordings.format import load, recording_files
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import check_recording
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.recordings.decoding import load_for
+from tokconf.recordings.format import load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

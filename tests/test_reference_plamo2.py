@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFReader, GGUFWriter
+from tokconf.core.files import CORPUS
+from tokconf.core.outcome import MODES
+from tokconf.corpus.files import load_corpus
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
 
-from harness.core.files import CORPUS
-from harness.core.outcome import MODES
-from harness.corpus.files import load_corpus
-from harness.corpus.generator import fuzz_strings
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer
 

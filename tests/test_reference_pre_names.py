@@ -2,7 +2,7 @@
 
 No shipped test vocabulary uses most of these names, so each is compared on the shipped gpt-2
 vocabulary (tokens, types, merges) under that pre name: the synthetic vocabulary `pre-NAME`
-(harness.synth), whose recording holds llama.cpp's answers to every second corpus case up to 512
+(tokconf.synth), whose recording holds llama.cpp's answers to every second corpus case up to 512
 bytes and 500 fuzz strings in every mode. For each name, the reference matches that recording in
 every case and fact (what tests/test_synth.py asks of the other synthetic recordings), and a sample
 of the corpus and the fuzz set is compared in every mode with the live llama.cpp on that file
@@ -21,22 +21,22 @@ from typing import Any
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.check.contract import Verdict
+from tokconf.check.engine import check_recording
+from tokconf.core.files import CORPUS
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.corpus.files import load_corpus
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.implementations.python import PythonImplementation
+from tokconf.implementations.reference import ReferencePort
+from tokconf.llama.build import Build
+from tokconf.llama.fetch import source_dir
+from tokconf.oracle.client import LibllamaOracle
+from tokconf.recordings.decoding import load_for
+from tokconf.recordings.format import load
+from tokconf.synth.files import recorded_vocab
+from tokconf.synth.recipes import BY_NAME
 
-from harness.check.contract import Verdict
-from harness.check.engine import check_recording
-from harness.core.files import CORPUS
-from harness.core.outcome import MODES, Refusal
-from harness.corpus.files import load_corpus
-from harness.corpus.generator import fuzz_strings
-from harness.implementations.python import PythonImplementation
-from harness.implementations.reference import ReferencePort
-from harness.llama.build import Build
-from harness.llama.fetch import source_dir
-from harness.oracle.client import LibllamaOracle
-from harness.recordings.decoding import load_for
-from harness.recordings.format import load
-from harness.synth.files import recorded_vocab
-from harness.synth.recipes import BY_NAME
 from reference_impl.bpe import PRE_REGEXES
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab

@@ -7,11 +7,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gguf import GGUFWriter
+from tokconf.core.outcome import MODES
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
 
-from harness.core.outcome import MODES
-from harness.corpus.generator import fuzz_strings
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
 from reference_impl.tokenizer import Tokenizer
 
 SIZE = 1009  # a prime, so the hash's remainders vary

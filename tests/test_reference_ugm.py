@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFValueType, GGUFWriter
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
 
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
 from reference_impl.tokenizer import Tokenizer
 from reference_impl.ugm import CharsmapError
 

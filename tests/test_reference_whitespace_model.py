@@ -9,13 +9,13 @@ from typing import Any
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.core.files import CORPUS
+from tokconf.core.outcome import MODES
+from tokconf.corpus.files import load_corpus
+from tokconf.corpus.generator import fuzz_strings
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
 
-from harness.core.files import CORPUS
-from harness.core.outcome import MODES
-from harness.corpus.files import load_corpus
-from harness.corpus.generator import fuzz_strings
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import Tokenizer
 from reference_impl.unicode import InvalidCodepoint

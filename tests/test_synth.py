@@ -1,4 +1,4 @@
-"""The synthetic vocabularies (harness.synth): made byte for byte as recorded, recorded for b11192 and
+"""The synthetic vocabularies (tokconf.synth): made byte for byte as recorded, recorded for b11192 and
 b11434 by llama.cpp, and matched by the reference in every case, fact and decoding."""
 
 from __future__ import annotations
@@ -8,28 +8,28 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import tokconf.synth.files
 from gguf import GGUFReader
+from tokconf.check.contract import Standing, Verdict
+from tokconf.check.engine import check_recording
+from tokconf.check.report import Summary
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import sha256_file
+from tokconf.core.outcome import MODES, Refusal
+from tokconf.corpus.generator import SplitMix64
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.oracle.client import LibllamaOracle
+from tokconf.recordings.coverage import known_tokenizers
+from tokconf.recordings.decoding import load_for
+from tokconf.recordings.decoding import path_for as decoding_path
+from tokconf.recordings.format import Recording, VocabGroup, load, read_provenance
+from tokconf.synth.files import recorded_vocab, synthesize
+from tokconf.synth.gguf_write import gguf_bytes
+from tokconf.synth.recipes import BASES, BY_NAME, NEW_IN_B11434, PRE_NAMES, RECIPES, SYNTH_VERSION, Family
 
-import harness.synth.files
 import reference_impl.hybriddna
-from harness.check.contract import Standing, Verdict
-from harness.check.engine import check_recording
-from harness.check.report import Summary
-from harness.cli.main import main
-from harness.core.errors import TokconfError
-from harness.core.files import sha256_file
-from harness.core.outcome import MODES, Refusal
-from harness.corpus.generator import SplitMix64
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
-from harness.recordings.coverage import known_tokenizers
-from harness.recordings.decoding import load_for
-from harness.recordings.decoding import path_for as decoding_path
-from harness.recordings.format import Recording, VocabGroup, load, read_provenance
-from harness.synth.files import recorded_vocab, synthesize
-from harness.synth.gguf_write import gguf_bytes
-from harness.synth.recipes import BASES, BY_NAME, NEW_IN_B11434, PRE_NAMES, RECIPES, SYNTH_VERSION, Family
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import PRE_NAMES as REFERENCE_PRE_NAMES
 
@@ -146,7 +146,7 @@ def test_a_refused_vocab_passes_only_an_implementation_that_refuses_it_too(llama
 def test_a_recording_names_a_file_this_tokconf_must_make_exactly(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(harness.synth.files, "synth_dir", lambda: tmp_path)  # not the cache other tests read
+    monkeypatch.setattr(tokconf.synth.files, "synth_dir", lambda: tmp_path)  # not the cache other tests read
     vocab = read_provenance(_path(11192, "model-test"))["vocab"]
     assert recorded_vocab(vocab, 11192, None).name == "synth-model-test.gguf"
     with pytest.raises(TokconfError, match="was made from 0000"):

@@ -20,13 +20,12 @@ import pytest
 # Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
 # imported inside a test (numpy, by the port's imports) cannot be loaded a second time.
 import zoo_ports  # noqa: F401
-
-from harness.check.contract import Verdict
-from harness.check.run import CheckRun
-from harness.cli.main import main
-from harness.core.files import cache_root
-from harness.core.outcome import MODES
-from harness.recordings.format import Recording, load, write
+from tokconf.check.contract import Verdict
+from tokconf.check.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.files import cache_root
+from tokconf.core.outcome import MODES
+from tokconf.recordings.format import Recording, load, write
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent
@@ -109,7 +108,7 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     want_status, pattern = ZOO[port]
     assert status == want_status, line
     assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
-    worker = f"cmd:{sys.executable} -m harness.implementations.serve {impl}"
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
     front_ends = {
         "--timeout": _cli(capsys, recordings, impl, "--timeout", "30"),
         "cmd: protocol 2": _cli(capsys, recordings, worker),

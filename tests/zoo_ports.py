@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.implementations.base import Refused, Unsupported
-from harness.implementations.reference import ReferencePort, from_gguf
+from tokconf.implementations.base import Refused, Unsupported
+from tokconf.implementations.reference import ReferencePort, from_gguf
 
 
 class Right(ReferencePort):

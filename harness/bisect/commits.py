@@ -11,7 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.errors import TokconfError
+from ..core.errors import TokconfError
 
 
 @dataclass(frozen=True)

@@ -15,17 +15,17 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
-from harness.bisect.search import Unprobeable
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root, sha256_file
-from harness.core.outcome import MODES, Mode, Outcome, Refusal
-from harness.llama.build import build as build_llama
-from harness.llama.build import build_commit
-from harness.llama.fetch import fetch
-from harness.llama.lock import Lock
-from harness.oracle.client import LibllamaOracle, VocabRefused
-from harness.recordings.format import Recording
-from harness.synth.files import recorded_vocab
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, cache_root, sha256_file
+from ..core.outcome import MODES, Mode, Outcome, Refusal
+from ..llama.build import build as build_llama
+from ..llama.build import build_commit
+from ..llama.fetch import fetch
+from ..llama.lock import Lock
+from ..oracle.client import LibllamaOracle, VocabRefused
+from ..recordings.format import Recording
+from ..synth.files import recorded_vocab
+from .search import Unprobeable
 
 Key = tuple[str, str, Mode]  # vocab, case, mode
 Answers = dict[Key, Outcome]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.bisect.commits import Commit
-from harness.bisect.probe import Prober, Target
-from harness.bisect.search import Bisection
-from harness.core.outcome import render_outcome
-from harness.core.render import code_points, first_divergence, ids_window, visible
-from harness.llama.fetch import fetched_source
+from ..core.outcome import render_outcome
+from ..core.render import code_points, first_divergence, ids_window, visible
+from ..llama.fetch import fetched_source
+from .commits import Commit
+from .probe import Prober, Target
+from .search import Bisection
 
 EXAMPLES = 5
 UPSTREAM = "https://github.com/ggml-org/llama.cpp"

@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from harness.core.errors import TokconfError
+from ..core.errors import TokconfError
 
 
 class Unprobeable(Exception):

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeVar
 
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
+from ..core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
 
 # What a result is about: a case in one mode, a vocab fact, or a decoding check (its column in tables).
 Section = Mode | Literal["facts", "decode"]

@@ -5,7 +5,7 @@ test item per case and mode). A vocabulary's cases are sent to the implementatio
 the time goes to the implementation, not to the harness.
 
 What each verdict means, and what PASS means for a run, is the verdict contract
-(`harness.check.contract`); this module asks the implementation and applies it case by case.
+(`tokconf.check.contract`); this module asks the implementation and applies it case by case.
 """
 
 from __future__ import annotations
@@ -15,15 +15,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.check.contract import DECODE, FACTS, Claim, Section, Standing, Verdict, judge, listed
-from harness.check.xfail import ExpectedFailures
-from harness.core.errors import TokconfError
-from harness.core.facts import Fact, VocabFacts
-from harness.core.outcome import MODES, Mode, Outcome
-from harness.implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
-from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
-from harness.recordings.format import RecordedCase, Recording, load
-from harness.synth.files import recorded_vocab
+from ..core.errors import TokconfError
+from ..core.facts import Fact, VocabFacts
+from ..core.outcome import MODES, Mode, Outcome
+from ..implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
+from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
+from ..recordings.format import RecordedCase, Recording, load
+from ..synth.files import recorded_vocab
+from .contract import DECODE, FACTS, Claim, Section, Standing, Verdict, judge, listed
+from .xfail import ExpectedFailures
 
 ALL_FACTS = "*"  # the case of the one pytest item that holds every fact
 

@@ -22,14 +22,14 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from harness.check.contract import Decision, Verdict
-from harness.check.engine import CaseResult
-from harness.check.explain import Cause
-from harness.check.explain.causes import ReasonGroup, case_id, reasons_of
-from harness.check.report import Invocation, Summary, describe_group, group_problems
-from harness.check.run import CheckRun
-from harness.core.outcome import Outcome, Refusal, render_outcome
-from harness.core.render import code_points, first_divergence, piece, visible
+from ..core.outcome import Outcome, Refusal, render_outcome
+from ..core.render import code_points, first_divergence, piece, visible
+from .contract import Decision, Verdict
+from .engine import CaseResult
+from .explain import Cause
+from .explain.causes import ReasonGroup, case_id, reasons_of
+from .report import Invocation, Summary, describe_group, group_problems
+from .run import CheckRun
 
 INPUT_SHOWN = 160  # characters of a minimal input shown (one not fully shrunk may be huge)
 POINTS_SHOWN = 64  # its code points shown

@@ -6,9 +6,9 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult
-from harness.core.files import atomic_output
+from ..core.files import atomic_output
+from .contract import Verdict
+from .engine import CaseResult
 
 # Characters XML 1.0 cannot hold (controls, U+FFFE, U+FFFF): a report quoting an input with one must
 # still parse, so they are written as <U+XXXX>, as the reports show invisible characters.

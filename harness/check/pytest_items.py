@@ -1,9 +1,9 @@
 """The check as pytest items: one per recorded case and mode, one for the vocab facts, and one per
-decoding check where the recording has a decoding (registered by `harness.plugin`).
+decoding check where the recording has a decoding (registered by `tokconf.plugin`).
 
 Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-fuzz-0042`, and
 selectable with `-k`. A vocabulary's items that the run kept (after `-k`, `--deselect`, `--lf`) are
-checked in one batch the first time one of them runs (`harness.check.engine`), so each item only
+checked in one batch the first time one of them runs (`tokconf.check.engine`), so each item only
 looks its verdict up; with pytest-xdist run `-n auto --dist loadgroup` to keep a vocabulary on one
 worker. The end-of-run summary prints the table `tokconf check` prints.
 """
@@ -19,19 +19,19 @@ from typing import Any
 
 import pytest
 
-from harness.check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
-from harness.check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
-from harness.check.explain import explain_file
-from harness.check.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
-from harness.check.report import Invocation, Summary, describe, describe_cause
-from harness.check.xfail import Entry, ExpectedFailures
-from harness.core.errors import TokconfError
-from harness.core.outcome import MODES, Mode
-from harness.implementations.base import Implementation
-from harness.implementations.resolve import resolve
-from harness.recordings.decoding import DETOKENIZE, PIECE_KINDS
-from harness.recordings.decoding import path_for as decoding_path
-from harness.recordings.format import Recording, VocabGroup, load, recording_files
+from ..core.errors import TokconfError
+from ..core.outcome import MODES, Mode
+from ..implementations.base import Implementation
+from ..implementations.resolve import resolve
+from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
+from ..recordings.decoding import path_for as decoding_path
+from ..recordings.format import Recording, VocabGroup, load, recording_files
+from .contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
+from .engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
+from .explain import explain_file
+from .explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
+from .report import Invocation, Summary, describe, describe_cause
+from .xfail import Entry, ExpectedFailures
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched

@@ -13,12 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.check.contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
-from harness.check.engine import CaseResult
-from harness.check.explain import Cause
-from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
-from harness.core.render import code_points, first_divergence, ids_window, visible
-from harness.recordings.format import VocabGroup
+from ..core.outcome import MODES, Outcome, Refusal, render_outcome
+from ..core.render import code_points, first_divergence, ids_window, visible
+from ..recordings.format import VocabGroup
+from .contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
+from .engine import CaseResult
+from .explain import Cause
 
 WINDOW = 4
 EXAMPLES = 5  # case ids shown per cause or shared reason on the terminal; the reports list all
@@ -215,7 +215,7 @@ class Summary:
         return total
 
     def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
-        """The run's verdict under the contract (`harness.check.contract.decide`)."""
+        """The run's verdict under the contract (`tokconf.check.contract.decide`)."""
         return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)
 
     @staticmethod

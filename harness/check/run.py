@@ -7,14 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.check.contract import Decision, Gate
-from harness.check.engine import CaseResult, Selection, Stop, check_file
-from harness.check.explain import Cause, explain_file
-from harness.check.report import Summary
-from harness.check.xfail import ExpectedFailures
-from harness.core.errors import TokconfError
-from harness.implementations.resolve import resolve
-from harness.recordings.format import recording_files
+from ..core.errors import TokconfError
+from ..implementations.resolve import resolve
+from ..recordings.format import recording_files
+from .contract import Decision, Gate
+from .engine import CaseResult, Selection, Stop, check_file
+from .explain import Cause, explain_file
+from .report import Summary
+from .xfail import ExpectedFailures
 
 
 @dataclass
@@ -56,7 +56,7 @@ def check_paths(
 ) -> CheckRun:
     """Check an implementation against every selected recording under `paths`; with `maxfail`, stop
     asking once that many problems were found; with `explain`, group each vocab's failures into
-    causes (`harness.check.explain`)."""
+    causes (`tokconf.check.explain`)."""
     files = [p for p in recording_files(paths) if selection.wants_vocab(p.stem)]
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]

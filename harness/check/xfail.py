@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.plain_yaml import shown
-from harness.recordings.yaml_io import load_untrusted
+from ..core.errors import TokconfError
+from ..core.plain_yaml import shown
+from ..recordings.yaml_io import load_untrusted
 
 
 @dataclass(frozen=True)

@@ -33,15 +33,15 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.bisect.commits import commits_between
-    from harness.bisect.probe import Prober, ProbeSet, Target
-    from harness.bisect.report import describe, describe_commits
-    from harness.bisect.search import bisect
-    from harness.core.errors import TokconfError
-    from harness.core.files import BUNDLED_RECORDINGS
-    from harness.llama.lock import Lock
-    from harness.llama.registry import published_builds
-    from harness.recordings.format import load, recording_files
+    from ..bisect.commits import commits_between
+    from ..bisect.probe import Prober, ProbeSet, Target
+    from ..bisect.report import describe, describe_commits
+    from ..bisect.search import bisect
+    from ..core.errors import TokconfError
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..llama.lock import Lock
+    from ..llama.registry import published_builds
+    from ..recordings.format import load, recording_files
 
     if args.good >= args.bad:
         raise TokconfError(f"--good {args.good} is not below --bad {args.bad}", "the good build comes first")

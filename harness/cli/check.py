@@ -1,6 +1,6 @@
 """`tokconf check`: run the check engine over recordings and print the table.
 
-Exit status 0 only when the verdict contract (`harness.check.contract`) says PASS: every claimed
+Exit status 0 only when the verdict contract (`tokconf.check.contract`) says PASS: every claimed
 vocab x mode judged and covered, nothing failed, broke or unexpectedly passed; 1 otherwise, with
 every reason. With --junit, --report (.md or .html) the same results are also written to files.
 """
@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.options import CHECK, add_to_argparse, positive
+from ..options import CHECK, add_to_argparse, positive
 
 UNSUPPORTED_SHOWN = 10  # reasons of unsupported answers on the terminal, the largest groups first
 
@@ -32,11 +32,11 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from harness.check.contract import Claim, Gate, Verdict
-    from harness.check.engine import Selection
-    from harness.check.explain.causes import case_id, cause_record, document, other_failure, reasons_of, write_causes
-    from harness.check.junit import write_junit
-    from harness.check.report import (
+    from ..check.contract import Claim, Gate, Verdict
+    from ..check.engine import Selection
+    from ..check.explain.causes import case_id, cause_record, document, other_failure, reasons_of, write_causes
+    from ..check.junit import write_junit
+    from ..check.report import (
         COLUMNS,
         REPORT_FORMATS,
         Invocation,
@@ -46,11 +46,11 @@ def run(args: argparse.Namespace) -> int:
         describe_unexplained,
         group_problems,
     )
-    from harness.check.run import check_paths
-    from harness.check.xfail import ExpectedFailures
-    from harness.core.errors import TokconfError
-    from harness.core.files import BUNDLED_RECORDINGS, atomic_write
-    from harness.core.outcome import MODES
+    from ..check.run import check_paths
+    from ..check.xfail import ExpectedFailures
+    from ..core.errors import TokconfError
+    from ..core.files import BUNDLED_RECORDINGS, atomic_write
+    from ..core.outcome import MODES
 
     for output in (args.junit, args.report, args.causes):
         if output is not None and not output.parent.is_dir():
@@ -139,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         write_junit(args.junit, run.results, {i: stories[id(r)] for i, r in enumerate(run.results) if id(r) in stories})
     decision = run.decide(gate, selection, xfails)
     if args.report and args.report.suffix == ".html":
-        from harness.check.html_report import render_html
+        from ..check.html_report import render_html
 
         atomic_write(args.report, render_html(run, decision, title, how), "report")
     elif args.report:  # every case id of every cause, not the first few the terminal shows

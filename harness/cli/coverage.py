@@ -1,5 +1,5 @@
 """`tokconf coverage`: which tokenizer models and pre-tokenizers the recordings gate, of all a
-llama.cpp build knows (`harness.recordings.coverage`)."""
+llama.cpp build knows (`tokconf.recordings.coverage`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from harness.llama.pins import DEFAULT_BUILD
+from ..llama.pins import DEFAULT_BUILD
 
 
 def add_parser(commands: Any) -> None:
@@ -20,9 +20,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.files import BUNDLED_RECORDINGS
-    from harness.recordings.coverage import coverage, describe, known_tokenizers
-    from harness.recordings.format import recording_files
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..recordings.coverage import coverage, describe, known_tokenizers
+    from ..recordings.format import recording_files
 
     files = recording_files(args.recordings or [BUNDLED_RECORDINGS])
     print("\n".join(describe(coverage(files, known_tokenizers(args.build)))))

@@ -21,9 +21,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.files import atomic_write
-    from harness.llama.fetch import source_dir
-    from harness.recordings.diff import VocabDiff, diff, render
+    from ..core.files import atomic_write
+    from ..llama.fetch import source_dir
+    from ..recordings.diff import VocabDiff, diff, render
 
     diffs = list(diff([args.before], [args.after]))
     vocabs: dict[str, Path] = {}

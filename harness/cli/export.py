@@ -16,8 +16,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.files import atomic_output
-    from harness.recordings.export import export
+    from ..core.files import atomic_output
+    from ..recordings.export import export
 
     if args.output is None:
         count = export(args.recordings, sys.stdout)

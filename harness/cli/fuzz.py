@@ -1,5 +1,5 @@
 """`tokconf fuzz`: differential fuzzing against the live llama.cpp, in this process or, with
-`--workers N`, as pytest items spread by pytest-xdist (`harness.fuzz.pytest_items`)."""
+`--workers N`, as pytest items spread by pytest-xdist (`tokconf.fuzz.pytest_items`)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import subprocess
 import sys
 from typing import Any
 
-from harness.fuzz import DEFAULT_DATABASE
-from harness.options import FUZZ, add_to_argparse, pytest_flag
+from ..fuzz import DEFAULT_DATABASE
+from ..options import FUZZ, add_to_argparse, pytest_flag
 
 
 def add_parser(commands: Any) -> None:
@@ -23,7 +23,7 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.errors import TokconfError
+    from ..core.errors import TokconfError
 
     if not args.impl:
         raise TokconfError("tokconf fuzz needs --impl", "e.g. --impl mypkg.tok:load, or --impl reference")
@@ -46,15 +46,15 @@ def run(args: argparse.Namespace) -> int:
 def _in_process(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from harness.core.outcome import MODES
-    from harness.fuzz import PROFILES
-    from harness.fuzz.campaign import Campaign, CampaignStats
-    from harness.fuzz.database import open_database
-    from harness.fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
-    from harness.fuzz.report import Progress, summary_lines, write_html
-    from harness.implementations.resolve import resolve
-    from harness.llama.build import require_build
-    from harness.llama.vocabs import resolve_vocabs, vocab_name
+    from ..core.outcome import MODES
+    from ..fuzz import PROFILES
+    from ..fuzz.campaign import Campaign, CampaignStats
+    from ..fuzz.database import open_database
+    from ..fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
+    from ..fuzz.report import Progress, summary_lines, write_html
+    from ..implementations.resolve import resolve
+    from ..llama.build import require_build
+    from ..llama.vocabs import resolve_vocabs, vocab_name
 
     made = require_build(args.build)
     vocabs = resolve_vocabs(args.vocab, made)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from harness.llama.pins import DEFAULT_BUILD
+from ..llama.pins import DEFAULT_BUILD
 
 
 def add_build(parser: argparse.ArgumentParser) -> None:
@@ -41,9 +41,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.llama.build import build, build_dir, completed_build
-    from harness.llama.fetch import build_root, fetch, fetched_source
-    from harness.llama.vocabs import shipped_vocabs, vocab_name
+    from ..llama.build import build, build_dir, completed_build
+    from ..llama.fetch import build_root, fetch, fetched_source
+    from ..llama.vocabs import shipped_vocabs, vocab_name
 
     if args.llama_command == "fetch":
         print(f"b{args.build}: {fetch(args.build, args.source, args.sha256, args.force).describe()}")
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
         return 0
     if args.llama_command == "gc":
-        from harness.llama.build import collect_garbage
+        from ..llama.build import collect_garbage
 
         deleted = collect_garbage(int(args.max_size * 1e9), {DEFAULT_BUILD, *args.keep})
         for name, size in deleted:

@@ -9,8 +9,8 @@ import argparse
 import os
 import sys
 
-from harness.cli import bisect, check, coverage, diff, export, fuzz, llama, peers, record, seal, vocab
-from harness.core.errors import TokconfError
+from ..core.errors import TokconfError
+from . import bisect, check, coverage, diff, export, fuzz, llama, peers, record, seal, vocab
 
 COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, seal, peers)
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     if args.version:
-        from harness import __version__
+        from .. import __version__
 
         print(f"tokconf {__version__}")
         return 0

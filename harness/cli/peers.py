@@ -30,12 +30,12 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.errors import TokconfError
-    from harness.core.files import BUNDLED_RECORDINGS
-    from harness.ecosystem.matrix import Peer, check_peers, shipped_recordings
-    from harness.ecosystem.render import write_all
-    from harness.ecosystem.speed import measure
-    from harness.llama.pins import DEFAULT_BUILD
+    from ..core.errors import TokconfError
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..ecosystem.matrix import Peer, check_peers, shipped_recordings
+    from ..ecosystem.render import write_all
+    from ..ecosystem.speed import measure
+    from ..llama.pins import DEFAULT_BUILD
 
     if not args.out.is_dir():
         raise TokconfError(f"--out {args.out}: not a folder", "create it, or write elsewhere")

@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-from harness.cli.llama import add_build
-from harness.core.facts import CorpusSample
-from harness.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+from ..core.facts import CorpusSample
+from ..corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
+from .llama import add_build
 
 # The synthetic vocabularies' case set: ~110 vocabularies in two builds must fit the repository
 # (README "Recordings" states the sizes), so a fixed sample of the corpus and 500 fuzz strings.
@@ -61,14 +61,14 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.errors import TokconfError
-    from harness.core.files import CORPUS
-    from harness.corpus.files import load_corpus
-    from harness.llama.build import require_build
-    from harness.llama.vocabs import resolve_vocabs, vocab_name
-    from harness.record.crosscheck import crosscheck_vocab, save
-    from harness.record.recorder import Plan, record
-    from harness.synth.files import synthetic_vocabs
+    from ..core.errors import TokconfError
+    from ..core.files import CORPUS
+    from ..corpus.files import load_corpus
+    from ..llama.build import require_build
+    from ..llama.vocabs import resolve_vocabs, vocab_name
+    from ..record.crosscheck import crosscheck_vocab, save
+    from ..record.recorder import Plan, record
+    from ..synth.files import synthetic_vocabs
 
     if args.save and args.backend != "cli":
         raise TokconfError("--save keeps llama-tokenize's answers: it needs --backend cli", "add --backend cli")
@@ -111,10 +111,10 @@ def run(args: argparse.Namespace) -> int:
 def run_decoding(args: argparse.Namespace) -> int:
     from functools import partial
 
-    from harness.core.files import BUNDLED_RECORDINGS
-    from harness.record.decoding import record_decoding
-    from harness.record.recorder import in_parallel
-    from harness.recordings.format import recording_files
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..record.decoding import record_decoding
+    from ..record.recorder import in_parallel
+    from ..recordings.format import recording_files
 
     work = partial(record_decoding, recording=None, vocab_dir=args.vocab_dir)
     in_parallel(work, recording_files(args.recordings or [BUNDLED_RECORDINGS]), args.jobs)

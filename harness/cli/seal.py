@@ -26,9 +26,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.core.files import atomic_write
-    from harness.recordings import decoding, format
-    from harness.recordings.yaml_io import read_untrusted
+    from ..core.files import atomic_write
+    from ..recordings import decoding, format
+    from ..recordings.yaml_io import read_untrusted
 
     unsealed = 0
     for path in format.recording_files(args.recordings):

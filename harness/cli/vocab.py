@@ -1,4 +1,4 @@
-"""`tokconf vocab synth`: the synthetic vocabularies (`harness.synth`), listed or written out."""
+"""`tokconf vocab synth`: the synthetic vocabularies (`tokconf.synth`), listed or written out."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ def add_parser(commands: Any) -> None:
 
 
 def run_synth(args: argparse.Namespace) -> int:
-    from harness.core.files import sha256_file
-    from harness.synth.files import recipes_named, synthesize
+    from ..core.files import sha256_file
+    from ..synth.files import recipes_named, synthesize
 
     for recipe in recipes_named(args.name):
         if args.list:

@@ -1,6 +1,6 @@
 """What a vocabulary is besides its ids, as llama.cpp reports it, and where a recording came from.
 
-`VocabFacts` is what the oracle reads through llama.h (`harness.oracle.libllama.Vocab.facts`) and
+`VocabFacts` is what the oracle reads through llama.h (`tokconf.oracle.libllama.Vocab.facts`) and
 every recording stores under `facts:`. `Fact` is the part of it an implementation is checked on:
 one table of names, used by the check engine, every implementation adapter and the line protocol.
 `Provenance` is a recording's `provenance:` block.
@@ -126,7 +126,7 @@ class BaseVocab(TypedDict):
 
 
 class SynthProvenance(TypedDict):
-    """How a synthetic vocab file was made (`harness.synth.recipes`)."""
+    """How a synthetic vocab file was made (`tokconf.synth.recipes`)."""
 
     recipe: str
     family: str  # pre, model, variant
@@ -169,7 +169,7 @@ class FuzzProvenance(TypedDict):
 
 
 class CampaignProvenance(TypedDict):
-    """A fuzz campaign that added cases to a found recording (`harness.fuzz.findings`)."""
+    """A fuzz campaign that added cases to a found recording (`tokconf.fuzz.findings`)."""
 
     date: str
     implementation: str

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any, Literal, TextIO, overload
 
-from harness.core.errors import TokconfError
+from .errors import TokconfError
 
 
 def cache_root() -> Path:

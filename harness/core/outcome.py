@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.core.facts import is_token_id
+from .facts import is_token_id
 
 Mode = Literal["plain", "special", "bos"]
 
@@ -34,7 +34,7 @@ def is_utf8(data: bytes) -> bool:
 
 
 class RefusalKind(enum.Enum):
-    """Why no ids came back, which decides the verdict (`harness.check.engine.judge`)."""
+    """Why no ids came back, which decides the verdict (`tokconf.check.engine.judge`)."""
 
     REFUSED = "refused"  # the tokenizer declined the input: llama.cpp aborted or hung, a port raised
     UNSUPPORTED = "unsupported"  # the implementation cannot be given this input at all: counted, never judged

@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
-from harness.core.errors import TokconfError
-from harness.core.facts import RECORDING_SCHEMA
-from harness.core.files import yaml_files
-from harness.core.outcome import MODES
-from harness.core.plain_yaml import parse_yaml
+from ..core.errors import TokconfError
+from ..core.facts import RECORDING_SCHEMA
+from ..core.files import yaml_files
+from ..core.outcome import MODES
+from ..core.plain_yaml import parse_yaml
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
@@ -53,7 +53,7 @@ def _bad(path: Path, where: str, problem: str) -> TokconfError:
 
 def _load_yaml(path: Path, raw: bytes) -> Any:
     """A corpus file, or a found file (a recording) read for its inputs: plain data only, as every
-    file from elsewhere (`harness.core.plain_yaml`)."""
+    file from elsewhere (`tokconf.core.plain_yaml`)."""
     try:
         return parse_yaml(raw)
     except yaml.YAMLError as error:

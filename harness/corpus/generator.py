@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.core.render import WHITESPACE
+from ..core.render import WHITESPACE
 
 GENERATOR_VERSION = 1
 DEFAULT_SEED = 11192

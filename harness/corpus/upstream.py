@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.corpus.files import Case
+from ..core.errors import TokconfError
+from .files import Case
 
 SEPARATOR = b"\n__ggml_vocab_test__\n"
 

@@ -11,8 +11,8 @@ the chat markup of every family whose markers the vocab has.
 
 from __future__ import annotations
 
-from harness.core.facts import VocabFacts
-from harness.corpus.files import Case
+from ..core.facts import VocabFacts
+from .files import Case
 
 FOCUS = 48
 

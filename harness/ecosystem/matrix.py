@@ -20,13 +20,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.check.contract import Standing, Verdict
-from harness.check.engine import Selection
-from harness.check.run import check_paths
-from harness.check.xfail import ExpectedFailures
-from harness.core.outcome import MODES, Outcome, outcome_fields, outcome_from_fields
-from harness.core.render import code_point_list
-from harness.recordings.format import recording_files
+from ..check.contract import Standing, Verdict
+from ..check.engine import Selection
+from ..check.run import check_paths
+from ..check.xfail import ExpectedFailures
+from ..core.outcome import MODES, Outcome, outcome_fields, outcome_from_fields
+from ..core.render import code_point_list
+from ..recordings.format import recording_files
 
 FORMAT = 1
 LIBRARIES = ("tiktoken", "sentencepiece", "tokenizers", "transformers")  # whose versions the matrix states

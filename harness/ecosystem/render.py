@@ -9,11 +9,11 @@ import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from harness.core.files import atomic_write
-from harness.core.outcome import MODES, Outcome, Refusal, render_outcome
-from harness.core.render import visible
-from harness.ecosystem.matrix import Cell, Matrix, Speed, to_json
-from harness.ecosystem.speed import LLAMA_CPP
+from ..core.files import atomic_write
+from ..core.outcome import MODES, Outcome, Refusal, render_outcome
+from ..core.render import visible
+from .matrix import Cell, Matrix, Speed, to_json
+from .speed import LLAMA_CPP
 
 SHOWN_IDS = 16  # ids of an example shown; the JSON holds them all
 

@@ -16,15 +16,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.files import CORPUS
-from harness.core.outcome import Outcome, Refusal, Request
-from harness.corpus.files import load_corpus
-from harness.ecosystem.matrix import Matrix, Speed
-from harness.implementations.base import Broken, Implementation, Unsupported, VocabInfo
-from harness.llama.build import Build
-from harness.oracle.client import LibllamaOracle
-from harness.recordings.format import Recording
+from ..core.errors import TokconfError
+from ..core.files import CORPUS
+from ..core.outcome import Outcome, Refusal, Request
+from ..corpus.files import load_corpus
+from ..implementations.base import Broken, Implementation, Unsupported, VocabInfo
+from ..llama.build import Build
+from ..oracle.client import LibllamaOracle
+from ..recordings.format import Recording
+from .matrix import Matrix, Speed
 
 PARTS = ("documents/", "code/", "multilingual/")
 WARM_PASSES = 2
@@ -80,10 +80,10 @@ def impl_speed(label: str, impl: Implementation, recording: Recording, vocab: Pa
 def measure(matrix: Matrix, files: list[Path], progress: Callable[[str], None]) -> None:
     """Speeds per vocab, in one run: llama.cpp, the reference and every peer that loads the vocab.
     What goes wrong measuring a peer is kept in `matrix.errors`, never dropped."""
-    from harness.implementations.resolve import resolve
-    from harness.llama.build import require_build
-    from harness.recordings.format import load
-    from harness.synth.files import recorded_vocab
+    from ..implementations.resolve import resolve
+    from ..llama.build import require_build
+    from ..recordings.format import load
+    from ..synth.files import recorded_vocab
 
     parts = fixed_text(CORPUS)
     build = require_build(matrix.build)

@@ -8,7 +8,7 @@ generated, unless the target stops at MAX_FINDINGS, which fails the run). Then b
 `InputGenerator`, seeded by the campaign seed, the vocabulary's sha256 and the mode, so
 `--vocab V --mode M --seed N` reproduces one target alone.
 A failing input (judged as `tokconf check` judges) that contains no input already found is shrunk by
-ddmin (`harness.core.shrink.ddmin`) with both tokenizers in the loop; the minimal input, with
+ddmin (`tokconf.core.shrink.ddmin`) with both tokenizers in the loop; the minimal input, with
 llama.cpp's answer in every mode, is handed to `on_finding` (which writes it as a recording) before it
 goes to the database, so a database that fails loses nothing found.
 """
@@ -21,19 +21,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
-from harness.check.contract import Decision, Gate, Standing, Verdict, decide, judge
-from harness.core.errors import TokconfError
-from harness.core.facts import VocabFacts
-from harness.core.files import sha256_file
-from harness.core.outcome import MODES, Mode, Outcome, Request
-from harness.core.shrink import ddmin, units
-from harness.fuzz.database import ExampleStore
-from harness.fuzz.findings import Finding
-from harness.fuzz.generator import InputGenerator
-from harness.implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
-from harness.llama.build import Build
-from harness.llama.vocabs import vocab_name
-from harness.oracle.client import LibllamaOracle
+from ..check.contract import Decision, Gate, Standing, Verdict, decide, judge
+from ..core.errors import TokconfError
+from ..core.facts import VocabFacts
+from ..core.files import sha256_file
+from ..core.outcome import MODES, Mode, Outcome, Request
+from ..core.shrink import ddmin, units
+from ..implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
+from ..llama.build import Build
+from ..llama.vocabs import vocab_name
+from ..oracle.client import LibllamaOracle
+from .database import ExampleStore
+from .findings import Finding
+from .generator import InputGenerator
 
 BATCH = 512  # inputs per round trip to both tokenizers
 WORD_SAMPLE = 2000  # vocabulary words offered to the generator

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, NoReturn, Protocol
 
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 
-from harness.core.errors import TokconfError
-from harness.core.outcome import Mode
+from ..core.errors import TokconfError
+from ..core.outcome import Mode
 
 if TYPE_CHECKING:
     import redis

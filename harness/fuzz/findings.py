@@ -11,16 +11,16 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.facts import CampaignProvenance, VocabFacts
-from harness.core.files import sha256_file
-from harness.core.outcome import Mode, Outcome, render_outcome
-from harness.core.render import code_points, first_divergence, ids_window, visible
-from harness.llama.build import Build
-from harness.llama.vocabs import vocab_name
-from harness.record.recorder import Plan, provenance
-from harness.recordings.format import RecordedCase, Recording, load, write
-from harness.synth.files import synth_provenance
+from ..core.errors import TokconfError
+from ..core.facts import CampaignProvenance, VocabFacts
+from ..core.files import sha256_file
+from ..core.outcome import Mode, Outcome, render_outcome
+from ..core.render import code_points, first_divergence, ids_window, visible
+from ..llama.build import Build
+from ..llama.vocabs import vocab_name
+from ..record.recorder import Plan, provenance
+from ..recordings.format import RecordedCase, Recording, load, write
+from ..synth.files import synth_provenance
 
 
 @dataclass

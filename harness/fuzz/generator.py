@@ -1,7 +1,7 @@
 """Tokenizer-hostile inputs for a campaign, generated in batches by a seeded `random.Random`.
 
 An input glues together 1-12 pieces, each from one family: a run from one of the named Unicode ranges
-of the recording's generator (`harness.corpus.generator.RANGES`) or of one Unicode general category,
+of the recording's generator (`tokconf.corpus.generator.RANGES`) or of one Unicode general category,
 a whitespace run of every kind, a digit run in any script, a contraction, words of the vocabulary
 itself, a special-token text with whitespace on either side or cut short, malformed UTF-8, and raw
 bytes.
@@ -9,7 +9,7 @@ bytes.
 Why not hypothesis strategies: drawing through them cost 80-90% of a campaign's time (about 600
 examples/s, benchmarks/fuzz.py), while llama.cpp and the reference each answer over 10,000 inputs/s.
 Plain `random` draws the same families at a fraction of that cost; a divergence is then shrunk by
-`harness.core.shrink.ddmin` and kept in a hypothesis example database (`harness.fuzz.database`).
+`tokconf.core.shrink.ddmin` and kept in a hypothesis example database (`tokconf.fuzz.database`).
 Unlike the recording's generator, this one may ask the running Python about Unicode (categories):
 a campaign is reproduced by its seed on the same Python, and what it finds is kept as a recording.
 """
@@ -22,8 +22,8 @@ import sys
 import unicodedata
 from collections.abc import Callable
 
-from harness.core.render import WHITESPACE
-from harness.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES
+from ..core.render import WHITESPACE
+from ..corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES
 
 CATEGORIES: tuple[str, ...] = ("Lu", "Ll", "Lt", "Lm", "Lo", "Mn", "Mc", "Me", "Nd", "Nl", "No", "Pc", "Pd")
 CATEGORIES += ("Ps", "Pe", "Pi", "Pf", "Po", "Sm", "Sc", "Sk", "So", "Zs", "Zl", "Zp", "Cc", "Cf", "Co")

@@ -1,9 +1,9 @@
 """A fuzz campaign as pytest items, so pytest-xdist spreads it over cores (registered by
-`harness.plugin` when `--tokconf-fuzz IMPL` is given; `tokconf fuzz --workers N` runs it for you).
+`tokconf.plugin` when `--tokconf-fuzz IMPL` is given; `tokconf fuzz --workers N` runs it for you).
 
     pytest --tokconf-fuzz reference --tokconf-fuzz-profile campaign -n auto --dist loadgroup
 
-One item per vocabulary and mode runs `harness.fuzz.campaign.Campaign` on that pair; a vocabulary's
+One item per vocabulary and mode runs `tokconf.fuzz.campaign.Campaign` on that pair; a vocabulary's
 items stay on one worker (`xdist_group`), so its found recording is written by one process. Workers
 share the example database: a folder on one machine, or `redis://HOST:PORT/N` across machines
 (`--tokconf-fuzz-database`, or the `tokconf_fuzz_database` ini key). A campaign run collects only
@@ -18,18 +18,18 @@ from typing import Any
 
 import pytest
 
-from harness.check.contract import Decision
-from harness.check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
-from harness.core.outcome import MODES, Mode
-from harness.fuzz import DEFAULT_DATABASE, INI_DATABASE, PROFILES
-from harness.fuzz.campaign import Campaign, CampaignStats, TargetStats
-from harness.fuzz.database import ExampleStore, open_database
-from harness.fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
-from harness.fuzz.report import summary_lines, write_html
-from harness.implementations.base import Implementation
-from harness.implementations.resolve import resolve
-from harness.llama.build import Build, require_build
-from harness.llama.vocabs import shipped_vocabs, vocab_name
+from ..check.contract import Decision
+from ..check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
+from ..core.outcome import MODES, Mode
+from ..implementations.base import Implementation
+from ..implementations.resolve import resolve
+from ..llama.build import Build, require_build
+from ..llama.vocabs import shipped_vocabs, vocab_name
+from . import DEFAULT_DATABASE, INI_DATABASE, PROFILES
+from .campaign import Campaign, CampaignStats, TargetStats
+from .database import ExampleStore, open_database
+from .findings import Finding, check_found_files, describe_finding, found_path, write_finding
+from .report import summary_lines, write_html
 
 PROPERTY = "tokconf-fuzz"  # each item's target, its counts, oracle and impl seconds, and its findings described
 

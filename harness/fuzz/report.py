@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from harness.core.files import atomic_write
-from harness.core.outcome import Mode
-from harness.fuzz.campaign import CampaignStats, TargetStats
-from harness.fuzz.database import MAX_ENTRY
+from ..core.files import atomic_write
+from ..core.outcome import Mode
+from .campaign import CampaignStats, TargetStats
+from .database import MAX_ENTRY
 
 HEADER = ["vocab", "mode", "examples", "replayed", "new", "failing", "findings", "unsupported", "skipped"]
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from harness.core.facts import ExposedFacts, VocabFacts
-from harness.core.outcome import Outcome, Request
+from ..core.facts import ExposedFacts, VocabFacts
+from ..core.outcome import Outcome, Request
 
 
 class Unsupported(Exception):

@@ -1,7 +1,7 @@
 """`cmd:PROGRAM ARGS…`: a tokenizer in any language, over JSON lines (docs/line-protocol.md).
 
-The program is one long-lived process (`harness.implementations.transport`), spoken to in typed
-messages (`harness.implementations.protocol`). Anything it does wrong — crash, hang past the per-case
+The program is one long-lived process (`tokconf.implementations.transport`), spoken to in typed
+messages (`tokconf.implementations.protocol`). Anything it does wrong — crash, hang past the per-case
 timeout, a line that is not JSON, an answer for another request, a line nobody asked for — becomes
 that case's error with what it said, and the program is restarted (and the vocabulary reloaded) for
 the next case; a vocabulary whose cases keep breaking it is given up on (`Breakage`).
@@ -23,11 +23,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from harness.core.errors import TokconfError
-from harness.core.facts import ExposedFacts
-from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
-from harness.implementations.base import Broken, Decoder, Session, Unsupported, VocabInfo
-from harness.implementations.protocol import (
+from ..core.errors import TokconfError
+from ..core.facts import ExposedFacts
+from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from .base import Broken, Decoder, Session, Unsupported, VocabInfo
+from .protocol import (
     DECODING_OPS,
     PROTOCOL,
     BadAnswer,
@@ -49,7 +49,7 @@ from harness.implementations.protocol import (
     parse_text,
     request_line,
 )
-from harness.implementations.transport import Program, ProgramFailed
+from .transport import Program, ProgramFailed
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)

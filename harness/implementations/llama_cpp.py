@@ -3,11 +3,11 @@ recording, to see whether another build still answers as the recordings say (upg
 
 from __future__ import annotations
 
-from harness.core.facts import ExposedFacts, Fact
-from harness.core.outcome import Outcome, Request
-from harness.implementations.base import Decoder, Session, VocabInfo
-from harness.llama.build import require_build
-from harness.oracle.client import LibllamaOracle
+from ..core.facts import ExposedFacts, Fact
+from ..core.outcome import Outcome, Request
+from ..llama.build import require_build
+from ..oracle.client import LibllamaOracle
+from .base import Decoder, Session, VocabInfo
 
 
 class LlamaCppSession:

@@ -7,7 +7,7 @@ an error that says what was wrong and shows what was sent. Two kinds of error, b
 different things: `OutOfStep` (the line cannot be the answer to the request in flight: the program
 must be restarted) and `BadAnswer` (an answer to the right request, of a shape it does not allow: that
 request's check is an error, and the conversation goes on). The worker that serves a Python
-implementation (`harness.implementations.serve`) writes its answers with the same classes
+implementation (`tokconf.implementations.serve`) writes its answers with the same classes
 (`fields()`), so both ends read one definition of the protocol.
 """
 
@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.facts import ExposedFacts, Fact, is_token_id
-from harness.core.outcome import Outcome, Refusal, RefusalKind, Request, is_utf8
-from harness.implementations.base import VocabInfo
+from ..core.facts import ExposedFacts, Fact, is_token_id
+from ..core.outcome import Outcome, Refusal, RefusalKind, Request, is_utf8
+from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
 SHOWN = 200  # characters of a wrong answer shown in its error

@@ -9,7 +9,7 @@ unsupported. The attributes of `Fact` it has are checked (`add_bos`, `add_eos`, 
 `eog_ids`, typed as llama.cpp's), and with `token_to_piece(id, special)`,
 `decode(ids, remove_special, unparse_special)` and `n_tokens` its decoding is checked too.
 
-The module is imported with the caller's `sys.path` as it is: `python -m harness` and pytest put the
+The module is imported with the caller's `sys.path` as it is: `python -m tokconf` and pytest put the
 current folder on it, the `tokconf` script does not (set `PYTHONPATH=.` or install the port).
 """
 
@@ -21,10 +21,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.core.facts import ExposedFacts, Fact, is_token_id
-from harness.core.outcome import Outcome, Refusal, RefusalKind, Request
-from harness.implementations.base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
+from ..core.errors import TokconfError
+from ..core.facts import ExposedFacts, Fact, is_token_id
+from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from .base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
 
 
 class PortBroke(Exception):

@@ -11,11 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.implementations.base import Refused, Unsupported
 from reference_impl import Tokenizer, UnsupportedVocab
 from reference_impl.errors import LlamaAborts
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.ugm import CharsmapError
+
+from .base import Refused, Unsupported
 
 # What `Tokenizer.from_gguf` raises for a file it does not tokenize, each where llama.cpp refuses the
 # file too or the reference names what it does not implement (tests/test_hostile_gguf.py: every load

@@ -19,11 +19,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.implementations.base import Implementation
-from harness.implementations.command import CommandImplementation
-from harness.implementations.llama_cpp import LlamaCppImplementation
-from harness.implementations.python import PythonImplementation, load_factory
+from ..core.errors import TokconfError
+from .base import Implementation
+from .command import CommandImplementation
+from .llama_cpp import LlamaCppImplementation
+from .python import PythonImplementation, load_factory
 
 ENTRY_POINT_GROUP = "tokconf.implementations"
 DEFAULT_TIMEOUT = 10.0  # seconds a cmd: program has for each request, when no --timeout is given
@@ -36,7 +36,7 @@ def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
 
 def resolve(spec: str, timeout: float | None) -> Implementation:
     """Turn an `--impl` value into an implementation. With a `timeout`, a Python implementation runs
-    in a worker process (`harness.implementations.serve`, given the same value), where the timeout can
+    in a worker process (`tokconf.implementations.serve`, given the same value), where the timeout can
     be enforced; without one it runs in this process, and `cmd:` programs get `DEFAULT_TIMEOUT`."""
     if spec.startswith("cmd:"):
         return CommandImplementation(spec[4:], timeout or DEFAULT_TIMEOUT)
@@ -48,7 +48,7 @@ def resolve(spec: str, timeout: float | None) -> Implementation:
     python = resolve_python(spec)  # imported here too, so a wrong name fails before a worker starts
     if timeout is None:
         return python
-    worker = shlex.join([sys.executable, "-m", "harness.implementations.serve", spec])
+    worker = shlex.join([sys.executable, "-m", "tokconf.implementations.serve", spec])
     return CommandImplementation(worker, timeout, label=f"in a worker, timeout {timeout:g} s")
 
 

@@ -1,14 +1,14 @@
 """A Python implementation served over the line protocol, version 2 (docs/line-protocol.md):
 
-    python -m harness.implementations.serve MODULE:FACTORY
+    python -m tokconf.implementations.serve MODULE:FACTORY
 
 `tokconf check --timeout N --impl MODULE:FACTORY` runs a Python implementation this way, in a
 process of its own, so the per-case deadline, the restart after a crash and the give-up after
-repeated failures of `cmd:` programs (`harness.implementations.command`) apply to it too: a Python
+repeated failures of `cmd:` programs (`tokconf.implementations.command`) apply to it too: a Python
 call cannot be interrupted from inside the process that runs it, but a process can be killed.
 
-The verdicts are the ones the in-process adapter (`harness.implementations.python`) decides, sent as
-the protocol's answers (`harness.implementations.protocol`): `Unsupported` from the factory declines
+The verdicts are the ones the in-process adapter (`tokconf.implementations.python`) decides, sent as
+the protocol's answers (`tokconf.implementations.protocol`): `Unsupported` from the factory declines
 the vocabulary and from `encode` declines the input (the handshake declares the input classes it may
 be); a refusal is an `error` answer, judged against llama.cpp; a factory, `encode` or facts that
 broke is a `fault` answer (an error, and the worker goes on); decoding that raises is an `error`
@@ -24,10 +24,10 @@ import os
 import sys
 from typing import Any, TextIO
 
-from harness.core.errors import TokconfError
-from harness.core.outcome import Outcome, Refusal, RefusalKind, is_utf8
-from harness.implementations.base import Broken, Decoder, Session, Unsupported
-from harness.implementations.protocol import (
+from ..core.errors import TokconfError
+from ..core.outcome import Outcome, Refusal, RefusalKind, is_utf8
+from .base import Broken, Decoder, Session, Unsupported
+from .protocol import (
     DECODING_OPS,
     PROTOCOL,
     CannotTake,
@@ -42,8 +42,8 @@ from harness.implementations.protocol import (
     Refuses,
     vocab_of,
 )
-from harness.implementations.python import PythonImplementation
-from harness.implementations.resolve import resolve_python
+from .python import PythonImplementation
+from .resolve import resolve_python
 
 VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
 DECLARED = frozenset({InputClass.INVALID_UTF8, InputClass.OTHER})  # what a Python `Unsupported` from encode may be
@@ -157,7 +157,7 @@ def protocol_pipes() -> tuple[TextIO, TextIO]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m harness.implementations.serve MODULE:FACTORY", file=sys.stderr)
+        print("usage: python -m tokconf.implementations.serve MODULE:FACTORY", file=sys.stderr)
         return 2
     requests, answers = protocol_pipes()  # before the implementation is imported: its import may print too
     try:

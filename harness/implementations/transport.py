@@ -1,7 +1,7 @@
 """The running `cmd:` program: its pipes, one deadline per request, its process group, and the end of
 its standard error (docs/line-protocol.md, "The program's process").
 
-Nothing here knows the protocol's messages (`harness.implementations.protocol`): a `Program` writes a
+Nothing here knows the protocol's messages (`tokconf.implementations.protocol`): a `Program` writes a
 request line and returns the answer line, and whatever goes wrong on the way — a hang past the
 deadline, an exit, a closed pipe, output nobody asked for — ends the program and is raised as
 `ProgramFailed` with the reason. Ending it kills its whole process group, so a port behind a wrapper
@@ -20,7 +20,7 @@ import threading
 import time
 from typing import IO
 
-from harness.core.errors import TokconfError
+from ..core.errors import TokconfError
 
 MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
 STDERR_KEPT = 64 << 10  # the end of the program's standard error kept in memory, to show on failure

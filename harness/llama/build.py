@@ -17,9 +17,9 @@ from pathlib import Path
 
 import subprocess_tee
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root
-from harness.llama.fetch import (
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, cache_root
+from .fetch import (
     Source,
     build_root,
     builds_root,

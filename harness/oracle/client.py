@@ -1,7 +1,7 @@
 """`LibllamaOracle`: the live llama.cpp for one vocabulary, crash-isolated in a worker process.
 
 The worker calls llama_tokenize in-process through cffi, ~25,000 inputs/s. When llama.cpp aborts on
-an input, the worker's fork server reports it and carries on (`harness.oracle.worker`); when the
+an input, the worker's fork server reports it and carries on (`tokconf.oracle.worker`); when the
 worker hangs past the timeout or dies itself, it is killed and the next call starts a fresh one.
 Either way that input's answer is a `Refusal` carrying the reason: one bad input never stops a
 recording.
@@ -20,11 +20,11 @@ import tempfile
 from array import array
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.facts import VocabFacts, facts_from_json
-from harness.core.outcome import Outcome, Refusal, Request
-from harness.llama.build import Build
-from harness.oracle.crash import crash_reason
+from ..core.errors import TokconfError
+from ..core.facts import VocabFacts, facts_from_json
+from ..core.outcome import Outcome, Refusal, Request
+from ..llama.build import Build
+from .crash import crash_reason
 
 DEFAULT_TIMEOUT = 60.0
 BATCH_COUNT = 256  # inputs per round trip
@@ -70,7 +70,7 @@ class LibllamaOracle:
     def _start(self) -> None:
         self._stderr.seek(0)
         self._stderr.truncate()
-        command = [sys.executable, "-m", "harness.oracle.worker", "--lib", str(self.build.libllama)]
+        command = [sys.executable, "-m", "tokconf.oracle.worker", "--lib", str(self.build.libllama)]
         command += ["--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
         for path in self.build.include_dirs:
             command += ["--include", str(path)]

@@ -1,6 +1,6 @@
 """libllama through cffi, as llama.cpp's own tests/test-tokenizer-random.py loads it.
 
-This module is imported only inside the oracle worker process (`harness.oracle.worker`): llama.cpp
+This module is imported only inside the oracle worker process (`tokconf.oracle.worker`): llama.cpp
 aborts the whole process on some inputs, so it must never run in the harness's own process.
 
 The declarations come from the build's own `llama.h`, run through `gcc -E` with the same pycparser
@@ -21,8 +21,8 @@ from typing import Any
 
 import cffi
 
-from harness.core.facts import VocabFacts
-from harness.core.files import cache_root
+from ..core.facts import VocabFacts
+from ..core.files import cache_root
 
 VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
 

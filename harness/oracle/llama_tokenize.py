@@ -7,10 +7,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from harness.core.outcome import Outcome, Refusal
-from harness.llama.build import Build
-from harness.oracle.client import DEFAULT_TIMEOUT
-from harness.oracle.crash import crash_reason
+from ..core.outcome import Outcome, Refusal
+from ..llama.build import Build
+from .client import DEFAULT_TIMEOUT
+from .crash import crash_reason
 
 
 class CliOracle:

@@ -1,4 +1,4 @@
-"""The process that hosts libllama for one vocabulary: `python -m harness.oracle.worker`.
+"""The process that hosts libllama for one vocabulary: `python -m tokconf.oracle.worker`.
 
 It exists so that llama.cpp's aborts (b11192 throws `std::invalid_argument` on a code point above
 U+10FFFF and the uncaught exception kills the process) never reach the recorder.
@@ -6,7 +6,7 @@ U+10FFFF and the uncaught exception kills the process) never reach the recorder.
 It is a small fork server: this process loads the vocabulary once (~0.5 s: gcc -E, cffi, GGUF) and
 then forks a child that answers requests. When llama.cpp kills the child, the loaded parent answers
 the request the child died on with the reason from stderr and forks a fresh child, so a crash costs
-a fork, not a reload. (If this process itself dies or hangs, `harness.oracle.client` starts a new one.)
+a fork, not a reload. (If this process itself dies or hangs, `tokconf.oracle.client` starts a new one.)
 
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
 llama_tokenize byte for byte. Requests:
@@ -29,9 +29,9 @@ from array import array
 from pathlib import Path
 from typing import BinaryIO
 
-from harness.core.facts import facts_to_json
-from harness.oracle.crash import crash_reason
-from harness.oracle.libllama import Vocab
+from ..core.facts import facts_to_json
+from .crash import crash_reason
+from .libllama import Vocab
 
 
 def read_frame(stream: BinaryIO) -> bytes | None:

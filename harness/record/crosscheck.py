@@ -22,16 +22,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, get_args
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, sha256_file
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
-from harness.corpus.files import Case
-from harness.corpus.generator import SplitMix64
-from harness.llama.build import Build
-from harness.llama.vocabs import vocab_name
-from harness.oracle.client import LibllamaOracle
-from harness.oracle.llama_tokenize import CliOracle
-from harness.record.recorder import Plan, all_cases
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, sha256_file
+from ..core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
+from ..corpus.files import Case
+from ..corpus.generator import SplitMix64
+from ..llama.build import Build
+from ..llama.vocabs import vocab_name
+from ..oracle.client import LibllamaOracle
+from ..oracle.llama_tokenize import CliOracle
+from .recorder import Plan, all_cases
 
 SCHEMA = "tokconf-crosscheck/1"
 

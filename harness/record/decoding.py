@@ -1,5 +1,5 @@
 """`tokconf record-decoding`: llama.cpp's piece of every id and each recorded case detokenized,
-written beside a recording (`harness.recordings.decoding` is the format)."""
+written beside a recording (`tokconf.recordings.decoding` is the format)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ import sys
 import time
 from pathlib import Path
 
-from harness import __version__
-from harness.core.files import sha256_file
-from harness.llama.build import require_build
-from harness.oracle.client import LibllamaOracle
-from harness.recordings.decoding import DETOKENIZE, Decoding, Edit, splice
-from harness.recordings.decoding import path_for as decoding_path
-from harness.recordings.decoding import write as write_decoding
-from harness.recordings.format import Recording, load
-from harness.synth.files import recorded_vocab
+from .. import __version__
+from ..core.files import sha256_file
+from ..llama.build import require_build
+from ..oracle.client import LibllamaOracle
+from ..recordings.decoding import DETOKENIZE, Decoding, Edit, splice
+from ..recordings.decoding import path_for as decoding_path
+from ..recordings.decoding import write as write_decoding
+from ..recordings.format import Recording, load
+from ..synth.files import recorded_vocab
 
 
 def record_decoding(recording_path: Path, recording: Recording | None = None, vocab_dir: Path | None = None) -> Path:

@@ -21,8 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.core.outcome import MODES, Mode, Outcome, Refusal
+from ..core.errors import TokconfError
+from ..core.outcome import MODES, Mode, Outcome, Refusal
 
 Answer = tuple[int, dict[Mode, Outcome]]  # a case index and its outcome in every mode
 SAME = "="  # this mode's outcome equals the previous mode's

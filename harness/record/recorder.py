@@ -1,6 +1,6 @@
 """`tokconf record`: drive the pinned llama.cpp over the corpus, llama.cpp's tests, the vocab's special
 tokens and seeded fuzz, in every mode, and write one recording per vocabulary; then its decoding
-(`harness.record.decoding`). Progress is journaled (`harness.record.journal`), so an interrupted
+(`tokconf.record.decoding`). Progress is journaled (`tokconf.record.journal`), so an interrupted
 run resumes where it stopped.
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from functools import cache, partial
 from pathlib import Path
 
-from harness import __version__
-from harness.core.errors import TokconfError
-from harness.core.facts import (
+from .. import __version__
+from ..core.errors import TokconfError
+from ..core.facts import (
     CorpusSample,
     FuzzProvenance,
     Provenance,
@@ -27,20 +27,20 @@ from harness.core.facts import (
     VocabProvenance,
     refused_facts,
 )
-from harness.core.files import sha256_file
-from harness.core.outcome import MODES, Refusal
-from harness.corpus.files import Case, CorpusFile
-from harness.corpus.generator import GENERATOR_VERSION, fuzz_strings
-from harness.corpus.upstream import upstream_cases
-from harness.corpus.vocab_cases import vocab_cases
-from harness.llama.build import Build
-from harness.llama.vocabs import vocab_name
-from harness.oracle.client import LibllamaOracle, VocabRefused
-from harness.record.decoding import record_decoding
-from harness.record.journal import Journal
-from harness.recordings.format import RecordedCase, Recording, write
-from harness.synth.files import synth_provenance
-from harness.synth.recipes import BY_NAME
+from ..core.files import sha256_file
+from ..core.outcome import MODES, Refusal
+from ..corpus.files import Case, CorpusFile
+from ..corpus.generator import GENERATOR_VERSION, fuzz_strings
+from ..corpus.upstream import upstream_cases
+from ..corpus.vocab_cases import vocab_cases
+from ..llama.build import Build
+from ..llama.vocabs import vocab_name
+from ..oracle.client import LibllamaOracle, VocabRefused
+from ..recordings.format import RecordedCase, Recording, write
+from ..synth.files import synth_provenance
+from ..synth.recipes import BY_NAME
+from .decoding import record_decoding
+from .journal import Journal
 
 JOURNAL_CHUNK = 512  # cases asked for (in every mode), and journaled, at a time
 

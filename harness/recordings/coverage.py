@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.llama.fetch import require_source, source_dir
-from harness.recordings.yaml_io import read_head
+from ..core.errors import TokconfError
+from ..llama.fetch import require_source, source_dir
+from .yaml_io import read_head
 
 MODEL = re.compile(r'tokenizer_model == "([^"]*)"')
 PRE = re.compile(r'tokenizer_pre == "([^"]*)"|pre_type\s*=\s*LLAMA_VOCAB_PRE_TYPE_(\w+)')

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, sha256_file
-from harness.core.plain_yaml import parse_yaml, shown
-from harness.recordings.format import SUFFIX_DECODING
-from harness.recordings.yaml_io import (
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, sha256_file
+from ..core.plain_yaml import parse_yaml, shown
+from .format import SUFFIX_DECODING
+from .yaml_io import (
     Flow,
     check_seal,
     corrupt,

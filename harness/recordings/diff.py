@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.core.outcome import MODES, Mode, Outcome, render_outcome
-from harness.core.render import first_divergence, ids_window, visible
-from harness.recordings.format import Recording, load, recording_files
+from ..core.errors import TokconfError
+from ..core.outcome import MODES, Mode, Outcome, render_outcome
+from ..core.render import first_divergence, ids_window, visible
+from .format import Recording, load, recording_files
 
 
 @dataclass

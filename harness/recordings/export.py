@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from harness.core.outcome import MODES, outcome_fields
-from harness.recordings.format import load, recording_files
+from ..core.outcome import MODES, outcome_fields
+from .format import load, recording_files
 
 
 def export_lines(path: Path) -> Iterator[dict[str, Any]]:

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.core.errors import TokconfError
-from harness.core.facts import RECORDING_SCHEMA, Provenance, VocabFacts, is_bare_file_name, is_token_id
-from harness.core.files import atomic_write, yaml_files
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, ids_from_text
-from harness.core.plain_yaml import parse_yaml, shown
-from harness.recordings.yaml_io import (
+from ..core.errors import TokconfError
+from ..core.facts import RECORDING_SCHEMA, Provenance, VocabFacts, is_bare_file_name, is_token_id
+from ..core.files import atomic_write, yaml_files
+from ..core.outcome import MODES, Mode, Outcome, Refusal, ids_from_text
+from ..core.plain_yaml import parse_yaml, shown
+from .yaml_io import (
     Flow,
     FlowList,
     check_seal,
@@ -41,7 +41,7 @@ MAX_ID_LENGTH = 512  # a case id: `found-<vocab file stem>/fuzz-<12 hex>` is the
 MAX_TOKENS = 1 << 31  # llama_token is an int32_t
 # Provenance keys that describe the file, not what was recorded: left out in memory, written by `dumps`.
 SEAL_KEYS = ("digest", "cases")  # `cases`: the digest of the cases alone an older tokconf wrote
-SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (harness.recordings.decoding)
+SUFFIX_DECODING = ".decoding.yaml"  # a recording's decoding companion (tokconf.recordings.decoding)
 
 
 @dataclass
@@ -58,7 +58,7 @@ class VocabGroup(enum.Enum):
     """Where a recording's vocabulary comes from, the groups of the check table."""
 
     SHIPPED = "shipped"  # a test vocabulary llama.cpp ships in models/
-    SYNTHETIC = "synthetic"  # made by a tokconf recipe (harness.synth)
+    SYNTHETIC = "synthetic"  # made by a tokconf recipe (tokconf.synth)
     USER = "user"  # any other file: a real model, a found file, a port's own
 
 

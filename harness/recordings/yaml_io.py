@@ -8,7 +8,7 @@ sha256 of its bytes: libyaml takes 0.5-1 s for a 4 MB recording, a kept document
 and a test suite or a CI job loads the same recordings in many processes.
 
 Every YAML file tokconf reads may come from elsewhere (a recording, a decoding, a found file, an
-expected-failure file), so `load_untrusted` reads only plain data (`harness.core.plain_yaml`).
+expected-failure file), so `load_untrusted` reads only plain data (`tokconf.core.plain_yaml`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from typing import Any
 
 import yaml
 
-from harness.core.errors import TokconfError
-from harness.core.files import atomic_write, cache_root
-from harness.core.plain_yaml import parse_yaml, shown
-from harness.core.render import INVISIBLE
+from ..core.errors import TokconfError
+from ..core.files import atomic_write, cache_root
+from ..core.plain_yaml import parse_yaml, shown
+from ..core.render import INVISIBLE
 
 
 class Flow(dict[str, Any]):

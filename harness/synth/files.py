@@ -15,13 +15,13 @@ import functools
 import os
 from pathlib import Path
 
-from harness.core.errors import TokconfError
-from harness.core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
-from harness.core.files import atomic_write, cache_root, sha256_file
-from harness.llama.fetch import source_dir
-from harness.llama.vocabs import vocab_file
-from harness.synth.gguf_write import gguf_bytes
-from harness.synth.recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
+from ..core.errors import TokconfError
+from ..core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
+from ..core.files import atomic_write, cache_root, sha256_file
+from ..llama.fetch import source_dir
+from ..llama.vocabs import vocab_file
+from .gguf_write import gguf_bytes
+from .recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
 
 
 def synth_dir() -> Path:

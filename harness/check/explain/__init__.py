@@ -8,19 +8,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.check.contract import Verdict
-from harness.check.engine import CheckedFile
-from harness.check.explain.explainer import Cause, Explainer, Explanation, explained_failures
-from harness.check.explain.kinds import Kind
-from harness.check.explain.model import Backend, Judge, Model, Mutants, reference_backend
-from harness.core.errors import TokconfError
-from harness.core.facts import VocabFacts
-from harness.core.outcome import MODES
-from harness.implementations.base import Implementation, VocabInfo
-from harness.implementations.python import PortBroke
-from harness.llama.build import require_build
-from harness.llama.pins import DEFAULT_BUILD
-from harness.oracle.client import LibllamaOracle
+from ...core.errors import TokconfError
+from ...core.facts import VocabFacts
+from ...core.outcome import MODES
+from ...implementations.base import Implementation, VocabInfo
+from ...implementations.python import PortBroke
+from ...llama.build import require_build
+from ...llama.pins import DEFAULT_BUILD
+from ...oracle.client import LibllamaOracle
+from ..contract import Verdict
+from ..engine import CheckedFile
+from .explainer import Cause, Explainer, Explanation, explained_failures
+from .kinds import Kind
+from .model import Backend, Judge, Model, Mutants, reference_backend
 
 __all__ = ["Cause", "Explanation", "Kind", "explain_file", "reference_tokenizer"]
 

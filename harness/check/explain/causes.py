@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult
-from harness.check.explain.explainer import Cause
-from harness.core.files import atomic_write
-from harness.core.outcome import outcome_fields
-from harness.core.render import code_point_list
+from ...core.files import atomic_write
+from ...core.outcome import outcome_fields
+from ...core.render import code_point_list
+from ..contract import Verdict
+from ..engine import CaseResult
+from .explainer import Cause
 
 FORMAT = 1  # the document's "format": raised when a field changes meaning
 _VARYING = re.compile(

@@ -4,7 +4,7 @@ Cases are taken shortest first. A case is first offered to the causes already fo
 the smallest set of them whose mechanisms, replayed together, turn llama.cpp's answer into the
 port's (`Model`), so no case is shrunk twice for one fault, and a case with two faults (a missing
 BOS and a character in the wrong class) is under both. A case no set reproduces is shrunk by ddmin
-(`harness.core.shrink`) to a minimal input on which the port still answers other than the known
+(`tokconf.core.shrink`) to a minimal input on which the port still answers other than the known
 causes predict ("explained again with the BOS put back"); the minimal input is classified by trying
 each kind's mechanism on it (`_candidates`), and the case is offered again. What no mechanism
 reproduces falls back to `character` (all its minimal inputs need one character), and what even
@@ -17,9 +17,14 @@ import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from harness.check.contract import Verdict
-from harness.check.engine import CaseResult
-from harness.check.explain.kinds import (
+from ...core.facts import VocabFacts
+from ...core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, is_utf8
+from ...core.render import visible
+from ...core.shrink import ddmin, holds, units
+from ...implementations.base import Session
+from ..contract import Verdict
+from ..engine import CaseResult
+from .kinds import (
     NORMAL_FORMS,
     SPLIT_RULES,
     Boundary,
@@ -39,12 +44,7 @@ from harness.check.explain.kinds import (
     Stage,
     Substituted,
 )
-from harness.check.explain.model import Model
-from harness.core.facts import VocabFacts
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, is_utf8
-from harness.core.render import visible
-from harness.core.shrink import ddmin, holds, units
-from harness.implementations.base import Session
+from .model import Model
 
 ROUNDS = 3  # shrinks per case at most: each finds one more fault the case holds
 SHRINKS = 60  # shrinks per vocabulary at most: what is left then is listed as unexplained

@@ -30,9 +30,9 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.outcome import MODES, Mode, is_utf8
-from harness.core.render import visible
-from harness.core.shrink import holds
+from ...core.outcome import MODES, Mode, is_utf8
+from ...core.render import visible
+from ...core.shrink import holds
 
 
 class Kind(enum.Enum):

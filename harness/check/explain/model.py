@@ -15,7 +15,8 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.check.explain.kinds import (
+from ...core.outcome import MODES, Mode, Outcome, Refusal, Request
+from .kinds import (
     Kind,
     Mechanism,
     MergesIgnored,
@@ -25,7 +26,6 @@ from harness.check.explain.kinds import (
     SpecialsCut,
     Stage,
 )
-from harness.core.outcome import MODES, Mode, Outcome, Refusal, Request
 
 Backend = Callable[[list[Request]], list[Outcome]]
 KEPT_MUTANTS = 16  # mutant tokenizers kept (each with its own word cache)

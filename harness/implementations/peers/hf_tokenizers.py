@@ -34,9 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.core.errors import TokconfError
-from harness.implementations.base import Unsupported
 from reference_impl.gguf_reader import read_tokenizer_fields
+
+from ...core.errors import TokconfError
+from ..base import Unsupported
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer
@@ -89,7 +90,7 @@ class HFTokenizer:
 
     def __init__(self, tokenizer: Tokenizer) -> None:
         self.tokenizer = tokenizer
-        # The facts the check compares (harness.core.facts.Fact); None is "not exposed".
+        # The facts the check compares (tokconf.core.facts.Fact); None is "not exposed".
         self.add_bos: bool | None = None
         self.add_eos: bool | None = None
         self.bos_id: int | None = None
@@ -125,7 +126,7 @@ class Factory:
     """The `tokconf.implementations` entry point `hf-tokenizers`: called with the tokenizer.json's path
     (`--impl hf-tokenizers:PATH/tokenizer.json`), it gives the factory tokconf calls with each GGUF."""
 
-    argument = ARGUMENT  # it takes one (harness.implementations.resolve)
+    argument = ARGUMENT  # it takes one (tokconf.implementations.resolve)
 
     def __call__(self, tokenizer_json: str) -> Callable[[Path], HFTokenizer]:
         path = Path(tokenizer_json).expanduser().resolve()

@@ -57,8 +57,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.implementations.base import Unsupported
 from reference_impl.gguf_reader import read_tokenizer_fields
+
+from ..base import Unsupported
 
 NORMAL, UNKNOWN, CONTROL, USER_DEFINED, UNUSED, BYTE = 1, 2, 3, 4, 5, 6
 MODEL_TYPES = {"llama": 2, "t5": 1}  # TrainerSpec.ModelType: BPE = 2, UNIGRAM = 1
@@ -165,7 +166,7 @@ class SentencePieceGGUF:
             self.processor = sentencepiece.SentencePieceProcessor(model_proto=proto)
         except (RuntimeError, OSError, ValueError) as error:  # the model's own validation
             raise Unsupported(f"sentencepiece does not load the pieces of {path.name}: {error}") from None
-        # The facts the check compares (harness.core.facts.Fact).
+        # The facts the check compares (tokconf.core.facts.Fact).
         add_bos = fields.get("tokenizer.ggml.add_bos_token")
         add_eos = fields.get("tokenizer.ggml.add_eos_token")
         self.add_bos: bool = bool(add_bos) if add_bos is not None else model == "llama"

@@ -60,9 +60,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.implementations.base import Unsupported
 from reference_impl.bpe import BYTE_TO_UNICODE
 from reference_impl.gguf_reader import read_tokenizer_fields
+
+from ..base import Unsupported
 
 # The published split patterns (see the module docstring for their sources), by `tokenizer.ggml.pre`.
 LLAMA3_PATTERN = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"  # noqa: E501
@@ -156,7 +157,7 @@ class TiktokenGGUF:
         except ValueError as error:  # tiktoken's Rust core refuses the tables
             raise Unsupported(f"tiktoken refuses the vocabulary of {path.name}: {error}") from None
         self.n_tokens = len(tokens)
-        # The facts the check compares (harness.core.facts.Fact); None is "not exposed".
+        # The facts the check compares (tokconf.core.facts.Fact); None is "not exposed".
         add_bos = fields.get("tokenizer.ggml.add_bos_token")
         self.add_bos: bool = bool(add_bos) if add_bos is not None else pre in LLAMA3_FAMILY
         self.add_eos: bool = bool(fields.get("tokenizer.ggml.add_eos_token", False))

@@ -31,7 +31,7 @@ from unittest import mock
 import gguf
 import numpy as np
 
-from harness.implementations.base import Unsupported
+from ..base import Unsupported
 
 _READY = False
 
@@ -97,7 +97,7 @@ class TransformersGGUF:
             NotImplementedError,
         ) as error:  # "GGUF model with architecture x is not supported"
             raise Unsupported(f"transformers does not load {path.name}: {error}") from None
-        # The facts the check compares (harness.core.facts.Fact); None is "not exposed".
+        # The facts the check compares (tokconf.core.facts.Fact); None is "not exposed".
         self.add_bos = getattr(self.tokenizer, "add_bos_token", None)
         self.add_eos = getattr(self.tokenizer, "add_eos_token", None)
         self.bos_id = self.tokenizer.bos_token_id
