@@ -1,8 +1,9 @@
-"""`tokconf llama fetch|build|info`: provision a pinned llama.cpp build."""
+"""`tokconf llama fetch|build|info|local|gc`: provision a pinned llama.cpp build, or a local one."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from ..llama.pins import DEFAULT_BUILD
@@ -35,6 +36,14 @@ def add_parser(commands: Any) -> None:
     build_p.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
     info_p = llama_commands.add_parser("info", help="print build, source, sha256, paths and shipped vocabs")
     add_build(info_p)
+    local_p = llama_commands.add_parser(
+        "local",
+        help="build a llama.cpp source tree of your own in the cache (or check a libllama.so), print its provenance",
+        description="What --impl llama.cpp:PATH and tokconf record --llama PATH use (docs/llama-local.md).",
+    )
+    local_p.add_argument("path", type=Path, metavar="PATH", help="a llama.cpp source tree or a built libllama.so")
+    local_p.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    local_p.add_argument("--tokenize", action="store_true", help="also build llama-tokenize (record --backend cli)")
     gc_p = llama_commands.add_parser("gc", help="delete cached builds, least recently used first, down to a size")
     gc_p.add_argument("--max-size", type=float, default=2.0, metavar="GB", help="what the builds may take (default 2)")
     gc_p.add_argument("--keep", type=int, action="append", default=[], metavar="N", help="never delete bN (repeatable)")
@@ -53,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
         made = build(args.build, jobs=args.jobs)
         print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
         return 0
+    if args.llama_command == "local":
+        return _local(args)
     if args.llama_command == "gc":
         from ..llama.build import collect_garbage
 
@@ -75,4 +86,24 @@ def run(args: argparse.Namespace) -> int:
         for vocab in vocabs:
             tests = " (+ .inp/.out tests)" if vocab.with_name(vocab.name + ".inp").is_file() else ""
             print(f"  {vocab_name(vocab):16} {vocab.name}{tests}")
+    return 0
+
+
+def _local(args: argparse.Namespace) -> int:
+    """Build (or find built) and probe a local llama.cpp; print what a check or recording would say."""
+    from ..llama.local import local_build
+    from ..oracle.probe import probe_library
+
+    made = local_build(args.path, tokenize=args.tokenize, jobs=args.jobs)
+    library = probe_library(made)
+    source = made.source
+    print(f"llama.cpp: {source.describe()}")
+    print(f"libllama:  {made.libllama}")
+    if source.content:
+        print(f"content:   {source.content} (the cache key of its build inputs)")
+    print(f"llama.h:   {source.header}")
+    print(f"version:   {library.version or 'none (no llama_version)'}")
+    print(f"build:     {library.build_info or 'none (no libllama-common beside libllama)'}")
+    print(f"system:    {library.system_info or 'none'}")
+    print(f"check it:  tokconf check --impl llama.cpp:{args.path}")
     return 0

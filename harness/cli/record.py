@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.facts import CorpusSample
+from ..core.files import recordings_arg
 from ..corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
 from .llama import add_build
 
@@ -21,6 +22,13 @@ def add_parser(commands: Any) -> None:
     rec = commands.add_parser("record", help="record llama.cpp's ids for the corpus, tests, specials and fuzz")
     rec.set_defaults(run=run)
     add_build(rec)
+    rec.add_argument(
+        "--llama",
+        type=Path,
+        metavar="PATH",
+        help="record with a llama.cpp of your own: a built libllama.so, or a source tree (built in the cache); "
+        "the recordings say exactly which library answered, filed under --build (docs/llama-local.md)",
+    )
     rec.add_argument("--vocab", action="append", default=[], help="a vocab name (qwen2) or GGUF path; repeatable")
     rec.add_argument(
         "--corpus",
@@ -31,7 +39,12 @@ def add_parser(commands: Any) -> None:
     )
     rec.add_argument("--seed", type=int, default=DEFAULT_SEED, help=f"fuzz seed (default {DEFAULT_SEED})")
     rec.add_argument("--fuzz-count", type=int, help=f"fuzz strings (default {DEFAULT_COUNT})")
-    rec.add_argument("--out", type=Path, help="output folder (default: recordings/bN in the current folder)")
+    rec.add_argument(
+        "--out",
+        type=Path,
+        help="output folder (default: recordings/bN in the current folder; with --llama, "
+        "recordings/local-<the first 12 digits of its libllama's sha256>)",
+    )
     rec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rec.add_argument("--backend", choices=("libllama", "cli"), default="libllama", help="cli: cross-check only")
     rec.add_argument("--sample", type=int, default=50, help="with --backend cli: cases per vocab to compare")
@@ -55,7 +68,9 @@ def add_parser(commands: Any) -> None:
         "record-decoding", help="record llama.cpp's pieces and detokenizations beside existing recordings"
     )
     rdec.set_defaults(run=run_decoding)
-    rdec.add_argument("recordings", nargs="*", type=Path, help="recording files or folders (default: the bundled)")
+    rdec.add_argument(
+        "recordings", nargs="*", type=recordings_arg, help="recording files or folders (default: the bundled)"
+    )
     rdec.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabs recorded in parallel")
     rdec.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the build's models/)")
 
@@ -65,30 +80,40 @@ def run(args: argparse.Namespace) -> int:
     from ..core.files import CORPUS
     from ..corpus.files import load_corpus
     from ..llama.build import require_build
+    from ..llama.local import local_build
     from ..llama.vocabs import resolve_vocabs, vocab_name
+    from ..oracle.probe import probe_library
     from ..record.crosscheck import crosscheck_vocab, save
     from ..record.recorder import Plan, record
     from ..synth.files import synthetic_vocabs
 
     if args.save and args.backend != "cli":
         raise TokconfError("--save keeps llama-tokenize's answers: it needs --backend cli", "add --backend cli")
-    made = require_build(args.build)
+    if args.llama:  # probed before any vocabulary: a library that cannot load is an error, not a refusal
+        made = local_build(args.llama, args.build, tokenize=args.backend == "cli")
+        library = probe_library(made)
+        assert made.source.sha256 is not None  # local_build hashes the library it returns
+        default_out = f"local-{made.source.sha256[:12]}"
+    else:
+        made, library, default_out = require_build(args.build), None, f"b{args.build}"
     corpus = load_corpus(args.corpus or [CORPUS])
     if not any(corpus_file.cases for corpus_file in corpus):
         raise TokconfError(
             f"no corpus cases under {' '.join(map(str, args.corpus or [CORPUS]))}",
             "give --corpus the corpus folder (a recording without it would silently record far fewer cases)",
         )
-    out = args.out or Path("recordings") / f"b{args.build}"
+    out = args.out or Path("recordings") / default_out
     if args.synthetic:
         vocabs = synthetic_vocabs(args.vocab)
         fuzz_count = SYNTH_FUZZ_COUNT if args.fuzz_count is None else args.fuzz_count
         plan = Plan(made, tuple(corpus), args.seed, fuzz_count, out / "synthetic", not args.no_decoding,
-                    SYNTH_SAMPLE)  # fmt: skip
+                    SYNTH_SAMPLE, library)  # fmt: skip
     else:
         vocabs = resolve_vocabs(args.vocab, made)
         fuzz_count = DEFAULT_COUNT if args.fuzz_count is None else args.fuzz_count
-        plan = Plan(made, tuple(corpus), args.seed, fuzz_count, out, not args.no_decoding)
+        plan = Plan(made, tuple(corpus), args.seed, fuzz_count, out, not args.no_decoding, library=library)
+    if not vocabs:
+        raise TokconfError(f"no vocabulary to record: {made.models_dir} has no ggml-vocab-*.gguf", "pass --vocab")
     if args.backend == "libllama":
         record(plan, vocabs, args.jobs)
         return 0

@@ -34,6 +34,32 @@ class Refused(Exception):
     llama.cpp happens to refuse."""
 
 
+class Tokenizer(Protocol):
+    """A port as tokconf checks it: what a factory (`load(gguf_path) -> Tokenizer`) returns.
+
+    `encode` is all that is required: the ids llama.cpp's `llama_tokenize` gives for the bytes, with
+    `add_special` (BOS/EOS as the vocabulary says) and `parse_special` (special-token texts in the
+    input become their ids). It raises `Unsupported` for an input it cannot be given and `Refused`
+    where it refuses as llama.cpp does; anything else it raises is an error.
+
+    Optional, and checked when present: the facts `add_bos`, `add_eos` (bool), `bos_id`, `eos_id`
+    (int, -1 for none) and `eog_ids` (a set of ints), as llama.h reports them; and decoding, the
+    `Decoding` protocol's three members."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]: ...
+
+
+class Decoding(Tokenizer, Protocol):
+    """A port that also decodes: its pieces and detokenization are checked against the recording's
+    decoding (`llama_token_to_piece` and `llama_detokenize`)."""
+
+    n_tokens: int
+
+    def token_to_piece(self, token: int, special: bool) -> bytes: ...
+
+    def decode(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes: ...
+
+
 class Broken(Exception):
     """The implementation broke while loading a vocabulary (it exited, crashed, raised anything but
     `Unsupported`): every case of that vocabulary is an error, never unsupported and never passed."""

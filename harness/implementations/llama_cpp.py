@@ -1,12 +1,18 @@
-"""`llama.cpp@N`: a live llama.cpp build as the implementation under test, crash-isolated as in
-recording, to see whether another build still answers as the recordings say (upgrade regressions)."""
+"""`llama.cpp@N` and `llama.cpp:PATH`: a live llama.cpp as the implementation under test,
+crash-isolated as in recording: another published build (upgrade regressions), or a llama.cpp of the
+user's own, a libllama.so or a source tree (tokconf.llama.local: a vendored, patched copy, a branch),
+to see whether it still answers as the recordings say."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
-from ..llama.build import require_build
+from ..llama.build import Build, require_build
+from ..llama.local import local_build
 from ..oracle.client import LibllamaOracle
+from ..oracle.probe import LibraryInfo, probe_library
 from .base import Decoder, Session, VocabInfo
 
 
@@ -29,14 +35,30 @@ class LlamaCppSession:
 
 
 class LlamaCppImplementation:
-    """A live build, one worker per vocabulary."""
+    """A live llama.cpp, one worker per vocabulary. `library` is what a local one says about itself
+    (None for a published build, whose number says it all)."""
 
-    def __init__(self, build: int) -> None:
-        self.build = require_build(build, tokenize=False)  # libllama is all it uses (a bisect builds no more)
-        self.name = f"llama.cpp@{build}"
+    def __init__(self, build: Build, name: str, library: LibraryInfo | None = None) -> None:
+        self.build = build
+        self.name = name
+        self.library = library
 
     def open(self, vocab: VocabInfo) -> Session:
         return LlamaCppSession(LibllamaOracle(self.build, vocab.path))
 
     def close(self) -> None:
         """Each session owns its worker."""
+
+
+def published(build: int) -> LlamaCppImplementation:
+    """`llama.cpp@N`: the complete build N from the cache (libllama is all it uses, as a bisect builds)."""
+    return LlamaCppImplementation(require_build(build, tokenize=False), f"llama.cpp@{build}")
+
+
+def local(path: Path) -> LlamaCppImplementation:
+    """`llama.cpp:PATH`: the user's libllama.so, or their source tree built in the cache, probed before
+    any vocabulary (a library that cannot load is an error, never a vocabulary llama.cpp refuses). Its
+    name carries the provenance: what the check table's title and a fuzz finding's campaign say."""
+    made = local_build(path)
+    library = probe_library(made)
+    return LlamaCppImplementation(made, f"llama.cpp:{path} ({made.source.identity()}, {library.describe()})", library)

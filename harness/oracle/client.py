@@ -39,9 +39,9 @@ class VocabRefused(TokconfError):
     """llama.cpp refused to load a vocabulary: `reason` in its own words, without the file's path, so a
     recording can hold it as every case's outcome (a pre name a build does not know, a broken vocab)."""
 
-    def __init__(self, build: int, vocab: Path, reason: str) -> None:
+    def __init__(self, build: int, vocab: Path, reason: str, label: str | None = None) -> None:
         super().__init__(
-            f"llama.cpp b{build} could not load {vocab}: {reason}",
+            f"llama.cpp {label or f'b{build}'} could not load {vocab}: {reason}",
             "check that the file is a complete GGUF vocabulary (tokconf llama info lists the shipped ones)",
         )
         self.reason = reason
@@ -82,7 +82,7 @@ class LibllamaOracle:
         try:
             ready = self._read()
         except WorkerGone as gone:
-            raise VocabRefused(self.build.build, self.vocab, self._died(str(gone))) from None
+            raise VocabRefused(self.build.build, self.vocab, self._died(str(gone)), self.build.source.label()) from None
         if ready[:1] != b"R":
             self._kill()
             self._stderr.seek(0)
@@ -90,7 +90,7 @@ class LibllamaOracle:
             reason = (
                 said[-1].strip() if said else ready[1:].decode(errors="replace").replace(str(self.vocab), "<vocab>")
             )
-            raise VocabRefused(self.build.build, self.vocab, reason)
+            raise VocabRefused(self.build.build, self.vocab, reason, self.build.source.label())
 
     def _read_exact(self, size: int) -> bytes:
         assert self._proc is not None and self._proc.stdout is not None

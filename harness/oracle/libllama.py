@@ -45,6 +45,31 @@ SPECIAL_IDS: tuple[str, ...] = ("bos", "eos", "eot", "sep", "nl", "pad", "mask")
 SPECIAL_IDS += ("fim_pre", "fim_suf", "fim_mid", "fim_pad", "fim_rep", "fim_sep")
 
 
+# Every llama.h function `Vocab` calls: a library lacking one is refused when it is probed
+# (`describe_library`), before any vocabulary, not when the first call reaches it.
+FUNCTIONS: tuple[str, ...] = (
+    "llama_backend_init", "llama_model_default_params", "llama_model_load_from_file", "llama_model_get_vocab",
+    "llama_tokenize", "llama_token_to_piece", "llama_detokenize", "llama_model_meta_val_str",
+    "llama_vocab_n_tokens", "llama_vocab_type", "llama_vocab_get_attr", "llama_vocab_get_text",
+    "llama_vocab_get_add_bos", "llama_vocab_get_add_eos", "llama_vocab_get_add_sep", "llama_vocab_is_eog",
+    *(f"llama_vocab_{name}" for name in SPECIAL_IDS),
+)  # fmt: skip
+
+# common/build-info.cpp's globals: llama.cpp's own build number and commit, which libllama does not
+# export; libllama-common does (built beside libllama with llama-tokenize, b11192 on).
+COMMON_LIBRARY = "libllama-common.so"
+COMMON_BUILD_INFO = """
+extern int LLAMA_BUILD_NUMBER;
+extern const char * LLAMA_COMMIT;
+extern const char * LLAMA_COMPILER;
+extern const char * LLAMA_BUILD_TARGET;
+"""
+
+
+class LibraryError(Exception):
+    """A libllama that cannot be the oracle: it does not load, or lacks a function `Vocab` calls."""
+
+
 def attr_names(attr: int) -> str:
     """A token attribute bit set as `control|lstrip`, or `undefined` for 0 (llama_token_attr)."""
     names = [name for bit, name in enumerate(TOKEN_ATTRS) if attr & (1 << bit)]
@@ -92,6 +117,53 @@ def binding(llama_h: Path, include_dirs: tuple[Path, ...]) -> Any:
     loaded = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(loaded)
     return loaded.ffi
+
+
+def describe_library(libllama: Path, llama_h: Path, include_dirs: tuple[Path, ...]) -> dict[str, str | None]:
+    """Load `libllama` (in the worker: `--info`), check it exports every function in FUNCTIONS, and
+    say what it says about itself: `version` (llama_version: LLAMA_VERSION, e.g. `0.5.0-dev`),
+    `system_info` (llama_print_system_info: each ggml backend's features) and `build_info` (from
+    libllama-common beside it, `_common_build_info`). A function an older llama.h lacks is None."""
+    ffi = binding(llama_h, include_dirs)
+    try:
+        lib = ffi.dlopen(str(libllama))
+    except OSError as error:  # another architecture, a libggml*.so not found or lacking a symbol, not ELF
+        raise LibraryError(f"it does not load: {error}") from None
+    missing = [name for name in FUNCTIONS if not _exports(ffi, lib, name)]
+    if missing:
+        raise LibraryError(f"it does not export {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
+    return {
+        "version": ffi.string(lib.llama_version()).decode() if _exports(ffi, lib, "llama_version") else None,
+        "system_info": ffi.string(lib.llama_print_system_info()).decode().strip() or None,
+        "build_info": _common_build_info(libllama.parent / COMMON_LIBRARY),
+    }
+
+
+def _exports(ffi: Any, lib: Any, name: str) -> bool:
+    """Whether llama.h declares `name` (else cffi raises AttributeError) and the library has it (else
+    `ffi.error`)."""
+    try:
+        getattr(lib, name)
+    except (AttributeError, ffi.error):
+        return False
+    return True
+
+
+def _common_build_info(common: Path) -> str | None:
+    """llama.cpp's build info as common/build-info.cpp's llama_build_info and llama_print_build_info
+    put it (`b<number>-<commit>, built with <compiler> for <target>`), from the libllama-common beside
+    the library; None when there is none, or it does not have them."""
+    if not common.is_file():
+        return None
+    ffi = cffi.FFI()
+    ffi.cdef(COMMON_BUILD_INFO)
+    try:
+        lib: Any = ffi.dlopen(str(common))
+        number, commit = int(lib.LLAMA_BUILD_NUMBER), ffi.string(lib.LLAMA_COMMIT).decode()
+        compiler, target = ffi.string(lib.LLAMA_COMPILER).decode(), ffi.string(lib.LLAMA_BUILD_TARGET).decode()
+    except (OSError, AttributeError, ffi.error):
+        return None
+    return f"b{number}-{commit}, built with {compiler} for {target}"
 
 
 class Vocab:

@@ -17,11 +17,15 @@ llama_tokenize byte for byte. Requests:
 - `D` + flag byte (bit 0 remove_special, bit 1 unparse_special) + int32 ids: llama_detokenize.
 Errors: `E` + message; `X` + crash reason (the child died on this request; the oracle then retries
 its inputs one by one to find the culprit).
+
+With `--info` instead of `--vocab` it loads the library alone and answers one frame, `O` + JSON of
+what it says about itself, or `E` + why it cannot be the oracle (tokconf.oracle.probe).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import struct
 import sys
@@ -31,7 +35,7 @@ from typing import BinaryIO
 
 from ..core.facts import facts_to_json
 from .crash import crash_reason
-from .libllama import Vocab
+from .libllama import LibraryError, Vocab, describe_library
 
 
 def read_frame(stream: BinaryIO) -> bytes | None:
@@ -89,12 +93,22 @@ def main() -> int:
     parser.add_argument("--lib", type=Path, required=True)
     parser.add_argument("--header", type=Path, required=True)
     parser.add_argument("--include", type=Path, action="append", default=[])
-    parser.add_argument("--vocab", type=Path, required=True)
+    task = parser.add_mutually_exclusive_group(required=True)
+    task.add_argument("--vocab", type=Path, help="serve this vocabulary")
+    task.add_argument("--info", action="store_true", help="answer one frame: the library's self-description")
     args = parser.parse_args()
     # Answers go to a private copy of stdout; fd 1 itself now points at stderr, because llama.cpp and
     # ggml print to stdout (ggml_print_backtrace does, on abort) and must not corrupt the frames.
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
+    if args.info:  # tokconf.oracle.probe: does the library load, and what does it say it is
+        try:
+            described = describe_library(args.lib, args.header, tuple(args.include))
+        except (LibraryError, RuntimeError) as error:  # RuntimeError: gcc -E could not read llama.h
+            write_frame(answers, b"E" + str(error).encode())
+            return 1
+        write_frame(answers, b"O" + json.dumps(described).encode())
+        return 0
     try:
         vocab = Vocab(args.lib, args.header, tuple(args.include), args.vocab)
     except Exception as error:  # the parent shows it; this process has nothing else to do

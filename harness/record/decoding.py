@@ -8,8 +8,12 @@ import time
 from pathlib import Path
 
 from .. import __version__
+from ..core.errors import TokconfError
+from ..core.facts import LlamaCppProvenance
 from ..core.files import sha256_file
-from ..llama.build import require_build
+from ..llama.build import Build, require_build
+from ..llama.fetch import LOCAL_KINDS
+from ..llama.local import local_build
 from ..oracle.client import LibllamaOracle
 from ..recordings.decoding import DETOKENIZE, Decoding, Edit, splice
 from ..recordings.decoding import path_for as decoding_path
@@ -18,8 +22,11 @@ from ..recordings.format import Recording, load
 from ..synth.files import recorded_vocab
 
 
-def record_decoding(recording_path: Path, recording: Recording | None = None, vocab_dir: Path | None = None) -> Path:
-    """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from.
+def record_decoding(
+    recording_path: Path, recording: Recording | None = None, vocab_dir: Path | None = None, build: Build | None = None
+) -> Path:
+    """Write `<name>.decoding.yaml` beside a recording, with the build and vocab file it was made from
+    (`build`: the one that just recorded it, else found from its provenance, `recording_build`).
 
     The vocab file is looked up by name in `vocab_dir` (default: the build's `models/`) and checked
     by sha256. A few seconds per vocabulary: the pieces come in one request each way, and the
@@ -27,7 +34,7 @@ def record_decoding(recording_path: Path, recording: Recording | None = None, vo
     recorded ids.
     """
     recording = recording or load(recording_path)  # just written by record_vocab, or read here
-    build = require_build(recording.build)
+    build = build or recording_build(recording.provenance["llama_cpp"])
     vocab = recorded_vocab(recording.provenance["vocab"], build.build, vocab_dir)
     started = time.monotonic()
     with LibllamaOracle(build, vocab) as oracle:
@@ -59,3 +66,19 @@ def record_decoding(recording_path: Path, recording: Recording | None = None, vo
         flush=True,
     )
     return out
+
+
+def recording_build(recorded: LlamaCppProvenance) -> Build:
+    """The llama.cpp a recording was made with, to record its decoding: build N from the cache, or a
+    local llama.cpp found again at its origin, and refused unless its libllama is the one recorded
+    (sha256): a decoding from another library would be filed as this recording's."""
+    if recorded["source"] not in LOCAL_KINDS:
+        return require_build(recorded["build"])
+    found = local_build(Path(recorded["origin"]), recorded["build"])
+    if found.source.sha256 != recorded["sha256"]:
+        raise TokconfError(
+            f"the recording was made with the libllama of sha256 {recorded['sha256']} at {recorded['origin']}, "
+            f"which is now {found.source.sha256}",
+            "record again with `tokconf record --llama PATH` (it records the decoding too)",
+        )
+    return found

@@ -21,6 +21,7 @@ from ..core.errors import TokconfError
 from ..core.facts import (
     CorpusSample,
     FuzzProvenance,
+    LlamaCppProvenance,
     Provenance,
     SynthProvenance,
     VocabFacts,
@@ -36,6 +37,7 @@ from ..corpus.vocab_cases import vocab_cases
 from ..llama.build import Build
 from ..llama.vocabs import vocab_name
 from ..oracle.client import LibllamaOracle, VocabRefused
+from ..oracle.probe import LibraryInfo
 from ..recordings.format import RecordedCase, Recording, write
 from ..synth.files import synth_provenance
 from ..synth.recipes import BY_NAME
@@ -56,6 +58,48 @@ class Plan:
     out_dir: Path
     decoding: bool = True  # also write each recording's decoding (record_decoding)
     sample: CorpusSample | None = None  # a fixed sample of the corpus (synthetic vocabs), else all of it
+    library: LibraryInfo | None = None  # a local llama.cpp's own word on itself (tokconf.oracle.probe)
+
+
+class LocalLlamaCppProvenance(LlamaCppProvenance):
+    """`provenance.llama_cpp` of a recording made with a llama.cpp of the user's own (`record --llama`):
+    exactly which library answered (docs/recording-format.md). `sha256` is the library's, `commit`
+    its checkout's HEAD."""
+
+    dirty: bool | None
+    content: str | None
+    library: str
+    header: str
+    version: str | None
+    build_info: str | None
+    system_info: str | None
+
+
+def llama_cpp_provenance(build: Build, library: LibraryInfo | None) -> LlamaCppProvenance:
+    """`provenance.llama_cpp`: the build's source, and for a local llama.cpp what identifies it."""
+    source = build.source
+    origin: LlamaCppProvenance = {
+        "build": build.build,
+        "source": source.kind,
+        "origin": source.origin,
+        "sha256": source.sha256,
+        "commit": source.commit,
+    }
+    if not source.is_local:
+        return origin
+    if library is None or source.library is None or source.header is None:  # a caller's mistake, never a user's
+        raise ValueError(f"the local llama.cpp {source.origin} was not probed (Plan.library): no provenance")
+    local: LocalLlamaCppProvenance = {
+        **origin,
+        "dirty": source.dirty,
+        "content": source.content,
+        "library": source.library,
+        "header": source.header,
+        "version": library.version,
+        "build_info": library.build_info,
+        "system_info": library.system_info,
+    }
+    return local
 
 
 def provenance(
@@ -63,7 +107,6 @@ def provenance(
 ) -> Provenance:
     """Where a recording's answers came from: the build, the vocab file (and the recipe that made a
     synthetic one), the inputs' sources."""
-    source = plan.build.source
     inp = vocab.with_name(vocab.name + ".inp")
     fuzz: FuzzProvenance = {"seed": plan.seed, "generator": GENERATOR_VERSION, "count": plan.fuzz_count}
     vocab_provenance: VocabProvenance = {
@@ -76,13 +119,7 @@ def provenance(
     if synthetic is not None:
         vocab_provenance["synthetic"] = synthetic
     origin: Provenance = {
-        "llama_cpp": {
-            "build": plan.build.build,
-            "source": source.kind,
-            "origin": source.origin,
-            "sha256": source.sha256,
-            "commit": source.commit,
-        },
+        "llama_cpp": llama_cpp_provenance(plan.build, plan.library),
         "backend": "libllama (vocab_only, in a crash-isolated worker)",
         "vocab": vocab_provenance,
         "corpus": {f.path.name: f.sha256 for f in plan.corpus},
@@ -155,7 +192,7 @@ def record_vocab(plan: Plan, vocab: Path) -> Path:
     write(out, recording)
     journal.finish()
     if plan.decoding and (synthetic is None or BY_NAME[synthetic["recipe"]].decoding):
-        record_decoding(out, recording, vocab.parent)
+        record_decoding(out, recording, vocab.parent, plan.build)
     refused = sum(isinstance(o, Refusal) for c in recorded for o in c.outcomes.values())
     seconds = time.monotonic() - started
     note = f", {resumed} cases resumed from the journal" if resumed else ""
@@ -177,7 +214,8 @@ def _record_refusal(
     cases = all_cases(plan, vocab, facts)
     recorded = [RecordedCase(case.id, case.data, dict.fromkeys(MODES, refusal), case.why) for case in cases]
     write(out, Recording(provenance(plan, vocab, vocab_sha, facts, synthetic), facts, recorded))
-    print(f"{vocab_name(vocab)}: llama.cpp b{plan.build.build} refuses to load it ({reason}) -> {out}", file=sys.stderr)
+    label = plan.build.source.label()
+    print(f"{vocab_name(vocab)}: llama.cpp {label} refuses to load it ({reason}) -> {out}", file=sys.stderr)
     return out
 
 

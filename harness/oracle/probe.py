@@ -1,0 +1,73 @@
+"""Whether a libllama can be the oracle at all, and what it says it is: for a llama.cpp of the user's
+own (tokconf.llama.local), asked once before any vocabulary.
+
+A library of another architecture, one whose libggml*.so cannot be found, or a file that is not
+libllama would otherwise fail at the first vocabulary, where the oracle reads a load failure as
+llama.cpp refusing that vocabulary (`VocabRefused`), and a recording would hold it as every case's
+outcome. Asked here, it is an error naming the library and why. The library is loaded in the worker
+process (`python -m tokconf.oracle.worker --info`), never in this one.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+
+from ..core.errors import TokconfError
+from ..llama.build import Build
+from .client import DEFAULT_TIMEOUT
+from .crash import crash_reason
+from .worker import read_frame
+
+
+@dataclass(frozen=True)
+class LibraryInfo:
+    """What a libllama says about itself (`tokconf.oracle.libllama.describe_library`); None where it
+    says nothing."""
+
+    version: str | None  # llama_version(): LLAMA_VERSION (src/llama.cpp), e.g. 0.5.0-dev
+    system_info: str | None  # llama_print_system_info(): each ggml backend's features
+    build_info: str | None  # b<LLAMA_BUILD_NUMBER>-<LLAMA_COMMIT>, built with …, from libllama-common beside it
+
+    def describe(self) -> str:
+        """The parts a check's implementation name carries (the system info is long: recordings keep it)."""
+        version = f"llama_version {self.version}" if self.version else "no llama_version"
+        build_info = f"build info {self.build_info}" if self.build_info else "no build info beside it"
+        return f"{version}, {build_info}"
+
+
+def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT) -> LibraryInfo:
+    """Load the build's libllama in a worker process and read what it says about itself, or raise an
+    error saying why it cannot serve as the oracle."""
+    command = [sys.executable, "-m", "tokconf.oracle.worker", "--lib", str(build.libllama)]
+    command += ["--header", str(build.llama_h), "--info"]
+    for path in build.include_dirs:
+        command += ["--include", str(path)]
+    what = f"llama.cpp {build.source.label()}"
+    if str(build.libllama) != build.source.origin:  # a tree's library, or one reached through a link
+        what += f" (libllama {build.libllama})"
+    fix = (
+        "give a libllama.so built for this machine, with the libggml*.so it was built with findable "
+        "(beside it, through its RUNPATH, or on LD_LIBRARY_PATH)"
+    )
+    try:
+        done = subprocess.run(
+            command, capture_output=True, timeout=timeout, check=False, env={**os.environ, "GGML_NO_BACKTRACE": "1"}
+        )
+    except subprocess.TimeoutExpired:
+        raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
+    frame = read_frame(io.BytesIO(done.stdout))
+    if frame is None:  # it died loading: a static initializer aborted, or it crashed
+        reason = crash_reason(done.stderr[-8192:].decode("utf-8", errors="replace"), done.returncode)
+        raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix)
+    if frame[:1] != b"O":
+        why = frame[1:].decode(errors="replace")
+        if why.startswith("it does not export"):  # libggml*.so, libllama-common.so, another library
+            fix = "give the libllama.so of a llama.cpp build (the libllama, not another of its libraries)"
+        raise TokconfError(f"{what} cannot be the oracle: {why}", fix)
+    said = json.loads(frame[1:])
+    return LibraryInfo(said["version"], said["system_info"], said["build_info"])
