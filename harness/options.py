@@ -48,6 +48,14 @@ def percentage(text: str) -> float:
     return value / 100
 
 
+def recordings_path(text: str) -> Path:
+    """An argparse type: a recordings file or folder, `bundled` naming the installed ones
+    (`tokconf.core.files.recordings_arg`, imported when an option is read, not at every pytest start)."""
+    from .core.files import recordings_arg
+
+    return recordings_arg(text)
+
+
 def claim_pattern(text: str) -> str:
     """An argparse type: a `vocab/mode` pattern (shell-style globs), the mode one of the modes or `*`."""
     vocab, _, mode = text.partition("/")
@@ -100,7 +108,12 @@ TIMEOUT = Option(
 
 CHECK = (
     Option("impl", IMPL_HELP + " (tokconf check: default reference; pytest: required, or the tokconf_impl ini key)"),
-    Option("recordings", "recording file or folder (repeatable; default: the bundled b11192 set)", Path, many=True),
+    Option(
+        "recordings",
+        "recording file or folder (repeatable; default: `bundled`, the b11192 set installed with tokconf)",
+        recordings_path,
+        many=True,
+    ),
     Option("vocab", "only these vocabs (repeatable)", many=True),
     Option("mode", "only these modes (repeatable; decode: the decoding checks)", many=True, choices=(*MODES, "decode")),
     Option("case", "only these case ids (repeatable)", many=True),

@@ -11,7 +11,7 @@ import pytest
 from tokconf.check.contract import Verdict
 from tokconf.check.engine import CaseResult
 from tokconf.check.explain.causes import reasons_of
-from tokconf.check.report import Invocation, describe_group, group_problems
+from tokconf.check.report import Invocation, conformance, describe_group, group_problems
 from tokconf.check.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
@@ -57,7 +57,7 @@ def test_llama_cpp_passes_its_own_recording(llama_build: Build, capsys: pytest.C
     assert status == 0, output
     assert "\nPASS: " in output
     summary = RUNS[-1].summary
-    assert summary.conformance(summary.totals()) == "100.00%"
+    assert conformance(summary.totals()) == "100.00%"
     cases = len(load(QWEN2).cases)
     assert _counts("plain")[0:2] == [cases, 0]
 
@@ -110,7 +110,7 @@ def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys:
     assert status == 1  # nothing passed
     assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
     summary = RUNS[-1].summary
-    assert summary.conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
+    assert conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
     (group,) = reasons_of(RUNS[-1].results, Verdict.UNSUPPORTED)  # its facts too
     assert (group.vocab, group.example, len(group.cases)) == ("llama-spm", "only BPE vocabularies", cases + len(Fact))
     output = capsys.readouterr().out
@@ -222,7 +222,7 @@ def test_with_a_timeout_a_python_implementation_runs_in_a_worker_over_protocol_2
     ("breakage", "message"),
     [
         ("crash", "the program exited with status 3; stderr: adapter: simulated crash"),
-        ("hang", "no answer within 2 s"),
+        ("hang", "no answer within 8 s"),
         ("garbage", "answered a line that is not JSON: b'this is not json'"),
         ("wrong-id", "answered for another request (wanted id"),
     ],
@@ -230,8 +230,9 @@ def test_with_a_timeout_a_python_implementation_runs_in_a_worker_over_protocol_2
 def test_a_misbehaving_program_is_an_error_and_the_run_goes_on(
     llama_build: Build, capsys: pytest.CaptureFixture[str], breakage: str, message: str
 ) -> None:
-    # plain only: the program misbehaves in every mode alike, and each hang costs the whole timeout
-    status, output = check(capsys, "--impl", _cmd("--break", breakage), "--timeout", "2", "--mode", "plain", *FEW)
+    # plain only: the program misbehaves in every mode alike, and each hang costs the whole timeout, which
+    # leaves a restarted adapter time to load qwen2 again on a busy machine
+    status, output = check(capsys, "--impl", _cmd("--break", breakage), "--timeout", "8", "--mode", "plain", *FEW)
     assert status == 1
     assert f"qwen2 [plain] edge/hello-world: error — {message}" in output
     assert _counts("plain")[0:3] == [4, 0, 1]  # the other cases passed after the restart

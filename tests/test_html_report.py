@@ -14,13 +14,13 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from browser import chromium, png_pixels
-from tokconf.check.contract import Claim, Decision, Gate, Verdict
+from tokconf.check.contract import Decision, Gate, Verdict
 from tokconf.check.engine import CaseResult, Selection
 from tokconf.check.explain import Cause
 from tokconf.check.explain.causes import case_id
 from tokconf.check.explain.kinds import Character, Kind, Refusing, Stage
 from tokconf.check.html_report import render_html
-from tokconf.check.report import Invocation
+from tokconf.check.report import Invocation, RunReport
 from tokconf.check.run import CheckRun, check_paths
 from tokconf.check.xfail import ExpectedFailures
 from tokconf.core.outcome import Refusal, RefusalKind
@@ -48,11 +48,11 @@ def test_a_real_failing_run_reads_in_a_browser(llama_build: Build, tmp_path: Pat
     """No BOS and U+3000 read as a space: the page shows both causes, each with all its cases."""
     selection, xfails = Selection(), ExpectedFailures()
     run = check_paths([RECORDING], "fake_impls:two_bugs", selection, xfails, None, None, explain=True)
-    decision = run.decide(Gate(Claim(())), selection, xfails)
-    assert not decision.passed and len(run.causes) == 2
+    decision = run.decision
+    assert decision is not None and not decision.passed and len(run.causes) == 2
     how = Invocation("fake_impls:two_bugs", (str(RECORDING),))
     page = tmp_path / "report.html"
-    page.write_text(render_html(run, decision, f"tokconf check: {run.impl_name}", how), encoding="utf-8")
+    page.write_text(render_html(RunReport(run, how, f"tokconf check: {run.impl_name}")), encoding="utf-8")
 
     shot = tmp_path / "report.png"
     chromium(tmp_path, page, f"--screenshot={shot}", f"--window-size={WIDTH},{HEIGHT}")
@@ -122,13 +122,13 @@ def hostile_run() -> tuple[CheckRun, Decision, Invocation]:
     ]
     run.causes[0].actual_pieces, run.causes[0].shrunk = (HOSTILE.encode(), b"\xff</pre>"), False
     run.causes[0].cases, run.causes[1].cases = [failed], [aborted]
-    decision = run.summary.decide(Gate())
+    run.decision = decision = run.summary.decide(Gate())
     return run, decision, Invocation(f"evil:{HOSTILE}", ("rec<b>.yaml",))
 
 
 def test_hostile_text_is_shown_as_text_and_nothing_is_fetched(tmp_path: Path) -> None:
     run, decision, how = hostile_run()
-    source = render_html(run, decision, f"title {HOSTILE}", how)
+    source = render_html(RunReport(run, how, f"title {HOSTILE}"))
     source.encode("utf-8")  # a port's lone surrogate is written as text, never a UnicodeEncodeError
     parsed = Page(source)
     assert parsed.tags.isdisjoint({"script", "img", "link", "iframe", "object", "embed", "base", "form"})

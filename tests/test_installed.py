@@ -40,7 +40,21 @@ def load(path):
     return Port(path)
 """
 
-UNRELATED = "def test_unrelated():\n    assert sum([1, 2]) == 3\n"
+# The port's own tests, beside a package of its own named as tokconf's implementation folder is: it
+# must be theirs that `import harness` finds, and tokconf must work all the same.
+UNRELATED = """
+import harness
+
+
+def test_unrelated():
+    assert harness.WHO == "the port's own harness"
+"""
+OWN_HARNESS = 'WHO = "the port\'s own harness"\n'
+API = """
+import tokconf, harness
+run = tokconf.check("myport:load", vocabs=["gpt-2"], modes=["plain"])
+print(harness.WHO, run.decision.passed, tokconf.vocab_path("gpt-2").name)
+"""
 
 
 def _run(venv: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -77,12 +91,17 @@ def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_pa
     port = tmp_path / "port"
     port.mkdir()
     (port / "test_unrelated.py").write_text(UNRELATED)
+    (port / "harness").mkdir()
+    (port / "harness" / "__init__.py").write_text(OWN_HARNESS)
     (port / "myport.py").write_text(PORT.format(broken=False))
     args = ("--impl", "myport:load", "--vocab", "gpt-2", "--mode", "plain")
 
     good = _run(venv, "tokconf", "check", *args, cwd=port)
     assert good.returncode == 0, good.stdout + good.stderr
     assert "PASS:" in good.stdout and "failed" not in good.stdout.split("PASS:")[1]
+
+    api = _run(venv, "python", "-c", API, cwd=port)
+    assert api.stdout.splitlines() == ["the port's own harness True ggml-vocab-gpt-2.gguf"], api.stderr
 
     unrelated = _run(venv, "python", "-m", "pytest", "-q", "-p", "no:cacheprovider", cwd=port)
     assert unrelated.returncode == 0 and "1 passed" in unrelated.stdout, unrelated.stdout + unrelated.stderr
@@ -102,7 +121,9 @@ def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_pa
     assert fuzz.returncode == 2 and "pip install 'tokconf[fuzz]'" in fuzz.stderr
 
     assert _tree(site) == before  # nothing written inside the installed package
-    assert sorted(p.name for p in port.iterdir() if p.name != "__pycache__") == ["myport.py", "test_unrelated.py"]
+    assert sorted(p.name for p in port.iterdir() if p.name != "__pycache__") == [
+        "harness", "myport.py", "test_unrelated.py"
+    ]  # fmt: skip
 
 
 COUNTS = """

@@ -16,7 +16,7 @@ HARNESS = ROOT / "harness"
 # The stages in data-flow order: a module may import from its own stage and the ones before it.
 STAGES = (
     "core", "llama", "synth", "oracle", "corpus", "recordings", "record", "implementations", "check", "ecosystem",
-    "fuzz", "bisect", "options", "cli", "plugin",
+    "fuzz", "strategies", "bisect", "options", "api", "cli", "plugin",
 )  # fmt: skip
 
 
@@ -60,7 +60,7 @@ def test_every_import_points_down_the_data_flow() -> None:
     for path in sorted(HARNESS.rglob("*.py")):
         module = _module(path)
         own = _stage(module)
-        if own is None or own in ("__init__", "__main__"):
+        if own is None or own == "__main__":
             continue
         for imported in _imports(path):
             stage = _stage(imported)
@@ -97,3 +97,16 @@ def test_the_wheel_lists_every_subpackage() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     stages = {f"tokconf.{p.name}" for p in HARNESS.iterdir() if (p / "__init__.py").is_file() and p.name != "bundled"}
     assert stages <= listed, stages - listed
+
+
+def test_core_imports_nothing_but_itself() -> None:
+    """`core` is what every stage uses: it reads no vocabulary and imports neither another stage nor the
+    reference tokenizer (reports get pieces through a lookup, `tokconf.recordings.pieces`)."""
+    found = []
+    for path in sorted((HARNESS / "core").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] if node.level == 0 else [f"{'.' * node.level}{node.module or ''}"]
+            found += [f"{path.name}: {name}" for name in names if name.startswith(("reference_impl", "tokconf", ".."))]
+    assert found == []

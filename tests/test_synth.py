@@ -12,7 +12,8 @@ import tokconf.synth.files
 from gguf import GGUFReader
 from tokconf.check.contract import Standing, Verdict
 from tokconf.check.engine import check_recording
-from tokconf.check.report import Summary
+from tokconf.check.report import table_rows
+from tokconf.check.summary import Summary
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
@@ -177,7 +178,7 @@ def test_the_table_groups_vocabularies_and_folds_passing_synthetic_ones() -> Non
         summary.count(name, "plain", Verdict.PASSED, VocabGroup.SYNTHETIC)
     summary.count("pre-b", "bos", Verdict.FAILED, VocabGroup.SYNTHETIC)
     summary.count("mine", "plain", Verdict.PASSED, VocabGroup.USER)
-    rows = [(row[0], row[1], row[2], row[3]) for row in summary.rows()]
+    rows = [(row[0], row[1], row[2], row[3]) for row in table_rows(summary)]
     assert rows == [
         ("qwen2", "plain", "1", "0"), ("shipped: 1 vocabs", "", "1", "0"),
         ("pre-b", "bos", "0", "1"), ("pre-b", "plain", "1", "0"), ("synthetic: 2 vocabs, 1 passed", "", "2", "1"),

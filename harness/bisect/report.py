@@ -8,6 +8,7 @@ from pathlib import Path
 from ..core.outcome import render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..llama.fetch import fetched_source
+from ..recordings.pieces import pieces_of
 from .commits import Commit
 from .probe import Prober, Target
 from .search import Bisection
@@ -18,7 +19,7 @@ UPSTREAM = "https://github.com/ggml-org/llama.cpp"
 
 def _outcome(outcome: object, other: object, vocab: Path) -> str:
     if isinstance(outcome, list) and isinstance(other, list):
-        return ids_window(outcome, first_divergence(outcome, other), vocab, 3)
+        return ids_window(outcome, first_divergence(outcome, other), pieces_of(vocab), 3)
     return render_outcome(outcome)  # type: ignore[arg-type]
 
 

@@ -172,6 +172,7 @@ class Decision:
     units: int  # vocab x mode units in scope
     in_scope: int  # recorded cases in those units
     covered: int  # of them, passed
+    warnings: tuple[str, ...] = ()  # what is worth saying but does not fail the run (a stale expected failure)
 
     @property
     def exit_status(self) -> int:
@@ -250,11 +251,12 @@ def decide(
     checked = [unit for unit in counts if unit[1] in MODES]
     reasons += [f"--claim {pattern} matches no checked vocab x mode" for pattern in claim.unmatched(checked)]
     reasons += [f"--case {case} matched no case of the checked recordings" for case in unmatched_cases]
-    if gate.strict_xfail:
-        reasons += [f"expected-failure entry {entry!r} matched no checked case" for entry in stale_entries]
+    stale = [f"expected-failure entry {entry!r} matched no checked case" for entry in stale_entries]
+    reasons += stale if gate.strict_xfail else []
     in_scope = sum(u.recorded for u in scope)
     covered = sum(u.passed for u in scope)
-    return Decision(not reasons, tuple(reasons), totals, len(scope), in_scope, covered)
+    warnings = () if gate.strict_xfail else tuple(stale)
+    return Decision(not reasons, tuple(reasons), totals, len(scope), in_scope, covered, warnings)
 
 
 def _counted(unit: Unit) -> str:

@@ -106,11 +106,12 @@ def check_file(
     vocab_dir: Path | None,
     stop: Stop | None = None,
     recording: Recording | None = None,
+    vocab: Path | None = None,
 ) -> CheckedFile:
     """Load one recording (unless the caller has it loaded already) and its decoding when wanted,
-    find its vocab file, and check it."""
+    find its vocab file (unless the caller has provisioned it), and check it."""
     recording = recording or load(path)
-    vocab = recorded_vocab(recording.provenance["vocab"], recording.build, vocab_dir)
+    vocab = vocab or recorded_vocab(recording.provenance["vocab"], recording.build, vocab_dir)
     decoding = load_for(path) if selection.wants_decoding else None
     results = list(check_recording(recording, impl, vocab, selection, xfails, decoding, stop))
     return CheckedFile(recording, vocab, results)

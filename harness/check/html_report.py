@@ -23,13 +23,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.outcome import Outcome, Refusal, render_outcome
-from ..core.render import code_points, first_divergence, piece, visible
+from ..core.render import code_points, first_divergence, visible
+from ..recordings.pieces import pieces_of
 from .contract import Decision, Verdict
 from .engine import CaseResult
 from .explain import Cause
-from .explain.causes import ReasonGroup, case_id, reasons_of
-from .report import Invocation, Summary, describe_group, group_problems
+from .explain.causes import ReasonGroup, case_id
+from .report import Invocation, RunReport, describe_group, group_problems, table_rows
 from .run import CheckRun
+from .summary import Summary
 
 INPUT_SHOWN = 160  # characters of a minimal input shown (one not fully shrunk may be huge)
 POINTS_SHOWN = 64  # its code points shown
@@ -139,11 +141,12 @@ footer { margin-top: 48px; font-size: 12px; color: var(--muted); }
 """
 
 
-def render_html(run: CheckRun, decision: Decision, title: str, how: Invocation) -> str:
+def render_html(report: RunReport) -> str:
     """The whole report page."""
-    explained = {id(r) for cause in run.causes for r in cause.cases}
-    rest = [r for r in run.summary.problems if id(r) not in explained]
-    unsupported = reasons_of(run.results, Verdict.UNSUPPORTED)
+    run, decision, title, how = report.run, report.decision, report.title, report.how
+    explained = {case_id(r) for cause in run.causes for r in cause.cases}
+    rest = [r for r in run.summary.problems if case_id(r) not in explained]
+    unsupported = report.unsupported
     parts = [
         ("summary", "Summary", _summary(run.summary)),
         ("causes", f"Causes ({len(run.causes)})", _causes(run, how)),
@@ -179,6 +182,7 @@ def _e(text: str) -> str:
 def _verdict(decision: Decision) -> str:
     state, word = ("pass", "PASS") if decision.passed else ("fail", "FAIL")
     reasons = "".join(f"<li>fail: {_e(reason)}</li>" for reason in decision.reasons)
+    reasons += "".join(f"<li>warning: {_e(warning)}</li>" for warning in decision.warnings)
     return (
         f"<div class='verdict {state}'><span class='word'>{word}</span>"
         f"<p class='line mono'>{_e(decision.line())}</p>{f'<ul>{reasons}</ul>' if reasons else ''}</div>"
@@ -189,7 +193,7 @@ def _summary(summary: Summary) -> str:
     legend = "".join(f"<span><span class='swatch {v.value}'></span>{v.value}</span>" for v in Verdict)
     head = "<tr><th>vocab</th><th>mode</th><th>cases</th>" + "".join(f"<th class='n'>{v.value}</th>" for v in Verdict)
     rows = [head + "<th class='n'>conformance</th></tr>"]
-    for row in summary.rows():  # [vocab, section, one count per verdict, conformance]
+    for row in table_rows(summary):  # [vocab, section, one count per verdict, conformance]
         vocab, section, *counts, conformance = row
         tally = dict(zip(Verdict, map(int, counts), strict=True))
         cells = "".join(f"<td class='n{' zero' if not n else ''}'>{n}</td>" for n in tally.values())
@@ -254,7 +258,7 @@ def _cause(number: int, cause: Cause, vocab: Path | None, how: Invocation) -> st
         f"<dt>code points</dt><dd class='mono'>{_e(points)}</dd>"
         f"<dt>mode</dt><dd>{_e(cause.mode)}</dd></dl>"
         f"{diverge}<div class='answers'>"
-        f"{_answer(f'llama.cpp [{cause.mode}]', '', expected, at, lambda _, token: piece(vocab, token))}"
+        f"{_answer(f'llama.cpp [{cause.mode}]', '', expected, at, lambda _, token: pieces_of(vocab)(token))}"
         f"{_answer(f'the port [{cause.mode}]', whose, actual, at, port_piece)}</div>"
         f"<details><summary>case ids ({len(ids)})</summary>{_id_list(ids)}</details>"
         f"{_reproduce(how.command(cause.cases[0]))}</section>"
@@ -267,7 +271,7 @@ def _port_pieces(cause: Cause, vocab: Path | None) -> tuple[str, Callable[[int, 
     own = cause.actual_pieces
     if own is not None:
         return "its own pieces", lambda i, _: f"'{visible(own[i], 40)}'" if i < len(own) else ""
-    return ("pieces: the GGUF's" if vocab is not None else ""), lambda _, token: piece(vocab, token)
+    return ("pieces: the GGUF's" if vocab is not None else ""), lambda _, token: pieces_of(vocab)(token)
 
 
 def _answer(heading: str, whose: str, outcome: Outcome, at: int | None, piece_of: Callable[[int, int], str]) -> str:

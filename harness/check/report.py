@@ -1,4 +1,6 @@
-"""Reports a porter can act on: the summary counts, each problem's story, Markdown and HTML.
+"""Reports a porter can act on: the one renderer of a check run. The terminal (`tokconf check`), the
+Markdown report, the JUnit bodies, the HTML report (`tokconf.check.html_report`, which draws the same
+texts) and pytest's summary all take their words and tables from here.
 
 A mismatch shows the vocab, mode and case, the input with its whitespace made visible and its code
 points, the first index where the ids diverge, a window of expected and actual ids each with its
@@ -8,17 +10,24 @@ piece (the token's text from the GGUF file), and one command that re-checks that
 from __future__ import annotations
 
 import shlex
-from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
+from ..core.files import recordings_shown
 from ..core.outcome import MODES, Outcome, Refusal, render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..recordings.format import VocabGroup
-from .contract import DECODE, FACTS, Decision, Gate, Section, Standing, Verdict, decide
+from ..recordings.pieces import pieces_of
+from .contract import DECODE, FACTS, Decision, Verdict
 from .engine import CaseResult
 from .explain import Cause
+from .explain.causes import ReasonGroup, case_id, cause_record, document, other_failure, reasons_of
+from .run import CheckRun
+from .summary import Summary
 
 WINDOW = 4
 EXAMPLES = 5  # case ids shown per cause or shared reason on the terminal; the reports list all
@@ -37,6 +46,18 @@ class Invocation:
     timeout: float | None = None
     xfail: str | None = None
     vocab_dir: str | None = None
+
+    @classmethod
+    def of(
+        cls, impl: str, recordings: Sequence[Path], timeout: float | None, xfail: Path | None, vocab_dir: Path | None
+    ) -> Invocation:
+        """As given on a command line or in pytest options; the bundled recordings by name."""
+        shown = [None if path is None else str(path) for path in (xfail, vocab_dir)]
+        return cls(impl, tuple(map(recordings_shown, recordings)), timeout, *shown)
+
+    @staticmethod
+    def recordings_shown(paths: Sequence[Path]) -> str:
+        return " ".join(map(recordings_shown, paths))
 
     def command(self, result: CaseResult) -> str:
         args = ["tokconf", "check", "--impl", self.impl]
@@ -68,8 +89,10 @@ def describe(result: CaseResult, vocab: Path | None, how: Invocation) -> str:
             at = first_divergence(expected, actual)
             lines.append(f"  first divergence at index {at} (expected {len(expected)} ids, got {len(actual)})")
             start = max(0, at - WINDOW)
-            lines.append(f"  expected [{start}:]: {ids_window(expected, at, vocab, WINDOW)}")
-            lines.append(f"  actual   [{start}:]: {ids_window(actual, at, vocab, WINDOW, result.actual_pieces)}")
+            lines.append(f"  expected [{start}:]: {ids_window(expected, at, pieces_of(vocab), WINDOW)}")
+            lines.append(
+                f"  actual   [{start}:]: {ids_window(actual, at, pieces_of(vocab), WINDOW, result.actual_pieces)}"
+            )
             if result.actual_pieces is not None:
                 lines.append("  (actual pieces: the implementation's own token_to_piece)")
         else:
@@ -85,7 +108,7 @@ def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
         return "(not asked)"
     if isinstance(outcome, Refusal) or not outcome:
         return render_outcome(outcome)
-    shown = ids_window(outcome[: 2 * WINDOW], 0, vocab, 2 * WINDOW).replace(">", " ", 1).strip()
+    shown = ids_window(outcome[: 2 * WINDOW], 0, pieces_of(vocab), 2 * WINDOW).replace(">", " ", 1).strip()
     return shown + (f"  … ({len(outcome)} ids)" if len(outcome) > 2 * WINDOW else "")
 
 
@@ -107,7 +130,11 @@ def _pieces_line(ids: Outcome, pieces: Sequence[bytes] | None, vocab: Path | Non
     if pieces is None or not isinstance(ids, list) or not ids:
         line = _outcome_line(ids, vocab)
         return line + ("  (pieces: the GGUF's)" if isinstance(ids, list) and ids and vocab is not None else "")
-    shown = ids_window(ids[: 2 * WINDOW], 0, vocab, 2 * WINDOW, pieces[: 2 * WINDOW]).replace(">", " ", 1).strip()
+    shown = (
+        ids_window(ids[: 2 * WINDOW], 0, pieces_of(vocab), 2 * WINDOW, pieces[: 2 * WINDOW])
+        .replace(">", " ", 1)
+        .strip()
+    )
     more = f"  … ({len(ids)} ids)" if len(ids) > 2 * WINDOW else ""
     return f"{shown}{more}  (pieces: its own)"
 
@@ -176,95 +203,149 @@ def describe_group(group: list[CaseResult], vocab: Path | None, how: Invocation)
     return text
 
 
-class Summary:
-    """Counts per vocab x section, each vocab's group and standing, the reasons of unsupported cases
-    per vocab x section, and the problems kept for details; `decide` applies the verdict contract."""
+UNSUPPORTED_SHOWN = 10  # reasons of unsupported answers on the terminal, the largest groups first
 
-    def __init__(self) -> None:
-        self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
-        self.groups: dict[str, VocabGroup] = {}
-        self.standing: dict[str, Standing] = {}
-        self.problems: list[CaseResult] = []
-        self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
 
-    def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
-        for result in results:
-            self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason)
-            if result.verdict.is_problem:
-                self.problems.append(result)
+def conformance(counts: Counter[Verdict]) -> str:
+    """Passed of judged: unsupported cases are not judged, and an expected failure never conforms."""
+    judged = sum(n for v, n in counts.items() if v.is_judged)
+    if not judged:
+        return "n/a"
+    return f"{100 * counts[Verdict.PASSED] / judged:.2f}%"
 
-    def count(
-        self,
-        vocab: str,
-        section: Section,
-        verdict: Verdict,
-        group: VocabGroup,
-        standing: Standing = Standing.LOADED,
-        reason: str = "",
-    ) -> None:
-        self.counts[(vocab, section)][verdict] += 1
-        self.groups[vocab] = group
-        self.standing[vocab] = standing
-        if verdict is Verdict.UNSUPPORTED:
-            self.unsupported_reasons[(vocab, section)][reason] += 1
 
-    def totals(self) -> Counter[Verdict]:
+def table_rows(summary: Summary) -> list[list[str]]:
+    """The cells of every table: per group (shipped, synthetic, user) one row per vocab x section
+    and the group's totals, then the totals of all. Synthetic vocabularies number about a
+    hundred: those whose every check passed are counted in their group's row, not listed."""
+    rows = []
+    for group in VocabGroup:
+        keys = sorted(k for k in summary.counts if summary.groups[k[0]] is group)
+        if not keys:
+            continue
+        vocabs = sorted({vocab for vocab, _ in keys})
+        quiet = {v for v in vocabs if group is VocabGroup.SYNTHETIC and _all_passed(summary, v)}
+        for vocab, section in keys:
+            if vocab not in quiet:
+                counts = summary.counts[(vocab, section)]
+                rows.append([vocab, section, *(str(counts[v]) for v in Verdict), conformance(counts)])
         total: Counter[Verdict] = Counter()
-        for counts in self.counts.values():
-            total.update(counts)
-        return total
+        for key in keys:
+            total.update(summary.counts[key])
+        label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} passed" if quiet else "")
+        rows.append([label, "", *(str(total[v]) for v in Verdict), conformance(total)])
+    totals = summary.totals()
+    rows.append(["all", "", *(str(totals[v]) for v in Verdict), conformance(totals)])
+    return rows
 
-    def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
-        """The run's verdict under the contract (`tokconf.check.contract.decide`)."""
-        return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)
 
-    @staticmethod
-    def conformance(counts: Counter[Verdict]) -> str:
-        """Passed of judged: unsupported cases are not judged, and an expected failure never conforms."""
-        judged = sum(n for v, n in counts.items() if v.is_judged)
-        if not judged:
-            return "n/a"
-        return f"{100 * counts[Verdict.PASSED] / judged:.2f}%"
+def _all_passed(summary: Summary, vocab: str) -> bool:
+    return all(set(+c) <= {Verdict.PASSED} for (v, _), c in summary.counts.items() if v == vocab)
 
-    def rows(self) -> list[list[str]]:
-        """The cells of every table: per group (shipped, synthetic, user) one row per vocab x section
-        and the group's totals, then the totals of all. Synthetic vocabularies number about a
-        hundred: those whose every check passed are counted in their group's row, not listed."""
-        rows = []
-        for group in VocabGroup:
-            keys = sorted(k for k in self.counts if self.groups[k[0]] is group)
-            if not keys:
-                continue
-            vocabs = sorted({vocab for vocab, _ in keys})
-            quiet = {v for v in vocabs if group is VocabGroup.SYNTHETIC and self._all_passed(v)}
-            for vocab, section in keys:
-                if vocab not in quiet:
-                    counts = self.counts[(vocab, section)]
-                    rows.append([vocab, section, *(str(counts[v]) for v in Verdict), self.conformance(counts)])
-            total: Counter[Verdict] = Counter()
-            for key in keys:
-                total.update(self.counts[key])
-            label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} passed" if quiet else "")
-            rows.append([label, "", *(str(total[v]) for v in Verdict), self.conformance(total)])
-        totals = self.totals()
-        rows.append(["all", "", *(str(totals[v]) for v in Verdict), self.conformance(totals)])
-        return rows
 
-    def _all_passed(self, vocab: str) -> bool:
-        return all(set(+c) <= {Verdict.PASSED} for (v, _), c in self.counts.items() if v == vocab)
+def text_table(summary: Summary) -> list[str]:
+    """The table as aligned plain-text lines (pytest's summary; the terminal draws `table_rows`)."""
+    rows = [list(COLUMNS), *table_rows(summary)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
+    return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
-    def text_table(self) -> list[str]:
-        """The table as aligned plain-text lines (terminals, pytest's summary)."""
-        rows = [list(COLUMNS), *self.rows()]
-        widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
-        return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
-    def markdown(self, title: str, decision: Decision, details: list[str], causes: list[str]) -> str:
-        lines = [f"# {title}", "", f"**{decision.line()}**", ""] + [f"- fail: {r}" for r in decision.reasons]
+def closing_lines(decision: Decision) -> list[str]:
+    """The end of every run's output: its warnings, every reason it fails, and the verdict line."""
+    return [f"warning: {w}" for w in decision.warnings] + [f"fail: {r}" for r in decision.reasons] + [decision.line()]
+
+
+class RunReport:
+    """Everything said about one ended `CheckRun`, worded once: each problem's story (grouped by case),
+    each cause's, the notes on explaining and on unsupported answers, the table, and the closing
+    lines. The terminal shows the first few stories; the files hold every one."""
+
+    def __init__(self, run: CheckRun, how: Invocation, title: str) -> None:
+        assert run.decision is not None, "a report is of an ended run"
+        self.run = run
+        self.how = how
+        self.title = title
+        self.decision: Decision = run.decision
+
+    @cached_property
+    def details(self) -> list[str]:
+        """Every problem's story, a case's modes told once (`group_problems`)."""
+        return [
+            describe_group(g, self.run.vocabs.get(g[0].vocab), self.how)
+            for g in group_problems(self.run.summary.problems)
+        ]
+
+    @cached_property
+    def causes(self) -> list[str]:
+        run = self.run
+        return [describe_cause(i, c, run.vocabs.get(c.vocab), self.how) for i, c in enumerate(run.causes, 1)]
+
+    @cached_property
+    def unsupported(self) -> list[ReasonGroup]:
+        return reasons_of(self.run.results, Verdict.UNSUPPORTED)
+
+    def notes(self) -> list[str]:
+        """What explaining could not do, and why cases were unsupported (the largest groups)."""
+        run = self.run
+        lines = [f"explain: {error}" for error in run.explain_errors]
+        if run.unexplained:
+            lines.append(describe_unexplained(run.unexplained))
+        if run.explained and run.summary.problems:
+            failed = len({case_id(r) for c in run.causes for r in c.cases})
+            lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
+        groups = self.unsupported
+        lines += [f"unsupported: {len(g.cases)} of {g.vocab}: {g.example}" for g in groups[:UNSUPPORTED_SHOWN]]
+        if len(groups) > UNSUPPORTED_SHOWN:
+            rest, reasons = sum(len(g.cases) for g in groups[UNSUPPORTED_SHOWN:]), len(groups) - UNSUPPORTED_SHOWN
+            lines.append(f"unsupported: {rest} more, for {reasons} other reasons (--causes FILE lists all)")
+        return lines
+
+    def ending(self) -> list[str]:
+        """After the table: where the run stopped early, then `closing_lines`."""
+        run = self.run
+        stopped = [f"stopped after {run.maxfail} failing case(s) (--maxfail): the rest was not checked"]
+        return stopped * run.stopped + closing_lines(self.decision)
+
+    def stories(self) -> dict[int, str]:
+        """Each problem's story by its index in the run's results (JUnit bodies), with the cause that
+        explains it when there is one."""
+        named: dict[str, list[str]] = {}
+        for number, cause in enumerate(self.run.causes, 1):
+            for result in cause.cases:
+                named.setdefault(case_id(result), []).append(f"cause {number}, {cause.kind.value}: {cause.label}")
+        stories = {}
+        for index, result in enumerate(self.run.results):
+            if result.verdict.is_problem:
+                text = describe(result, self.run.vocabs.get(result.vocab), self.how)
+                stories[index] = "".join([text, *(f"\n  explained by: {c}" for c in named.get(case_id(result), ()))])
+        return stories
+
+    def markdown(self) -> str:
+        """The Markdown report: every case id of every cause, every problem's story."""
+        decision = self.decision
+        lines = [f"# {self.title}", "", f"**{decision.line()}**", ""] + [f"- fail: {r}" for r in decision.reasons]
+        lines += [f"- warning: {w}" for w in decision.warnings]
         lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(row) + " |" for row in self.rows()]
-        if causes:
-            lines += ["", "## Causes", ""] + [f"```\n{c}\n```" for c in causes]
-        if details:
-            lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in details]
+        lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.run.summary)]
+        every = [
+            f"{text}\n  every case:    {' '.join(map(case_id, c.cases))}"
+            for text, c in zip(self.causes, self.run.causes, strict=True)
+        ]
+        if every:
+            lines += ["", "## Causes", ""] + [f"```\n{c}\n```" for c in every]
+        if self.details:
+            lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in self.details]
         return "\n".join(lines) + "\n"
+
+    def causes_document(self) -> dict[str, Any]:
+        """`--causes FILE`: every cause with every case id, what no cause reproduces, and the errors,
+        unsupported answers and failed facts or decoding checks grouped by reason."""
+        run = self.run
+        others = [
+            other_failure(case_id(r), r.verdict, r.reason)
+            for r in run.results
+            if r.section not in MODES and r.verdict in (Verdict.FAILED, Verdict.XPASSED)
+        ]
+        records = [cause_record(c) for c in run.causes]
+        errors = reasons_of(run.results, Verdict.ERROR)
+        return document(records, [case_id(r) for r in run.unexplained], errors, self.unsupported, others)

@@ -7,6 +7,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
+
 
 def add_parser(commands: Any) -> None:
     bis = commands.add_parser(
@@ -18,7 +20,7 @@ def add_parser(commands: Any) -> None:
     bis.set_defaults(run=run)
     bis.add_argument("--good", type=int, required=True, metavar="N", help="a build with the old answers")
     bis.add_argument("--bad", type=int, required=True, metavar="M", help="a later build with the new answers")
-    bis.add_argument("--recordings", type=Path, action="append", default=[], help="recording file or folder")
+    bis.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
     bis.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
     bis.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
     bis.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")

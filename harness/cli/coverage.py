@@ -4,9 +4,9 @@ llama.cpp build knows (`tokconf.recordings.coverage`)."""
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
 from ..llama.pins import DEFAULT_BUILD
 
 
@@ -15,7 +15,7 @@ def add_parser(commands: Any) -> None:
         "coverage", help="which tokenizer models and pre-tokenizers the recordings gate, of all llama.cpp knows"
     )
     cov.set_defaults(run=run)
-    cov.add_argument("--recordings", type=Path, action="append", default=[], help="recording file or folder")
+    cov.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
     cov.add_argument("--build", type=int, default=DEFAULT_BUILD, help="the llama.cpp build whose list is used")
 
 

@@ -7,12 +7,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
+
 
 def add_parser(commands: Any) -> None:
     dif = commands.add_parser("diff", help="what changed between two recordings (e.g. two llama.cpp builds)")
     dif.set_defaults(run=run)
-    dif.add_argument("before", type=Path, help="recording file or folder (e.g. recordings/b11192)")
-    dif.add_argument("after", type=Path, help="recording file or folder (e.g. recordings/b11434)")
+    dif.add_argument("before", type=recordings_arg, help="recording file or folder (e.g. recordings/b11192)")
+    dif.add_argument("after", type=recordings_arg, help="recording file or folder (e.g. recordings/b11434)")
     dif.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
     dif.add_argument("--limit", type=int, default=10, help="changed cases shown per vocab (default 10)")
     dif.add_argument(

@@ -7,11 +7,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
+
 
 def add_parser(commands: Any) -> None:
     exp = commands.add_parser("export", help="write recordings as JSON lines (one per case and mode)")
     exp.set_defaults(run=run)
-    exp.add_argument("recordings", nargs="+", type=Path, help="recording files or folders")
+    exp.add_argument("recordings", nargs="+", type=recordings_arg, help="recording files or folders")
     exp.add_argument("-o", "--output", type=Path, help="output file (default: stdout)")
 
 

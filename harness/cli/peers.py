@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
+
 DEFAULT_PEERS = ("transformers-gguf", "tiktoken-gguf", "sentencepiece-gguf")
 
 
@@ -24,7 +26,7 @@ def add_parser(commands: Any) -> None:
     cmd.set_defaults(run=run)
     cmd.add_argument("--peer", type=_peer, action="append", default=[], metavar="[NAME=]SPEC",
                      help=f"a peer to check (repeatable; default: {', '.join(DEFAULT_PEERS)})")  # fmt: skip
-    cmd.add_argument("--recordings", type=Path, help="recordings folder (default: the bundled b11192 set)")
+    cmd.add_argument("--recordings", type=recordings_arg, help="recordings folder (default: the bundled b11192 set)")
     cmd.add_argument("--out", type=Path, default=Path("."), help="folder for ecosystem.md/.html/.json (default: .)")
     cmd.add_argument("--no-speed", action="store_true", help="skip the speed measurements")
 

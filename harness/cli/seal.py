@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-from pathlib import Path
 from typing import Any
+
+from ..core.files import recordings_arg
 
 
 def add_parser(commands: Any) -> None:
     cmd = commands.add_parser("seal", help="seal recordings an older tokconf wrote (and their decodings)")
     cmd.set_defaults(run=run)
-    cmd.add_argument("recordings", nargs="+", type=Path, help="recording files or folders")
+    cmd.add_argument("recordings", nargs="+", type=recordings_arg, help="recording files or folders")
     cmd.add_argument(
         "--trust",
         action="store_true",

@@ -144,3 +144,23 @@ def _bundled(name: str, in_checkout: str) -> Path:
 
 BUNDLED_RECORDINGS = _bundled("recordings", "recordings/b11192")  # what `tokconf check` checks by default
 CORPUS = _bundled("corpora", "corpora")  # what `tokconf record` records
+
+BUNDLED = "bundled"  # what a user types for BUNDLED_RECORDINGS (the wheel's folder has no name to type)
+
+
+def recordings_arg(text: str) -> Path:
+    """A recordings path as typed: `bundled`, or `bundled/NAME.yaml`, names the recordings installed
+    with tokconf (wherever pip put them), unless a file or folder of that name exists here."""
+    head, _, rest = text.partition("/")
+    if head != BUNDLED or Path(text).exists():
+        return Path(text)
+    return BUNDLED_RECORDINGS / rest if rest else BUNDLED_RECORDINGS
+
+
+def recordings_shown(path: Path) -> str:
+    """A recordings path as a command line shows it: the bundled ones by name (`recordings_arg`
+    reads it back), so a `reproduce:` line runs in any venv; any other path as given."""
+    if path.resolve().is_relative_to(BUNDLED_RECORDINGS.resolve()):
+        rest = path.resolve().relative_to(BUNDLED_RECORDINGS.resolve()).as_posix()
+        return BUNDLED if rest == "." else f"{BUNDLED}/{rest}"
+    return str(path)

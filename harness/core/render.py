@@ -1,12 +1,13 @@
-"""Text for people: inputs with their whitespace visible, code points, token pieces, and the window of
-ids around the first divergence. Every report (check, diff, fuzz, explain) renders with these."""
+"""Text for people: inputs with their whitespace visible, code points, and the window of ids around the
+first divergence, each id with its piece. Every report (check, diff, fuzz, explain) renders with these.
+The pieces come from a lookup the caller gives (`tokconf.recordings.pieces`): nothing here reads a
+vocabulary."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import lru_cache
-from pathlib import Path
-from typing import Any
+from collections.abc import Callable, Sequence
+
+PieceLookup = Callable[[int], str]  # a token id to its piece as shown ('·the'), "" when unknown
 
 # Every Unicode White_Space character (and CRLF as a unit), in a fixed order: the seeded generator
 # draws from this tuple by index, so its order is part of `GENERATOR_VERSION`.
@@ -47,43 +48,6 @@ def code_points(data: bytes, limit: int = 24) -> str:
     return " ".join(points[:limit]) + (" …" if len(points) > limit else "")
 
 
-@lru_cache(maxsize=4)
-def _decoder(vocab: Path) -> Any:
-    """The reference tokenizer of a vocab, for its pieces (loaded once per vocab, only when a mismatch is
-    shown; it pulls in numpy through gguf, so it is imported here, not at start-up). None where the
-    reference does not read the vocab: its GGUF token texts are shown instead."""
-    from reference_impl import Tokenizer, UnsupportedVocab
-    from reference_impl.gguf_reader import GGUFError
-
-    try:
-        return Tokenizer.from_gguf(vocab)
-    except (UnsupportedVocab, GGUFError, OSError):
-        return None
-
-
-@lru_cache(maxsize=4)
-def _token_texts(vocab: Path) -> list[str]:
-    """Token texts as the GGUF file stores them (`Ġ` for a space in GPT-2 byte-level vocabs)."""
-    from reference_impl.gguf_reader import read_tokenizer_fields
-
-    tokens: list[str] = read_tokenizer_fields(vocab)["tokenizer.ggml.tokens"]
-    return tokens
-
-
-def piece(vocab: Path | None, token: int) -> str:
-    """What a token decodes to, as `llama_token_to_piece(special=true)` gives it, with whitespace made
-    visible (`'·the'`, not the byte-level `'Ġthe'`); "" when the vocab file is not at hand."""
-    if vocab is None:
-        return ""
-    decoder = _decoder(vocab)
-    if decoder is not None:
-        if not 0 <= token < decoder.n_tokens:
-            return "<out of range>"
-        return f"'{visible(decoder.token_to_piece(token, True), 40)}'"
-    texts = _token_texts(vocab)
-    return repr(texts[token]) if 0 <= token < len(texts) else "<out of range>"
-
-
 def first_divergence(expected: list[int], actual: list[int]) -> int:
     """The first index where two id lists differ (the shorter length when one is a prefix)."""
     for i, (a, b) in enumerate(zip(expected, actual, strict=False)):
@@ -92,13 +56,13 @@ def first_divergence(expected: list[int], actual: list[int]) -> int:
     return min(len(expected), len(actual))
 
 
-def ids_window(ids: list[int], at: int, vocab: Path | None, width: int, pieces: Sequence[bytes] | None = None) -> str:
+def ids_window(ids: list[int], at: int, lookup: PieceLookup, width: int, pieces: Sequence[bytes] | None = None) -> str:
     """The ids within `width` of index `at`, each with its piece, `at` marked with `>`. `pieces`, when
-    given, are the ids' own pieces (aligned with `ids`: an implementation's decoding), else the
-    vocab file's."""
+    given, are the ids' own pieces (aligned with `ids`: an implementation's decoding), else `lookup`'s
+    (the vocab file's)."""
     window = range(max(0, at - width), min(len(ids), at + width + 1))
     shown = []
     for i in window:
-        text = f"'{visible(pieces[i], 40)}'" if pieces is not None else piece(vocab, ids[i])
+        text = f"'{visible(pieces[i], 40)}'" if pieces is not None else lookup(ids[i])
         shown.append(f"{'>' if i == at else ' '}{ids[i]} {text}".rstrip())
     return "  ".join(shown)

@@ -16,6 +16,7 @@ from ..core.errors import TokconfError
 from ..core.outcome import MODES, Mode, Outcome, render_outcome
 from ..core.render import first_divergence, ids_window, visible
 from .format import Recording, load, recording_files
+from .pieces import pieces_of
 
 
 @dataclass
@@ -128,8 +129,8 @@ def render(
             if isinstance(a, list) and isinstance(b, list):
                 at = first_divergence(a, b)
                 vocab = vocabs.get(item.name)
-                lines.append(f"  - first divergence at {at}; before: {ids_window(a, at, vocab, 2)}")
-                lines.append(f"  - after: {ids_window(b, at, vocab, 2)}")
+                lines.append(f"  - first divergence at {at}; before: {ids_window(a, at, pieces_of(vocab), 2)}")
+                lines.append(f"  - after: {ids_window(b, at, pieces_of(vocab), 2)}")
             else:
                 lines.append(f"  - before: {render_outcome(a)}; after: {render_outcome(b)}")
         if len(item.changes) > limit:

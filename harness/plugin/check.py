@@ -1,5 +1,6 @@
 """The check as pytest items: one per recorded case and mode, one for the vocab facts, and one per
-decoding check where the recording has a decoding (registered by `tokconf.plugin`).
+decoding check where the recording has a decoding (registered by `tokconf.plugin` when a run names an
+implementation).
 
 Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-fuzz-0042`, and
 selectable with `-k`. A vocabulary's items that the run kept (after `-k`, `--deselect`, `--lf`) are
@@ -19,6 +20,13 @@ from typing import Any
 
 import pytest
 
+from ..check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
+from ..check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
+from ..check.explain import explain_file
+from ..check.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
+from ..check.report import Invocation, closing_lines, describe, describe_cause, text_table
+from ..check.summary import Summary
+from ..check.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Mode
 from ..implementations.base import Implementation
@@ -26,12 +34,7 @@ from ..implementations.resolve import resolve
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
 from ..recordings.format import Recording, VocabGroup, load, recording_files
-from .contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
-from .engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
-from .explain import explain_file
-from .explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
-from .report import Invocation, Summary, describe, describe_cause
-from .xfail import Entry, ExpectedFailures
+from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
@@ -76,42 +79,6 @@ class Reported:
     @property
     def case_id(self) -> str:
         return f"{self.vocab}/{self.section}/{self.case}"
-
-
-class ReportedFailure(Exception):
-    """A failure whose message is the whole report (no traceback is shown)."""
-
-
-class TokconfItem(pytest.Item):
-    """What tokconf's items share: failures shown as their report, located at the file they check."""
-
-    location_path: Path
-    label: str
-
-    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
-        if isinstance(excinfo.value, ReportedFailure):
-            return str(excinfo.value)
-        return str(super().repr_failure(excinfo))
-
-    def reportinfo(self) -> tuple[Path, int | None, str]:
-        return self.location_path, None, self.label
-
-
-class ItemGroup(pytest.Collector):
-    """The parent of one file's (or one campaign's) items; they are made in `collect_into`."""
-
-    def collect(self) -> list[pytest.Item]:
-        return []
-
-
-def collect_into(session: pytest.Session, items: list[pytest.Item], nodeid: str, path: Path | None, make: Any) -> None:
-    """Make a group's items with `make(parent)` and tell the terminal (and xdist) they were collected."""
-    where = {"path": path} if path is not None else {}
-    parent = ItemGroup.from_parent(session, name=nodeid, nodeid=nodeid, **where)
-    found: list[pytest.Item] = make(parent)
-    collected: list[pytest.Item | pytest.Collector] = list(found)
-    session.config.hook.pytest_collectreport(report=pytest.CollectReport(nodeid, "passed", None, collected))
-    items.extend(found)
 
 
 class CaseItem(TokconfItem):
@@ -192,8 +159,7 @@ class CheckPlugin:
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout: float | None = config.getoption("tokconf_timeout")
         xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
-        self.how = Invocation(spec, tuple(str(p) for p in given), self.timeout,
-                              str(xfail) if xfail else None, str(vocab_dir) if vocab_dir else None)  # fmt: skip
+        self.how = Invocation.of(spec, given, self.timeout, xfail, vocab_dir)
         self.collected_cases: set[str] = set()  # every case id collected, for a --tokconf-case typo
         self.decision: Decision | None = None
         self._impl: Implementation | None = None
@@ -393,17 +359,8 @@ class CheckPlugin:
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        for line in self.summary.text_table():
+        for line in text_table(self.summary) + (closing_lines(self.decision) if self.decision else []):
             terminalreporter.write_line(line)
-        if not self.gate.strict_xfail:  # with it, a stale entry is one of the decision's reasons
-            for entry in self._stale():
-                terminalreporter.write_line(
-                    f"warning: expected-failure entry {entry.pattern!r} matched no checked case"
-                )
-        if self.decision is not None:
-            for reason in self.decision.reasons:
-                terminalreporter.write_line(f"fail: {reason}")
-            terminalreporter.write_line(self.decision.line())
 
     def pytest_unconfigure(self) -> None:
         if self._impl is not None:

