@@ -160,6 +160,13 @@ FUZZ = (
         default="dev",
         choices=tuple(PROFILES),
     ),
+    Option(
+        "engine",
+        "what draws and shrinks the inputs: tokconf (its own generator in batches, ddmin; the fastest) or "
+        "hypothesis (the strategies of tokconf.strategies, hypothesis's generation and shrinking); docs/fuzzing.md",
+        default="tokconf",
+        choices=("tokconf", "hypothesis"),
+    ),
     Option("max-examples", "override the profile's budget", positive(int), pytest_name="examples"),
     Option("seed", "the generator's seed (default: a random one, printed at the start)", int),
     Option(

@@ -13,8 +13,9 @@ import pytest
 from tokconf.cli.main import main
 from tokconf.core.files import BUNDLED_RECORDINGS, sha256_file
 from tokconf.corpus.files import load_corpus_file
+from tokconf.fuzz import Engine
 from tokconf.fuzz.campaign import Campaign, CampaignStats
-from tokconf.fuzz.database import MAX_ENTRY, open_database
+from tokconf.fuzz.database import MAX_ENTRY, HypothesisView, hypothesis_key, open_database
 from tokconf.fuzz.findings import Finding
 from tokconf.fuzz.report import Progress, summary_lines, write_html
 from tokconf.implementations.resolve import resolve
@@ -254,3 +255,70 @@ def test_a_shared_layer_is_read_under_the_local_one_and_never_written(tmp_path: 
     assert sorted(open_database(shared).replay("0" * 64, "bos", 10).entries) == [b"a", b"b"]
     share = layered.replay("0" * 64, "bos", 3)
     assert (len(share.entries), share.beyond_share) == (3, 2)  # the local layer spent it: the shared one is left
+
+
+def _described(out: str) -> list[str]:
+    """A finding's report lines, from its first line to its reproduce line."""
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if " different ids (" in line)
+    return lines[start : start + 5]
+
+
+def test_the_hypothesis_engine_finds_shrinks_and_reports_as_the_default_engine_does(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "cwd").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "qwen2", "--mode", "plain", "--no-db"]
+    args += ["--max-examples", "300", "--seed", "0"]
+    outs = {}
+    for engine in Engine:
+        status, outs[engine] = fuzz(capsys, *args, "--engine", engine, "--found-dir", str(tmp_path / engine))
+        assert status == 1, outs[engine]
+        assert "300 examples (0 replayed, 300 new)" in outs[engine] and "1 distinct failures" in outs[engine]
+    ours, theirs = (load(tmp_path / engine / "found-qwen2.yaml") for engine in (Engine.HYPOTHESIS, Engine.TOKCONF))
+    assert [c.data for c in ours.cases] == ["\u3000".encode()]  # shrunk to the one character
+    assert [(c.id, c.outcomes) for c in ours.cases] == [(c.id, c.outcomes) for c in theirs.cases]
+    assert ours.provenance["campaigns"] == theirs.provenance["campaigns"]
+    head, *body, reproduce = _described(outs[Engine.HYPOTHESIS])
+    assert head.startswith("qwen2 [plain] different ids (example ") and head.endswith(", seed 0)")
+    assert body == _described(outs[Engine.TOKCONF])[1:-1]  # input, both answers' pieces, the gate command
+    assert reproduce == (
+        "  reproduce: tokconf fuzz --impl fake_impls:ideographic_space_is_space --vocab qwen2 --mode plain "
+        "--engine hypothesis --no-db --seed 0"
+    )
+    assert list((tmp_path / "cwd").iterdir()) == []  # hypothesis's caches went to tokconf's, not to .hypothesis/
+    status, again = fuzz(capsys, *args, "--engine", "hypothesis", "--found-dir", str(tmp_path / "again"))
+    assert _described(again)[0] == head  # seeded: the same example finds it again
+
+
+def test_the_engines_share_the_example_database(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--impl", "fake_impls:ideographic_space_is_space", "--vocab", "gpt-2", "--mode", "special"]
+    args += ["--max-examples", "200", "--database", str(tmp_path / "db"), "--found-dir", str(tmp_path / "found")]
+    status, out = fuzz(capsys, *args, "--engine", "hypothesis", "--seed", "1")
+    assert status == 1 and "200 examples (0 replayed, 200 new)" in out
+    # over a database hypothesis draws from its own randomness: the database reproduces the finding
+    assert "--mode special --engine hypothesis   (replayed first from the example database)" in out
+    sha = sha256_file(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+    store = open_database(str(tmp_path / "db"))
+    assert store.replay(sha, "special", 10).entries == {"\u3000".encode()}  # the input, for either engine
+    assert HypothesisView(store).fetch(hypothesis_key(sha, "special"))  # hypothesis's own entry
+    status, out = fuzz(capsys, *args, "--seed", "2")  # the default engine replays it first
+    assert status == 1 and "(replayed from the example database as example 1, seed 2)" in out
+    status, out = fuzz(capsys, *args, "--engine", "hypothesis", "--seed", "3")
+    assert status == 1 and "(replayed from the example database as example 1, seed 3)" in out
+    assert "200 examples (2 replayed, 198 new)" in out  # the input, then hypothesis's entry
+    assert HypothesisView(store).fetch(hypothesis_key(sha, "special"))  # kept: it still fails
+    assert len(load(tmp_path / "found" / "found-gpt-2.yaml").cases) == 1
+
+
+def test_the_hypothesis_engine_finds_nothing_in_llama_cpp_against_itself(
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["--impl", "llama.cpp@11192", "--vocab", "llama-spm", "--max-examples", "100", "--no-db", "--seed", "1"]
+    status, out = fuzz(capsys, *args, "--engine", "hypothesis", "--found-dir", str(tmp_path))
+    assert status == 0, out
+    assert "300 examples (0 replayed, 300 new)" in out and "0 distinct failures" in out
+    assert not list(tmp_path.iterdir())

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import redis
 from tokconf.core.files import sha256_file
-from tokconf.fuzz.database import REDIS_PREFIX, key
+from tokconf.fuzz.database import REDIS_PREFIX, hypothesis_key, key
 from tokconf.llama.build import Build
 from tokconf.recordings.format import load
 
@@ -145,3 +145,23 @@ def test_a_poisoned_shared_database_costs_a_campaign_neither_its_new_examples_no
     assert "200 examples (100 replayed, 100 new)" in out  # at most half the budget replayed
     assert "201 database entries skipped (1 over 64 KiB, 200 beyond the replay share)" in out
     assert server.client.info("stats")["total_net_output_bytes"] - sent < 1 << 20  # the 24 MB never left Redis
+
+
+def test_the_hypothesis_engine_keeps_its_entries_in_redis_and_replays_them_first(
+    llama_build: Build, server: RedisServer, tmp_path: Path
+) -> None:
+    common = ["--vocab", "gpt-2", "--mode", "plain", "--max-examples", "200", "--found-dir", "found"]
+    common += ["--engine", "hypothesis", "--database", server.url]
+    for machine in ("a", "b"):
+        (tmp_path / machine).mkdir()
+    status, out, err = finish(tokconf_fuzz(*common, cwd=tmp_path / "a"))
+    assert status == 1, err
+    assert "gpt-2 [plain] different ids (example " in out and "200 examples (0 replayed, 200 new)" in out
+    sha = sha256_file(llama_build.models_dir / "ggml-vocab-gpt-2.gguf")
+    stored = server.stored()  # the input, for either engine, and hypothesis's own entry
+    assert REDIS_PREFIX + key(sha, "plain") in stored and REDIS_PREFIX + hypothesis_key(sha, "plain") in stored
+    status, out, err = finish(tokconf_fuzz(*common, cwd=tmp_path / "b"))
+    assert status == 1, err
+    assert "(replayed from the example database as example 1, seed " in out
+    assert "200 examples (2 replayed, 198 new)" in out  # the input, then hypothesis's entry
+    assert [c.data for c in load(tmp_path / "b" / "found" / "found-gpt-2.yaml").cases] == ["\u3000".encode()]

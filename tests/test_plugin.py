@@ -140,12 +140,14 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
     assert _verdicts(sandbox, "synthetic") == {**expected, f"{name} facts passed": 5, f"{name} decode passed": 4}
 
 
+@pytest.mark.parametrize("engine", ["tokconf", "hypothesis"])
 def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
-    sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path
+    sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path, engine: str
 ) -> None:
     found = tmp_path / "found"
     result = sandbox.runpytest_subprocess(
         "-n", "2", "--dist", "loadgroup", "--tokconf-fuzz", "fake_impls:ideographic_space_is_space",
+        "--tokconf-fuzz-engine", engine,
         "--tokconf-fuzz-vocab", "qwen2", "--tokconf-fuzz-vocab", "gpt-2", "--tokconf-fuzz-mode", "plain",
         "--tokconf-fuzz-examples", "1000", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-database", "",
         "--tokconf-fuzz-found-dir", str(found), "--tokconf-fuzz-report", str(tmp_path / "report.html"),

@@ -1,5 +1,6 @@
 """`tokconf fuzz`: differential fuzzing against the live llama.cpp, in this process or, with
-`--workers N`, as pytest items spread by pytest-xdist (`tokconf.fuzz.pytest_items`)."""
+`--workers N`, as pytest items spread by pytest-xdist (`tokconf.plugin.fuzz`); both run the
+same `tokconf.fuzz.runner.Runner`."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import subprocess
 import sys
 from typing import Any
 
-from ..fuzz import DEFAULT_DATABASE
+from ..fuzz import DEFAULT_DATABASE, Engine
 from ..options import FUZZ, add_to_argparse, pytest_flag
 
 
@@ -37,59 +38,46 @@ def run(args: argparse.Namespace) -> int:
         args.database = DEFAULT_DATABASE
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1 << 32)
-    print(f"tokconf fuzz: seed {args.seed}, example database {args.database or 'none'}", file=sys.stderr, flush=True)
+    print(
+        f"tokconf fuzz: seed {args.seed}, example database {args.database or 'none'}, engine {args.engine}",
+        file=sys.stderr,
+        flush=True,
+    )
     if args.workers != 1:
         return _with_xdist(args)
     return _in_process(args)
 
 
 def _in_process(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
-    from ..core.outcome import MODES
-    from ..fuzz import PROFILES
-    from ..fuzz.campaign import Campaign, CampaignStats
-    from ..fuzz.database import open_database
-    from ..fuzz.findings import Finding, check_found_files, describe_finding, found_path, write_finding
+    from ..fuzz.campaign import CampaignStats
     from ..fuzz.report import Progress, summary_lines, write_html
-    from ..implementations.resolve import resolve
-    from ..llama.build import require_build
-    from ..llama.vocabs import resolve_vocabs, vocab_name
+    from ..fuzz.runner import Asked, Runner
+    from ..llama.vocabs import vocab_name
 
-    made = require_build(args.build)
-    vocabs = resolve_vocabs(args.vocab, made)
-    modes = args.mode or list(MODES)
-    budget = args.max_examples or PROFILES[args.profile]
-    check_found_files(args.found_dir, made, vocabs)
-    store = open_database(args.database, args.shared_database or "")
-    impl = resolve(args.impl, args.timeout)
-    described: list[str] = []
-    written: set[Path] = set()
+    asked = Asked.of(lambda name: getattr(args, name.replace("-", "_")), args.seed, args.database, Engine(args.engine))
     progress = Progress()
 
-    def keep(finding: Finding) -> None:
-        path = found_path(args.found_dir, finding.vocab)
-        text = "\n".join(describe_finding(finding, impl.name, args.impl, path))
-        described.append(text)
+    def announce(text: str) -> None:
         progress.done()
-        print(text, flush=True)  # before the write: a finding that cannot be written is still reported
-        written.add(write_finding(args.found_dir, finding, made, impl.name))
+        print(text, flush=True)
 
+    runner = Runner(asked, announce, progress)
+    vocabs = runner.vocabs()
+    runner.prepare(vocabs)
     stats = CampaignStats(seed=args.seed)
-    campaign = Campaign(made, impl, modes, budget, store, stats, keep, progress)
     try:
         for vocab in vocabs:
-            print(f"{vocab_name(vocab)}: {budget} examples x {len(modes)} modes", file=sys.stderr, flush=True)
-            campaign.fuzz_vocab(vocab)
+            print(f"{vocab_name(vocab)}: {asked.budget} examples x {len(asked.modes)} modes", file=sys.stderr)
+            runner.fuzz(vocab, asked.modes, stats)
     finally:
         progress.done()
-        impl.close()
+        runner.close()
         if args.report:
-            write_html(args.report, f"tokconf fuzz: {args.impl}", stats, described)
+            write_html(args.report, f"tokconf fuzz: {args.impl}", stats, runner.described)
     for line in stats.unsupported:
         print(f"unsupported: {line}")
     print("\n".join(summary_lines(stats)))
-    for path in sorted(written):
+    for path in sorted(runner.written):
         gate = shlex.join(["tokconf", "check", "--impl", args.impl, "--recordings", str(path.parent)])
         print(f"found cases written to {path} (gate them: {gate})")
     if args.report:

@@ -2,41 +2,64 @@
 answering each batch in one round trip, every divergence shrunk and kept.
 
 Per mode, the inputs the example database holds for this vocabulary come first (a bug found on any
-machine is tried first everywhere), at most `REPLAY_SHARE` of the budget: a database that others can
-write must never leave a campaign replaying only, generating nothing new (the rest of the budget is
-generated, unless the target stops at MAX_FINDINGS, which fails the run). Then batches from
-`InputGenerator`, seeded by the campaign seed, the vocabulary's sha256 and the mode, so
-`--vocab V --mode M --seed N` reproduces one target alone.
-A failing input (judged as `tokconf check` judges) that contains no input already found is shrunk by
-ddmin (`tokconf.core.shrink.ddmin`) with both tokenizers in the loop; the minimal input, with
+machine, by either engine, is tried first everywhere), at most `REPLAY_SHARE` of the budget: a
+database that others can write must never leave a campaign replaying only, generating nothing new
+(the rest of the budget is generated, unless the target stops at MAX_FINDINGS, which fails the run).
+Then one of two engines (`Engine`) draws new inputs from the same families:
+
+- `tokconf` (the default): batches from `InputGenerator`, seeded by the campaign seed, the
+  vocabulary's sha256 and the mode, so `--vocab V --mode M --seed N` reproduces one target alone. A
+  failing input that contains no input already found is shrunk by ddmin
+  (`tokconf.core.shrink.ddmin`) with both tokenizers in the loop.
+- `hypothesis`: the strategies of `tokconf.fuzz.strategies`, drawn by hypothesis itself (`find`):
+  an example is a list of inputs, answered in one round trip; hypothesis shrinks a list holding a
+  new divergence down to one input, which ddmin then makes 1-minimal in characters, as the default
+  engine's findings are. Its own entries go to the same database
+  (`HypothesisView`), replayed before it generates. hypothesis takes a seed or a database, never
+  both: a run that keeps no database is seeded as the default engine is; over a database hypothesis
+  draws from its own randomness, and what it finds is reproduced from the database.
+
+Either way a failing input is judged as `tokconf check` judges it, and the minimal input, with
 llama.cpp's answer in every mode, is handed to `on_finding` (which writes it as a recording) before it
 goes to the database, so a database that fails loses nothing found.
 """
 
 from __future__ import annotations
 
+import itertools
+import random
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
+
+from hypothesis import Phase, find, settings
+from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
+from hypothesis.errors import NoSuchExample
 
 from ..check.contract import Decision, Gate, Standing, Verdict, decide, judge
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts
-from ..core.files import sha256_file
+from ..core.files import cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Request
 from ..core.shrink import ddmin, units
 from ..implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
 from ..llama.build import Build
 from ..llama.vocabs import vocab_name
 from ..oracle.client import LibllamaOracle
-from .database import ExampleStore
+from . import Engine
+from .database import ExampleStore, HypothesisView, hypothesis_key
 from .findings import Finding
-from .generator import InputGenerator
+from .generator import InputGenerator, available, sample_words
+from .strategies import glued
 
-BATCH = 512  # inputs per round trip to both tokenizers
-WORD_SAMPLE = 2000  # vocabulary words offered to the generator
+BATCH = 512  # inputs per round trip to both tokenizers (the hypothesis engine: at most)
+# hypothesis's mean length of a `lists(min_size=1)` (min_size + 5): the hypothesis engine's examples
+# per round are its remaining budget over this, so a round ends near the budget
+LIST_MEAN = 6
 MAX_FINDINGS = 10  # distinct minimal inputs per vocabulary and mode before the target stops
 REPLAY_SHARE = 0.5  # of a target's budget, at most, replayed from the example database; the rest is new
 DIVERGING = (Verdict.FAILED, Verdict.ERROR)
@@ -126,6 +149,14 @@ class Campaign:
     stats: CampaignStats
     on_finding: Callable[[Finding], None]
     progress: Callable[[CampaignStats], None] = lambda stats: None
+    engine: Engine = Engine.TOKCONF
+
+    @property
+    def seeded(self) -> bool:
+        """Whether the seed alone decides what is drawn. hypothesis takes a seed or a database, never
+        both (a seed turns its database off), so over a database it can write to it draws from its
+        own randomness, and what it finds is reproduced from the database."""
+        return self.engine is Engine.TOKCONF or self.store.writer is None
 
     def fuzz_vocab(self, vocab: Path) -> None:
         """Every mode of one vocabulary."""
@@ -142,23 +173,35 @@ class Campaign:
             except Broken as why:
                 raise TokconfError(f"{name}: {why}", "fix the implementation; nothing was fuzzed") from None
             try:
-                words = _words(oracle.pieces(special=False))
+                words = sample_words(oracle.pieces(special=False))
                 specials = sorted(set(facts["special_texts"].values()))
                 for mode in self.modes:
-                    generator = InputGenerator(f"{self.stats.seed}/{sha}/{mode}", words, specials)
                     target = _Target(self, oracle, session, vocab, sha, facts, mode)
-                    target.run(generator)
+                    target.replay()
+                    if self.engine is Engine.HYPOTHESIS:
+                        with _hypothesis_home():
+                            target.search(glued(available(words, specials), words, specials))
+                    else:
+                        target.generate(InputGenerator(target.seed, words, specials))
             finally:
                 session.close()
 
 
-def _words(pieces: list[bytes]) -> list[bytes]:
-    step = max(1, len(pieces) // WORD_SAMPLE)
-    return [p for p in pieces[::step] if p][:WORD_SAMPLE]
+@contextmanager
+def _hypothesis_home() -> Iterator[None]:
+    """hypothesis's caches (Unicode tables, the constants of local modules) in tokconf's cache folder
+    while the engine runs, not in a `.hypothesis/` of the folder the campaign runs in; the previous
+    folder (a port's own tests in the same process keep theirs) afterwards."""
+    previous = storage_directory(intent_to_write=False).path
+    set_hypothesis_home_dir(cache_root() / "hypothesis")
+    try:
+        yield
+    finally:
+        set_hypothesis_home_dir(previous)
 
 
 class _Target:
-    """One vocabulary and mode: replay, generate, shrink, keep."""
+    """One vocabulary and mode: replay, generate or search, shrink, keep."""
 
     def __init__(
         self,
@@ -179,19 +222,71 @@ class _Target:
         self.mode = mode
         self.name = vocab_name(vocab)
         self.flags = MODES[mode]
+        self.seed = f"{campaign.stats.seed}/{sha}/{mode}"  # what either engine's draws depend on
         self.found: list[bytes] = []  # minimal inputs found (or replayed) for this target
         self.stats = campaign.stats.targets.setdefault((self.name, mode), TargetStats())
 
-    def run(self, generator: InputGenerator) -> None:
+    def room(self, replaying: bool = False) -> int:
+        """Examples left in the budget (replaying: in its replay share), while the target has not
+        stopped at MAX_FINDINGS."""
+        if self.stats.findings >= MAX_FINDINGS:
+            return 0
+        budget = self.campaign.max_examples
+        left = budget - self.stats.examples
+        return min(left, int(budget * REPLAY_SHARE) - self.stats.replayed) if replaying else left
+
+    def replay(self) -> None:
         budget = self.campaign.max_examples
         replay = self.campaign.store.replay(self.sha, self.mode, int(budget * REPLAY_SHARE))
         self.stats.too_large += replay.too_large
         self.stats.beyond_share += replay.beyond_share
         entries = sorted(replay.entries)
         for start in range(0, len(entries), BATCH):
-            self._examples(entries[start : start + BATCH], replayed=True)
-        while self.stats.examples < budget and self.stats.findings < MAX_FINDINGS:
-            self._examples(generator.batch(min(BATCH, budget - self.stats.examples)), replayed=False)
+            self._batch(entries[start : start + BATCH], replayed=True)
+
+    def generate(self, generator: InputGenerator) -> None:
+        """The `tokconf` engine."""
+        while self.room() > 0:
+            self._batch(generator.batch(min(BATCH, self.room())), replayed=False)
+
+    def search(self, inputs: st.SearchStrategy[bytes]) -> None:
+        """The `hypothesis` engine: a round replaying hypothesis's own entries from the database, then
+        rounds of new examples until the budget is spent."""
+        lists = st.lists(inputs, min_size=1, max_size=BATCH)
+        store = self.campaign.store
+        database = None if self.campaign.seeded else HypothesisView(store)
+        if database is not None and self.room(replaying=True) and database.fetch(hypothesis_key(self.sha, self.mode)):
+            self._round(lists, HypothesisView(store, prune=False), 0, replaying=True)
+        for number in itertools.count(1):
+            if not self.room() or not self._round(lists, database, number, replaying=False):
+                return
+
+    def _round(
+        self, lists: st.SearchStrategy[list[bytes]], database: HypothesisView | None, number: int, replaying: bool
+    ) -> bool:
+        """One `find`, ending at a divergence (shrunk by hypothesis, and kept when new) or at its
+        share of the budget. A new round does not take a divergence found before for one, so it finds
+        another; a replaying round does (to hypothesis, an entry that does not fail as its test says
+        no longer fails, and one that fails as found before must stay). Whether it judged anything:
+        hypothesis stops early when it has nothing left to draw."""
+        probe = _Probe(self, replaying)
+        config = settings(
+            database=database,
+            max_examples=max(1, -(-self.room(replaying) // LIST_MEAN)),
+            phases=[Phase.reuse if replaying else Phase.generate, Phase.shrink],
+            deadline=None,
+        )
+        seeded = random.Random(f"{self.seed}/{number}") if database is None else None
+        try:
+            find(lists, probe, settings=config, random=seeded, database_key=hypothesis_key(self.sha, self.mode))
+        except NoSuchExample:
+            return probe.judged > 0
+        finally:
+            self.tick()
+        if probe.verdict is not None and not self.known(probe.hit):
+            self._keep(self._ddmin(probe.hit, probe.verdict), replaying, probe.example)
+            self.tick()
+        return True
 
     def _answers(self, inputs: list[bytes]) -> tuple[list[Outcome], list[Outcome]]:
         requests: list[Request] = [(data, *self.flags) for data in inputs]
@@ -204,28 +299,54 @@ class _Target:
         stats.impl_seconds += time.perf_counter() - t1
         return expected, actual
 
-    def _examples(self, inputs: list[bytes], replayed: bool) -> None:
-        if not inputs:
-            return
+    def verdicts(self, inputs: list[bytes]) -> list[Verdict]:
         expected, actual = self._answers(inputs)
-        for index, (data, want, got) in enumerate(zip(inputs, expected, actual, strict=True)):
-            verdict, _ = judge(want, got)
+        return [judge(want, got)[0] for want, got in zip(expected, actual, strict=True)]
+
+    def judge(self, inputs: list[bytes], replayed: bool) -> list[tuple[int, Verdict]]:
+        """Judge and count a batch of examples: the index and verdict of each input that diverges."""
+        diverging = []
+        for index, verdict in enumerate(self.verdicts(inputs)):
             self.stats.unsupported += verdict is Verdict.UNSUPPORTED
             if verdict in DIVERGING:
                 self.stats.failing += 1
-                if not any(known in data for known in self.found) and self.stats.findings < MAX_FINDINGS:
-                    self._shrink_and_keep(data, verdict, replayed, self.stats.examples + index + 1)
+                diverging.append((index, verdict))
         self.stats.examples += len(inputs)
         self.stats.replayed += len(inputs) if replayed else 0
+        return diverging
+
+    def known(self, data: bytes) -> bool:
+        """Whether the input holds one found (or replayed) before: its divergence is not a new one."""
+        return any(found in data for found in self.found)
+
+    def tick(self) -> None:
         self.campaign.stats.mark()
         self.campaign.progress(self.campaign.stats)
 
-    def _shrink_and_keep(self, data: bytes, verdict: Verdict, replayed: bool, example: int) -> None:
+    def _batch(self, inputs: list[bytes], replayed: bool) -> None:
+        """Examples of the `tokconf` engine (and replayed ones): each new divergence shrunk by ddmin."""
+        if not inputs:
+            return
+        first = self.stats.examples + 1
+        for index, verdict in self.judge(inputs, replayed):
+            data = inputs[index]
+            if self.stats.findings < MAX_FINDINGS and not self.known(data):
+                self._keep(self._ddmin(data, verdict), replayed, first + index)
+        self.tick()
+
+    def _ddmin(self, data: bytes, verdict: Verdict) -> bytes:
+        """The input made 1-minimal by ddmin, both tokenizers in the loop, the verdict kept: what the
+        `tokconf` engine does to a divergence, and what the `hypothesis` engine does to what
+        hypothesis shrank (its shrinker works on the strategies' structure: a vocabulary word holding
+        U+3000 among other characters is one choice to it, three characters to ddmin)."""
+
         def fails(candidates: list[bytes]) -> list[bool]:
-            want, got = self._answers(candidates)
-            return [judge(w, g)[0] is verdict for w, g in zip(want, got, strict=True)]
+            return [v is verdict for v in self.verdicts(candidates)]
 
         minimal, _ = ddmin(units(data), fails)
+        return minimal
+
+    def _keep(self, minimal: bytes, replayed: bool, example: int) -> None:
         (want,), (got,) = self._answers([minimal])
         _, reason = judge(want, got)
         outcomes = dict(zip(MODES, self.oracle.tokenize_many([(minimal, *f) for f in MODES.values()]), strict=True))
@@ -243,9 +364,50 @@ class _Target:
             outcomes=outcomes,
             replayed=replayed,
             example=example,
+            engine=self.campaign.engine,
+            seeded=self.campaign.seeded and not replayed,
         )
         self.found.append(minimal)
         self.stats.findings += 1
         self.campaign.stats.findings.append(finding)
         self.campaign.on_finding(finding)  # written locally first: a failing database loses nothing
         self.campaign.store.keep(self.sha, self.mode, minimal)
+
+
+class _Probe:
+    """hypothesis's condition for one round of the `hypothesis` engine: whether a list of inputs holds
+    a new divergence. Until it first does, each list is a batch of the campaign's examples (judged,
+    counted, and cut at the budget); after, hypothesis is shrinking, and a list is only asked whether
+    it still diverges the same way (a wrong-ids failure does not shrink into an error). A replaying
+    round counts a divergence found before too."""
+
+    def __init__(self, target: _Target, replaying: bool) -> None:
+        self.target = target
+        self.replaying = replaying
+        self.judged = 0  # examples counted this round
+        self.verdict: Verdict | None = None  # the divergence being shrunk
+        self.example = 0  # which example of the target it first showed in
+        self.hit = b""  # the last input that showed it: when hypothesis is done, the minimal one
+
+    def __call__(self, inputs: list[bytes]) -> bool:
+        target = self.target
+        if self.verdict is None:
+            inputs = inputs[: target.room(self.replaying)]
+            if not inputs:
+                return False
+            first = target.stats.examples + 1
+            diverging = target.judge(inputs, self.replaying)
+            new = [(i, v) for i, v in diverging if self.replaying or not target.known(inputs[i])]
+            self.judged += len(inputs)
+            if (first - 1) // BATCH != target.stats.examples // BATCH:  # a point per BATCH, as the other engine
+                target.tick()
+            if not new:
+                return False
+            index, self.verdict = new[0]
+            self.example, self.hit = first + index, inputs[index]
+            return True
+        for data, verdict in zip(inputs, target.verdicts(inputs), strict=True):
+            if verdict is self.verdict and (self.replaying or not target.known(data)):
+                self.hit = data
+                return True
+        return False

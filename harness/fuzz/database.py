@@ -5,7 +5,9 @@ Redis server shared by every worker on every machine (`RedisExampleDatabase`, `h
 and a shared one read under a local one (read and never written, as hypothesis's
 `MultiplexedDatabase(local, ReadOnlyDatabase(shared))` a team uses to read CI's database). A key names
 a vocabulary by its sha256 and a mode, so an input found on one machine is replayed on every other,
-by any implementation; a value is the minimal input itself.
+by any implementation; a value is the minimal input itself. The `hypothesis` engine also keeps
+hypothesis's own entries (choice sequences, which only hypothesis replays) under a key of their own
+per vocabulary and mode (`hypothesis_key`), through `HypothesisView`.
 
 A shared database is written by whoever can reach it, so what it holds is not trusted to be small:
 replay reads an entry only up to `MAX_ENTRY` bytes (the file's first bytes; in Redis, its length is
@@ -42,6 +44,9 @@ MAX_ENTRY = 64 << 10
 MAX_REPLAY_BYTES = 8 << 20
 REDIS_PREFIX = b"hypothesis-example:"  # RedisExampleDatabase's default, named so replay reads its keys
 REDIS_EXPIRE = timedelta(days=8)  # RedisExampleDatabase's default: entries live 8 days after their last use
+# Entries hypothesis is given per key (its primary entries are one shrunk example per bug; it samples
+# a tenth of its budget from the others).
+HYPOTHESIS_ENTRIES = 100
 
 
 @dataclass
@@ -184,6 +189,11 @@ def key(vocab_sha256: str, mode: Mode) -> bytes:
     return b" ".join([KEY_PREFIX, vocab_sha256.encode(), mode.encode()])
 
 
+def hypothesis_key(vocab_sha256: str, mode: Mode) -> bytes:
+    """Where hypothesis keeps its entries for a vocabulary and mode (it adds `.secondary`, `.pareto`)."""
+    return key(vocab_sha256, mode) + b" hypothesis"
+
+
 class ExampleStore:
     """The layers replay reads (the local database first) and the one it writes, with their failures
     as errors that say what to do (a Redis killed mid-campaign raises `redis.ConnectionError` from deep
@@ -197,19 +207,34 @@ class ExampleStore:
     def replay(self, vocab_sha256: str, mode: Mode, max_count: int) -> Replay:
         """The inputs found before for this vocabulary and mode, at most `max_count` of them (and
         MAX_REPLAY_BYTES), with the count of those left."""
+        return self.read(key(vocab_sha256, mode), max_count)
+
+    def keep(self, vocab_sha256: str, mode: Mode, data: bytes) -> None:
+        self.save(key(vocab_sha256, mode), data)
+
+    def read(self, key: bytes, max_count: int) -> Replay:
+        """What every layer holds under `key`, within the bounds of `Replay`."""
         replay = Replay(max_count)
         try:
             for layer in self.layers:
-                layer.read(key(vocab_sha256, mode), replay)
+                layer.read(key, replay)
         except Exception as error:  # the store's own errors: redis, OSError, …
             self._failed("read", error)
         return replay
 
-    def keep(self, vocab_sha256: str, mode: Mode, data: bytes) -> None:
+    def save(self, key: bytes, value: bytes) -> None:
         if self.writer is None:
             return
         try:
-            self.writer.save(key(vocab_sha256, mode), data)
+            self.writer.save(key, value)
+        except Exception as error:
+            self._failed("write", error)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if self.writer is None:
+            return
+        try:
+            self.writer.delete(key, value)
         except Exception as error:
             self._failed("write", error)
 
@@ -219,3 +244,29 @@ class ExampleStore:
             "every finding so far is written to the found folder; bring the database back (or use another) and "
             "rerun: it replays what it holds",
         ) from None
+
+
+class HypothesisView(ExampleDatabase):
+    """The store as the `database` of hypothesis's settings (the `hypothesis` engine's own entries:
+    choice sequences, under keys of their own): read through every layer as replay reads (the same
+    bounds, so a poisoned shared database costs hypothesis no more than a replay), written to the
+    local layer only (a shared layer stays read-only, as under `MultiplexedDatabase(local,
+    ReadOnlyDatabase(shared))`), and failing with the store's errors. Without `prune`, hypothesis's
+    deletions are ignored: replaying within a share of the budget, an entry it is not given to run
+    looks to it as one that no longer fails."""
+
+    def __init__(self, store: ExampleStore, prune: bool = True, max_count: int = HYPOTHESIS_ENTRIES) -> None:
+        super().__init__()
+        self.store = store
+        self.prune = prune
+        self.max_count = max_count
+
+    def fetch(self, key: bytes) -> list[bytes]:
+        return sorted(self.store.read(key, self.max_count).entries)
+
+    def save(self, key: bytes, value: bytes) -> None:
+        self.store.save(key, value)
+
+    def delete(self, key: bytes, value: bytes) -> None:
+        if self.prune:
+            self.store.delete(key, value)

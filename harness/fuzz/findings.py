@@ -20,7 +20,9 @@ from ..llama.build import Build
 from ..llama.vocabs import vocab_name
 from ..record.recorder import Plan, provenance
 from ..recordings.format import RecordedCase, Recording, load, write
+from ..recordings.pieces import pieces_of
 from ..synth.files import synth_provenance
+from . import Engine
 
 
 @dataclass
@@ -38,6 +40,10 @@ class Finding:
     outcomes: dict[Mode, Outcome]  # llama.cpp's, every mode
     replayed: bool  # from the example database, not generated
     example: int  # which example of its vocabulary and mode it was (1: the first)
+    engine: Engine = Engine.TOKCONF
+    # whether `--seed` generates it again: not when replayed, nor when hypothesis drew it over a
+    # database (hypothesis takes a seed or a database, never both: it reproduces from the database)
+    seeded: bool = True
 
     @property
     def case_id(self) -> str:
@@ -110,18 +116,21 @@ def describe_finding(finding: Finding, impl_name: str, impl_spec: str, written: 
     expected, actual = finding.expected, finding.actual
     if isinstance(expected, list) and isinstance(actual, list):
         at = first_divergence(expected, actual)
-        lines.append(f"  llama.cpp: {ids_window(expected, at, finding.vocab_path, 3)}")
-        lines.append(f"  {impl_name}: {ids_window(actual, at, finding.vocab_path, 3)}")
+        lines.append(f"  llama.cpp: {ids_window(expected, at, pieces_of(finding.vocab_path), 3)}")
+        lines.append(f"  {impl_name}: {ids_window(actual, at, pieces_of(finding.vocab_path), 3)}")
     else:
         lines.append(f"  llama.cpp: {render_outcome(expected)}")
         lines.append(f"  {impl_name}: {render_outcome(actual)}")
     shipped = finding.vocab_path.name == f"ggml-vocab-{finding.vocab}.gguf"
     vocab = finding.vocab if shipped else str(finding.vocab_path)
     command = ["tokconf", "fuzz", "--impl", impl_spec, "--vocab", vocab, "--mode", finding.mode]
-    if finding.replayed:
+    if finding.engine is not Engine.TOKCONF:
+        command += ["--engine", finding.engine]
+    if not finding.seeded:
         lines.append(f"  reproduce: {shlex.join(command)}   (replayed first from the example database)")
     else:
-        lines.append(f"  reproduce: {shlex.join([*command, '--seed', str(finding.seed)])}")
+        no_db = ["--no-db"] if finding.engine is Engine.HYPOTHESIS else []  # with a database it takes no seed
+        lines.append(f"  reproduce: {shlex.join([*command, *no_db, '--seed', str(finding.seed)])}")
     if written is not None:
         gate = ["tokconf", "check", "--impl", impl_spec, "--recordings", str(written)]
         lines.append(f"  gate:      {shlex.join(gate)}")

@@ -2,7 +2,7 @@
 
 Installing tokconf must not slow or break anyone's pytest, so this module imports only the option
 table; the check items (`tokconf.plugin.check`) and the fuzz campaign's
-(`tokconf.fuzz.pytest_items`, which needs hypothesis) are imported and registered only when a run
+(`tokconf.plugin.fuzz`, which needs hypothesis) are imported and registered only when a run
 names recordings or a fuzz target, as hypothesis's own plugin defers its work.
 """
 
@@ -75,7 +75,7 @@ def pytest_configure(config: pytest.Config) -> None:
         plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config))
         config.pluginmanager.register(plugin, CheckPlugin.NAME)
     if fuzz:
-        from ..fuzz.pytest_items import FuzzPlugin
+        from .fuzz import FuzzPlugin
 
         config.pluginmanager.register(FuzzPlugin(config), FuzzPlugin.NAME)
 

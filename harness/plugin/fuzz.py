@@ -3,11 +3,11 @@
 
     pytest --tokconf-fuzz reference --tokconf-fuzz-profile campaign -n auto --dist loadgroup
 
-One item per vocabulary and mode runs `tokconf.fuzz.campaign.Campaign` on that pair; a vocabulary's
-items stay on one worker (`xdist_group`), so its found recording is written by one process. Workers
-share the example database: a folder on one machine, or `redis://HOST:PORT/N` across machines
-(`--tokconf-fuzz-database`, or the `tokconf_fuzz_database` ini key). A campaign run collects only
-the campaign.
+One item per vocabulary and mode runs that pair through the `tokconf.fuzz.runner.Runner` that
+`tokconf fuzz` runs; a vocabulary's items stay on one worker (`xdist_group`), so its found recording
+is written by one process. Workers share the example database: a folder on one machine, or
+`redis://HOST:PORT/N` across machines (`--tokconf-fuzz-database`, or the `tokconf_fuzz_database` ini
+key). A campaign run collects only the campaign.
 """
 
 from __future__ import annotations
@@ -19,17 +19,15 @@ from typing import Any
 import pytest
 
 from ..check.contract import Decision
-from ..check.pytest_items import ItemGroup, ReportedFailure, TokconfItem, collect_into
-from ..core.outcome import MODES, Mode
-from ..implementations.base import Implementation
-from ..implementations.resolve import resolve
-from ..llama.build import Build, require_build
-from ..llama.vocabs import shipped_vocabs, vocab_name
-from . import DEFAULT_DATABASE, INI_DATABASE, PROFILES
-from .campaign import Campaign, CampaignStats, TargetStats
-from .database import ExampleStore, open_database
-from .findings import Finding, check_found_files, describe_finding, found_path, write_finding
-from .report import summary_lines, write_html
+from ..core.errors import TokconfError
+from ..core.outcome import Mode
+from ..fuzz import DEFAULT_DATABASE, INI_DATABASE, Engine
+from ..fuzz.campaign import CampaignStats, TargetStats
+from ..fuzz.report import summary_lines, write_html
+from ..fuzz.runner import Asked, Runner
+from ..llama.vocabs import vocab_name
+from ..options import FUZZ, pytest_flag
+from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf-fuzz"  # each item's target, its counts, oracle and impl seconds, and its findings described
 
@@ -43,19 +41,12 @@ class FuzzItem(TokconfItem):
         self.add_marker(pytest.mark.xdist_group(vocab_name(vocab)))
 
     def runtest(self) -> None:
-        plugin = self.config.stash[FuzzPlugin.STASH]
-        stats = CampaignStats(seed=plugin.seed)
-        described: list[str] = []
-
-        def keep(finding: Finding) -> None:
-            path = found_path(plugin.found_dir, finding.vocab)
-            described.append("\n".join(describe_finding(finding, plugin.impl.name, plugin.spec, path)))
-            write_finding(plugin.found_dir, finding, plugin.build, plugin.impl.name)
-
-        check_found_files(plugin.found_dir, plugin.build, [self.location_path])
-
-        campaign = Campaign(plugin.build, plugin.impl, [self.mode], plugin.budget, plugin.store, stats, keep)
-        campaign.fuzz_vocab(self.location_path)
+        runner = self.config.stash[FuzzPlugin.STASH].runner
+        stats = CampaignStats(seed=runner.asked.seed)
+        before = len(runner.described)
+        runner.prepare([self.location_path])
+        runner.fuzz(self.location_path, [self.mode], stats)
+        described = runner.described[before:]
         target = stats.targets.get((vocab_name(self.location_path), self.mode), TargetStats())
         counts = {"target": vars(target), "oracle": stats.oracle_seconds, "impl": stats.impl_seconds}
         counts["declined"] = bool(stats.declined)
@@ -70,7 +61,7 @@ class FuzzItem(TokconfItem):
 
 
 class FuzzPlugin:
-    """The options, per process the build and the implementation (resolved on first use), and the
+    """The options as the runner's (in each process; the implementation resolved on first use), and the
     totals over every item's statistics (also those xdist workers send back)."""
 
     STASH = pytest.StashKey["FuzzPlugin"]()
@@ -78,66 +69,41 @@ class FuzzPlugin:
 
     def __init__(self, config: pytest.Config) -> None:
         config.stash[self.STASH] = self
+        dest = {option.name: pytest_flag("tokconf-fuzz", option)[2:].replace("-", "_") for option in FUZZ}
         option = config.getoption
-        self.spec: str = option("tokconf_fuzz")
-        self.build_number: int = option("tokconf_fuzz_build")
-        self.budget: int = option("tokconf_fuzz_examples") or PROFILES[option("tokconf_fuzz_profile")]
         # without --seed (tokconf fuzz always passes one), each worker picks its own, which findings name
         seed = option("tokconf_fuzz_seed")
-        self.seed: int = random.SystemRandom().randrange(1 << 32) if seed is None else seed
         database = option("tokconf_fuzz_database")
-        self.database: str = config.getini(INI_DATABASE) or DEFAULT_DATABASE if database is None else database
-        self.shared_database: str = option("tokconf_fuzz_shared_database") or ""
-        self.found_dir: Path = option("tokconf_fuzz_found_dir")
+        asked = Asked.of(
+            lambda name: option(dest[name]),
+            random.SystemRandom().randrange(1 << 32) if seed is None else seed,
+            config.getini(INI_DATABASE) or DEFAULT_DATABASE if database is None else database,
+            Engine(option("tokconf_fuzz_engine")),
+        )
+        self.runner = Runner(asked)
         self.report: Path | None = option("tokconf_fuzz_report")
-        self.timeout: float | None = option("tokconf_fuzz_timeout")
-        self.vocab_names: list[str] = option("tokconf_fuzz_vocab")
-        self.modes: list[Mode] = option("tokconf_fuzz_mode") or list(MODES)
-        self._build: Build | None = None
-        self._impl: Implementation | None = None
-        self._store: ExampleStore | None = None
-        self.totals = CampaignStats(seed=self.seed)  # every item's counts, also those xdist workers send back
+        self.totals = CampaignStats(seed=asked.seed)  # every item's counts, also those xdist workers send back
         self.described: list[str] = []
         self.decision: Decision | None = None
-
-    @property
-    def build(self) -> Build:
-        if self._build is None:
-            self._build = require_build(self.build_number)
-        return self._build
-
-    @property
-    def store(self) -> ExampleStore:
-        if self._store is None:
-            self._store = open_database(self.database, self.shared_database)
-        return self._store
-
-    @property
-    def impl(self) -> Implementation:
-        if self._impl is None:
-            self._impl = resolve(self.spec, self.timeout)
-        return self._impl
-
-    def vocabs(self) -> list[Path]:
-        shipped = {vocab_name(p): p for p in shipped_vocabs(self.build)}
-        unknown = [name for name in self.vocab_names if name not in shipped]
-        if unknown:
-            raise pytest.UsageError(f"--tokconf-fuzz-vocab: no shipped vocab {unknown}; known: {sorted(shipped)}")
-        return [shipped[name] for name in self.vocab_names] if self.vocab_names else list(shipped.values())
 
     def pytest_ignore_collect(self, collection_path: Path) -> bool:
         return True
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
+        try:
+            vocabs = self.runner.vocabs()
+        except TokconfError as error:
+            raise pytest.UsageError(f"--tokconf-fuzz-vocab: {error}") from None
+
         def make(parent: ItemGroup) -> list[pytest.Item]:
             return [
                 FuzzItem.from_parent(parent, name=f"{vocab_name(vocab)}-{mode}", vocab=vocab, mode=mode)
-                for vocab in self.vocabs()
-                for mode in self.modes
+                for vocab in vocabs
+                for mode in self.runner.asked.modes
             ]
 
-        collect_into(session, items, f"tokconf-fuzz/b{self.build_number}", None, make)
+        collect_into(session, items, f"tokconf-fuzz/b{self.runner.asked.build}", None, make)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if report.when != "call":
@@ -163,7 +129,8 @@ class FuzzPlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        terminalreporter.section(f"tokconf fuzz campaign: {self.spec}")
+        spec = self.runner.asked.impl
+        terminalreporter.section(f"tokconf fuzz campaign: {spec}")
         for line in summary_lines(self.totals):
             terminalreporter.write_line(line)
         if self.decision is not None:
@@ -171,9 +138,8 @@ class FuzzPlugin:
                 terminalreporter.write_line(f"fail: {reason}")
             terminalreporter.write_line(self.decision.line())
         if self.report:
-            write_html(self.report, f"tokconf fuzz: {self.spec}", self.totals, self.described)
+            write_html(self.report, f"tokconf fuzz: {spec}", self.totals, self.described)
             terminalreporter.write_line(f"report written to {self.report}")
 
     def pytest_unconfigure(self) -> None:
-        if self._impl is not None:
-            self._impl.close()
+        self.runner.close()

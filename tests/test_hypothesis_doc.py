@@ -1,0 +1,91 @@
+"""docs/hypothesis.md's property test, run as a port author runs it: its files copied, as the doc has
+them, into a test folder, beside a `mypkg` port. A port reading U+3000 as a space fails it, shrunk to
+U+3000 within 1,000 examples, and the shared Redis database the doc's conftest names replays the
+failure first on the next run; the reference tokenizer passes it."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from test_fuzz_redis import RedisServer
+from tokconf.llama.build import Build
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "hypothesis.md"
+BUG = 'data = data.replace("\\u3000".encode(), b" ")  # reads U+3000 as an ASCII space'
+PORT = '''"""A port: the reference tokenizer, its refusals as tokconf's."""
+import tokconf
+from reference_impl import Tokenizer
+from reference_impl.errors import LlamaAborts
+
+
+class Port:
+    def __init__(self, path):
+        self.tokenizer = Tokenizer.from_gguf(path)
+
+    def encode(self, data, add_special, parse_special):
+        {bug}
+        try:
+            return self.tokenizer.encode(data, add_special, parse_special)
+        except LlamaAborts as why:
+            raise tokconf.Refused(str(why)) from None
+
+
+load = Port
+'''
+# hypothesis's report of the shrunk input (pytest prefixes each line with "E")
+SHRUNK = re.compile(r"Failing test case: test_port_matches_llama_cpp\(\n.*\n.*\bdata=(b'.*'),\n")
+CASES = re.compile(r"during (\w+) phase .*?\n.*?\n\s+- (\d+) passing, (\d+) failing, and (\d+) invalid", re.S)
+
+
+def documented_files() -> dict[str, str]:
+    """The doc's Python blocks that open with a `# path` comment, by that path."""
+    blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(encoding="utf-8"), re.S)
+    return {block.split("\n", 1)[0].removeprefix("# "): block for block in blocks if block.startswith("# tests/")}
+
+
+def suite(sandbox: pytest.Pytester, bug: str = "") -> None:
+    """The doc's files, and `mypkg`: the reference, with `bug` as the first line of its `encode`."""
+    files = documented_files()
+    assert sorted(files) == ["tests/conftest.py", "tests/test_matches_llama_cpp.py"]
+    files["tests/mypkg.py"] = PORT.format(bug=bug)
+    for name, text in files.items():
+        (sandbox.path / name).parent.mkdir(exist_ok=True)
+        (sandbox.path / name).write_text(text, encoding="utf-8")
+
+
+def run(sandbox: pytest.Pytester) -> tuple[pytest.RunResult, dict[str, tuple[int, int, int]]]:
+    """One run of the copied suite: the result, and hypothesis's test cases per phase."""
+    result = sandbox.runpytest_subprocess("tests", "-p", "no:cacheprovider", "--hypothesis-show-statistics")
+    phases = {phase: (int(p), int(f), int(i)) for phase, p, f, i in CASES.findall(result.stdout.str())}
+    return result, phases
+
+
+def test_a_port_reading_u3000_as_a_space_fails_shrunk_and_replays_from_redis(
+    sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    suite(sandbox, BUG)
+    (tmp_path / "redis").mkdir()
+    server = RedisServer(tmp_path / "redis")
+    monkeypatch.setenv("TOKCONF_FUZZ_DATABASE", server.url)
+    try:
+        result, phases = run(sandbox)
+        result.assert_outcomes(failed=1)
+        assert SHRUNK.findall(result.stdout.str()) == ["b'\\xe3\\x80\\x80'"]  # shrunk to U+3000 alone
+        assert sum(phases["generate"]) <= 1000 and phases["generate"][1] >= 1  # found while generating
+        assert any(key.startswith(b"hypothesis-example:") for key in server.stored())  # kept in Redis
+        result, phases = run(sandbox)  # the next run, anywhere that shares the server
+        result.assert_outcomes(failed=1)
+        assert phases["reuse"] == (0, 1, 0) and "generate" not in phases  # replayed first, nothing new drawn
+        assert SHRUNK.findall(result.stdout.str()) == ["b'\\xe3\\x80\\x80'"]
+    finally:
+        server.kill()
+
+
+def test_the_reference_passes(sandbox: pytest.Pytester, llama_build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("TOKCONF_FUZZ_DATABASE", raising=False)
+    suite(sandbox)
+    result, phases = run(sandbox)
+    result.assert_outcomes(passed=1)
+    assert phases["generate"][:2] == (500, 0)  # the doc's max_examples, every one judged
