@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from tokconf.check.engine import check_recording
+from tokconf.checking.engine import check_recording
 from tokconf.core.outcome import Outcome, Request
 from tokconf.implementations.base import Implementation, Session, VocabInfo
 from tokconf.implementations.resolve import resolve

@@ -19,10 +19,10 @@ from collections import Counter
 from pathlib import Path
 
 import real_ports  # tests/: run with PYTHONPATH=tests
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import Selection, check_file
-from tokconf.check.explain import explain_file
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import Selection, check_file
+from tokconf.checking.explain import explain_file
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.implementations.resolve import resolve
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"

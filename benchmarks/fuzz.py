@@ -37,9 +37,9 @@ from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
 from tokconf.implementations.reference import from_gguf as reference
 from tokconf.implementations.resolve import resolve
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build, require_build
 from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.oracle.client import LibllamaOracle
 
 IDEOGRAPHIC_SPACE = "\u3000".encode()
 BATCH = 512

@@ -15,7 +15,7 @@ strategies are in `tokconf.strategies`; the pytest plugin adds `--tokconf-impl` 
 
 The implementation lives in the repository's harness/ folder, installed as this package. Its stages,
 in the order data flows through them (each imports only from the ones before it): `core` → `llama` →
-`synth` → `oracle` → `corpus` → `recordings` → `record` → `implementations` → `check` → `ecosystem` →
+`synth` → `live` → `corpus` → `recordings` → `record` → `implementations` → `checking` → `ecosystem` →
 `fuzz` → `strategies` → `bisect` → `options` → `api` → `cli` → `plugin` (the pytest entry point, which
 loads the rest only when a run asks for it).
 """
@@ -26,8 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use (below)
     from .api import Factory, Oracle, bundled_recordings, check, oracle, vocab_path
-    from .check.contract import Decision, Verdict
-    from .check.run import CheckRun
+    from .checking.contract import Decision, Verdict
+    from .checking.run import CheckRun
     from .core.errors import TokconfError
     from .implementations.base import Decoding, Refused, Tokenizer, Unsupported
 
@@ -51,8 +51,8 @@ __all__ = [
 
 _HOMES = {
     "api": ("Factory", "Oracle", "bundled_recordings", "check", "oracle", "vocab_path"),
-    "check.contract": ("Decision", "Verdict"),
-    "check.run": ("CheckRun",),
+    "checking.contract": ("Decision", "Verdict"),
+    "checking.run": ("CheckRun",),
     "core.errors": ("TokconfError",),
     "implementations.base": ("Decoding", "Refused", "Tokenizer", "Unsupported"),
 }

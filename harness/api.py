@@ -11,20 +11,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .check.contract import DEFAULT_MIN_COVERAGE, Claim, Gate
-from .check.engine import Selection
-from .check.run import CheckRun, check_paths
-from .check.xfail import ExpectedFailures
+from .checking.contract import DEFAULT_MIN_COVERAGE, Claim, Gate
+from .checking.engine import Selection
+from .checking.run import CheckRun, check_paths
+from .checking.xfail import ExpectedFailures
 from .core.errors import TokconfError
 from .core.facts import VocabFacts
 from .core.files import BUNDLED_RECORDINGS, recordings_arg
 from .core.outcome import Outcome, Refusal, Request
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
+from .live.client import LibllamaOracle
 from .llama.build import require_build
 from .llama.pins import DEFAULT_BUILD
 from .llama.vocabs import models_dir, vocab_name
-from .oracle.client import LibllamaOracle
 from .synth.files import synthesize
 from .synth.recipes import BY_NAME
 
@@ -47,6 +47,7 @@ def check(
     timeout: float | None = None,
     maxfail: int | None = None,
     explain: bool = False,
+    jobs: int = 1,
     progress: Callable[[str], None] | None = None,
 ) -> CheckRun:
     """Check an implementation against recordings, as `tokconf check` does, and return the run as
@@ -57,7 +58,8 @@ def check(
     `--impl` value: `"mypkg.tok:load"`, `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
     `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
     The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
-    `claims` is `--claim`, `min_coverage` a fraction). Bad input (a missing vocabulary file, a corrupt
+    `claims` is `--claim`, `min_coverage` a fraction, `jobs` processes apply to an `--impl` value only).
+    Bad input (a missing vocabulary file, a corrupt
     recording, a factory that is not callable) raises `TokconfError` with what to do; nothing a port
     does can end the run or make it pass by accident."""
     given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
@@ -67,7 +69,7 @@ def check(
     xfails = ExpectedFailures.load(xfail)
     implementation: str | Implementation = impl if isinstance(impl, str) else _from_factory(impl)
     return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
-                       explain, Gate(claim, strict, strict_xfail))  # fmt: skip
+                       explain, Gate(claim, strict, strict_xfail), jobs)  # fmt: skip
 
 
 def _quiet(line: str) -> None:
@@ -133,7 +135,8 @@ class Oracle:
 
     @property
     def facts(self) -> VocabFacts:
-        """The vocabulary's facts as llama.h reports them (add_bos, bos_id, eog ids, n_tokens, ...)."""
+        """The vocabulary's facts as llama.h reports them, a dict: `n_tokens`, `add_bos`,
+        `special_ids["bos"]`, `eog_ids`, ..."""
         return self._backend.facts()
 
     def token_to_piece(self, token: int, special: bool = True) -> bytes:

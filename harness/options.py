@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .check.contract import DEFAULT_MIN_COVERAGE
+from .checking.contract import DEFAULT_MIN_COVERAGE
 from .core.outcome import MODES
 from .fuzz import PROFILES
 from .llama.pins import DEFAULT_BUILD

@@ -11,9 +11,9 @@ from pathlib import Path
 
 from tokconf.core.outcome import Refusal
 from tokconf.implementations.base import Refused, Unsupported
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import require_build
 from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.oracle.client import LibllamaOracle
 
 HELLO = b"Hello world"
 

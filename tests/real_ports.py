@@ -28,7 +28,7 @@ from functools import lru_cache, partial
 from pathlib import Path
 from typing import ClassVar
 
-from tokconf.check.engine import CaseResult
+from tokconf.checking.engine import CaseResult
 from tokconf.core.outcome import MODES, Outcome, Refusal
 from tokconf.implementations.base import Refused, Unsupported
 from tokconf.implementations.reference import DECLINED

@@ -13,20 +13,31 @@ from tokconf.llama.build import Build
 
 import reference_impl
 from reference_impl import Tokenizer as Reference
+from reference_impl.errors import LlamaAborts
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_MODULES = {"tokconf", "tokconf.strategies"}
 
 
-def _ideographic_space_as_space(path: Path) -> object:
-    """A port with one wrong whitespace class: U+3000 read as a space."""
-    port = Reference.from_gguf(path)
+class Port:
+    """A port built on the reference tokenizer, as a port author would wrap one: where llama.cpp
+    aborts, it refuses (`tokconf.Refused`); `bug` reads U+3000 as a space (one whitespace class wrong)."""
 
-    class Port:
-        def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-            return port.encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
+    def __init__(self, path: Path, bug: bool = False) -> None:
+        self.tokenizer = Reference.from_gguf(path)
+        self.bug = bug
 
-    return Port()
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if self.bug:
+            data = data.replace("\u3000".encode(), b" ")
+        try:
+            return self.tokenizer.encode(data, add_special, parse_special)
+        except LlamaAborts as why:
+            raise tokconf.Refused(str(why)) from None
+
+
+def _ideographic_space_as_space(path: Path) -> Port:
+    return Port(path, bug=True)
 
 
 def test_every_public_name_is_exported_typed_and_documented() -> None:
@@ -67,7 +78,7 @@ def test_the_docs_examples_need_nothing_but_the_public_api() -> None:
 
 
 def test_check_takes_a_factory_and_returns_the_run_as_data(llama_build: Build) -> None:
-    good = tokconf.check(Reference.from_gguf, vocabs=["qwen2"], modes=["plain"])
+    good = tokconf.check(Port, vocabs=["qwen2"], modes=["plain"])
     assert isinstance(good, tokconf.CheckRun) and good.decision is not None and good.decision.passed
     counts = good.summary.counts[("qwen2", "plain")]
     assert counts[tokconf.Verdict.PASSED] == len([r for r in good.results if r.section == "plain"]) > 2000
@@ -123,7 +134,7 @@ def test_the_oracle_is_the_live_llama_cpp_and_survives_its_aborts(llama_build: B
         with pytest.raises(tokconf.Refused):
             llama.encode(b"\xf4\x90\x80\x80", False, False)  # llama.cpp b11192 aborts: the worker, not us
         assert llama.encode(b"after", False, False) == reference.encode(b"after", False, False)
-        assert llama.facts.n_tokens == 151936 and llama.token_to_piece(9707) == b"Hello"
+        assert llama.facts["n_tokens"] == 151936 and llama.token_to_piece(9707) == b"Hello"
         assert llama.detokenize(llama.encode(b"round trip", False, False)) == b"round trip"
     with pytest.raises(tokconf.TokconfError, match="does not exist"), tokconf.oracle(Path("missing.gguf")):
         pass
@@ -151,3 +162,24 @@ def test_the_oracle_fixture_in_a_ports_own_tests(sandbox: pytest.Pytester, llama
 def test_the_reference_is_no_part_of_the_public_api() -> None:
     """`reference_impl` is tokconf's own oracle stand-in, shipped beside it; the API never hands it out."""
     assert not any(getattr(tokconf, name) is reference_impl for name in tokconf.__all__)
+
+
+def test_jobs_check_recordings_in_parallel_with_the_same_verdicts(llama_build: Build, tmp_path: Path) -> None:
+    """`jobs=2` (`tokconf check --jobs 2`): every result, cause and expected-failure match as one process
+    finds them, in the same order."""
+    xfail = tmp_path / "xfail.yaml"
+    entries = ["{case: gpt-2/plain/whitespace/*, reason: known}", "{case: qwen2/bos/none, reason: stale}"]
+    xfail.write_text("expected_failures:\n" + "".join(f"  - {entry}\n" for entry in entries))
+    runs = [
+        tokconf.check(
+            "fake_impls:two_bugs", ["bundled/gpt-2.yaml", "bundled/qwen2.yaml"], xfail=xfail, explain=True, jobs=jobs
+        )
+        for jobs in (1, 2)
+    ]
+    one, two = ([(r.vocab, r.section, r.case, r.verdict, r.actual) for r in run.results] for run in runs)
+    assert one == two and any(v is tokconf.Verdict.XFAILED for *_, v, _ in one)
+    assert [(c.kind, c.label, len(c.cases)) for c in runs[0].causes] == [
+        (c.kind, c.label, len(c.cases)) for c in runs[1].causes
+    ]
+    assert runs[0].decision == runs[1].decision and runs[1].decision is not None
+    assert runs[1].decision.warnings == ("expected-failure entry 'qwen2/bos/none' matched no checked case",)

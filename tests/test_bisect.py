@@ -15,13 +15,13 @@ from tokconf.bisect.search import Unprobeable, bisect
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Outcome, Request
+from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama import fetch as fetch_module
 from tokconf.llama import registry
 from tokconf.llama.build import Build, collect_garbage
 from tokconf.llama.fetch import Source
 from tokconf.llama.lock import Lock
 from tokconf.llama.registry import parse_versions
-from tokconf.oracle.client import LibllamaOracle, VocabRefused
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import CaseResult
-from tokconf.check.explain.causes import reasons_of
-from tokconf.check.report import Invocation, conformance, describe_group, group_problems
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import CaseResult
+from tokconf.checking.explain.causes import reasons_of
+from tokconf.checking.report import Invocation, conformance, describe_group, group_problems
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.llama.build import Build

@@ -8,8 +8,8 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file

@@ -10,9 +10,9 @@ from pathlib import Path
 import ecosystem_peers
 import pytest
 from browser import chromium, png_pixels
-from tokconf.check.explain import reference_tokenizer
-from tokconf.check.explain.model import reference_backend
-from tokconf.check.run import CheckRun
+from tokconf.checking.explain import reference_tokenizer
+from tokconf.checking.explain.model import reference_backend
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.ecosystem.matrix import Matrix, from_json, library_versions

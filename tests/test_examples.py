@@ -8,9 +8,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.explain import Kind
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.explain import Kind
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.llama.build import Build
 from tokconf.recordings.format import load

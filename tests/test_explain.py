@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 import real_ports
-from tokconf.check import explain
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import CheckedFile, Selection, check_file
-from tokconf.check.explain import Kind, explain_file
-from tokconf.check.explain.causes import reason_template
-from tokconf.check.run import CheckRun
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking import explain
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import CheckedFile, Selection, check_file
+from tokconf.checking.explain import Kind, explain_file
+from tokconf.checking.explain.causes import reason_template
+from tokconf.checking.run import CheckRun
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.cli.main import main
 from tokconf.core.outcome import is_utf8
 from tokconf.core.shrink import ddmin, holds, units

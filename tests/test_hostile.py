@@ -14,8 +14,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core import files
 from tokconf.core.errors import TokconfError

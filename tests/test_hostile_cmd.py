@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tokconf.check.run import CheckRun
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.implementations.base import VocabInfo

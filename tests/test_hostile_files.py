@@ -47,7 +47,7 @@ ODD_DIGITS = ["\u0663", "\uff11", "_", "-", " ", "  ", "+", "\u00b2", "\t"]
 WORKER = """
 import json, resource, sys, traceback
 from pathlib import Path
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.errors import TokconfError
 from tokconf.recordings import decoding, format
 

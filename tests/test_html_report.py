@@ -14,15 +14,15 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from browser import chromium, png_pixels
-from tokconf.check.contract import Decision, Gate, Verdict
-from tokconf.check.engine import CaseResult, Selection
-from tokconf.check.explain import Cause
-from tokconf.check.explain.causes import case_id
-from tokconf.check.explain.kinds import Character, Kind, Refusing, Stage
-from tokconf.check.html_report import render_html
-from tokconf.check.report import Invocation, RunReport
-from tokconf.check.run import CheckRun, check_paths
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking.contract import Decision, Gate, Verdict
+from tokconf.checking.engine import CaseResult, Selection
+from tokconf.checking.explain import Cause
+from tokconf.checking.explain.causes import case_id
+from tokconf.checking.explain.kinds import Character, Kind, Refusing, Stage
+from tokconf.checking.html_report import render_html
+from tokconf.checking.report import Invocation, RunReport
+from tokconf.checking.run import CheckRun, check_paths
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.llama.build import Build
 from tokconf.recordings.format import VocabGroup

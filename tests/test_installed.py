@@ -129,9 +129,9 @@ def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_pa
 COUNTS = """
 import json, sys
 from pathlib import Path
-from tokconf.check.engine import Selection
-from tokconf.check.run import check_paths
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking.engine import Selection
+from tokconf.checking.run import check_paths
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.files import BUNDLED_RECORDINGS
 run = check_paths([BUNDLED_RECORDINGS / "gpt-2.yaml"], "tiktoken-gguf", Selection(), ExpectedFailures(), None, None)
 print(json.dumps({mode: {v.value: n for v, n in run.summary.counts[("gpt-2", mode)].items() if n}

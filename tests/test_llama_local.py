@@ -14,20 +14,20 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import DECODE, FACTS
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import DECODE, FACTS
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.implementations.llama_cpp import LlamaCppImplementation
 from tokconf.implementations.resolve import resolve
+from tokconf.live.probe import probe_library
 from tokconf.llama import local as local_module
 from tokconf.llama.build import MARKER, Build, collect_garbage
 from tokconf.llama.fetch import builds_root, local_root, source_dir
 from tokconf.llama.local import BUILD_INPUTS, local_build, tree_key
 from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.oracle.probe import probe_library
 from tokconf.record.decoding import recording_build
 from tokconf.recordings.decoding import load as load_decoding
 from tokconf.recordings.decoding import path_for as decoding_path

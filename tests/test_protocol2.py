@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.core.outcome import Refusal, RefusalKind

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 import real_ports
 from real_ports import PORTS, factory
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import check_recording
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import check_recording
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.implementations.python import PythonImplementation
 from tokconf.llama.vocabs import vocab_file

@@ -10,9 +10,9 @@ from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.corpus.files import load_corpus_file
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama import vocabs
 from tokconf.llama.build import Build
-from tokconf.oracle.client import LibllamaOracle
 from tokconf.record import recorder
 from tokconf.record.recorder import Plan, record, record_vocab
 from tokconf.recordings.format import load

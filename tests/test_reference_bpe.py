@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from gguf import GGUFWriter
 from tokconf.core.errors import TokconfError
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
-from tokconf.oracle.client import LibllamaOracle
 
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer, UnsupportedVocab

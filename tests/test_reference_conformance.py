@@ -11,8 +11,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import check_recording
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import check_recording
 from tokconf.implementations.resolve import resolve
 from tokconf.llama.build import Build
 from tokconf.recordings.decoding import load_for

@@ -14,8 +14,8 @@ from tokconf.core.files import CORPUS
 from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
-from tokconf.oracle.client import LibllamaOracle
 
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer

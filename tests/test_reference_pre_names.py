@@ -21,17 +21,17 @@ from typing import Any
 
 import pytest
 from gguf import GGUFWriter
-from tokconf.check.contract import Verdict
-from tokconf.check.engine import check_recording
+from tokconf.checking.contract import Verdict
+from tokconf.checking.engine import check_recording
 from tokconf.core.files import CORPUS
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import source_dir
-from tokconf.oracle.client import LibllamaOracle
 from tokconf.recordings.decoding import load_for
 from tokconf.recordings.format import load
 from tokconf.synth.files import recorded_vocab

@@ -9,8 +9,8 @@ from pathlib import Path
 from gguf import GGUFWriter
 from tokconf.core.outcome import MODES
 from tokconf.corpus.generator import fuzz_strings
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
-from tokconf.oracle.client import LibllamaOracle
 
 from reference_impl.tokenizer import Tokenizer
 

@@ -10,18 +10,18 @@ from pathlib import Path
 import pytest
 import tokconf.synth.files
 from gguf import GGUFReader
-from tokconf.check.contract import Standing, Verdict
-from tokconf.check.engine import check_recording
-from tokconf.check.report import table_rows
-from tokconf.check.summary import Summary
+from tokconf.checking.contract import Standing, Verdict
+from tokconf.checking.engine import check_recording
+from tokconf.checking.report import table_rows
+from tokconf.checking.summary import Summary
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.generator import SplitMix64
 from tokconf.implementations.resolve import resolve
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
-from tokconf.oracle.client import LibllamaOracle
 from tokconf.recordings.coverage import known_tokenizers
 from tokconf.recordings.decoding import load_for
 from tokconf.recordings.decoding import path_for as decoding_path

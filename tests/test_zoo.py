@@ -20,8 +20,8 @@ import pytest
 # Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
 # imported inside a test (numpy, by the port's imports) cannot be loaded a second time.
 import zoo_ports  # noqa: F401
-from tokconf.check.contract import Verdict
-from tokconf.check.run import CheckRun
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.files import cache_root
 from tokconf.core.outcome import MODES

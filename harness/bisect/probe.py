@@ -18,11 +18,11 @@ from pathlib import Path
 from ..core.errors import TokconfError
 from ..core.files import atomic_write, cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal
+from ..live.client import LibllamaOracle, VocabRefused
 from ..llama.build import build as build_llama
 from ..llama.build import build_commit
 from ..llama.fetch import fetch
 from ..llama.lock import Lock
-from ..oracle.client import LibllamaOracle, VocabRefused
 from ..recordings.format import Recording
 from ..synth.files import recorded_vocab
 from .search import Unprobeable

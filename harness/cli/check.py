@@ -1,6 +1,6 @@
 """`tokconf check`: run the check engine over recordings and print the table.
 
-Exit status 0 only when the verdict contract (`tokconf.check.contract`) says PASS: every claimed
+Exit status 0 only when the verdict contract (`tokconf.checking.contract`) says PASS: every claimed
 vocab x mode judged and covered, nothing failed, broke or unexpectedly passed; 1 otherwise, with
 every reason. With --junit, --report (.md or .html) the same results are also written to files.
 """
@@ -8,6 +8,7 @@ every reason. With --junit, --report (.md or .html) the same results are also wr
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,10 @@ def add_parser(commands: Any) -> None:
     chk.add_argument("--report", type=Path, help="write a .md or .html report here")
     chk.add_argument("--maxfail", type=positive(int), metavar="N", help="stop after N failing cases (errors count)")
     chk.add_argument("-x", "--exitfirst", action="store_const", const=1, dest="maxfail", help="stop at the first")
+    chk.add_argument(
+        "--jobs", type=int, default=1, metavar="N",
+        help="check N recordings at a time, each in its own process (0: one per core; default 1)",
+    )  # fmt: skip
     chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
 
 
@@ -30,13 +35,13 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..check.contract import Claim, Gate
-    from ..check.engine import Selection
-    from ..check.explain.causes import write_causes
-    from ..check.junit import write_junit
-    from ..check.report import COLUMNS, REPORT_FORMATS, Invocation, RunReport, table_rows
-    from ..check.run import check_paths
-    from ..check.xfail import ExpectedFailures
+    from ..checking.contract import Claim, Gate
+    from ..checking.engine import Selection
+    from ..checking.explain.causes import write_causes
+    from ..checking.junit import write_junit
+    from ..checking.report import COLUMNS, REPORT_FORMATS, Invocation, RunReport, table_rows
+    from ..checking.run import check_paths
+    from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
 
@@ -53,8 +58,9 @@ def run(args: argparse.Namespace) -> int:
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None
     try:
+        jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
         run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
-                          explain=explain, gate=gate)  # fmt: skip
+                          explain=explain, gate=gate, jobs=jobs)  # fmt: skip
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
         raise TokconfError(
             f"the implementation ended the run (sys.exit({exit.code!r})): no verdict",
@@ -86,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     if args.junit:  # every problem's story, not only the ones shown
         write_junit(args.junit, run.results, report.stories())
     if args.report and args.report.suffix == ".html":
-        from ..check.html_report import render_html
+        from ..checking.html_report import render_html
 
         atomic_write(args.report, render_html(report), "report")
     elif args.report:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.files import recordings_arg
+from ..core.files import recordings_arg, recordings_shown
 
 
 def add_parser(commands: Any) -> None:
@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
             gguf = source_dir(item.build_after) / "models" / f"ggml-vocab-{item.name}.gguf"
             if gguf.is_file():
                 vocabs[item.name] = gguf
-    text = render(diffs, str(args.before), str(args.after), vocabs, args.limit)
+    text = render(diffs, recordings_shown(args.before), recordings_shown(args.after), vocabs, args.limit)
     if args.output:
         atomic_write(args.output, text, "diff report")
     else:

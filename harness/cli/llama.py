@@ -91,8 +91,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _local(args: argparse.Namespace) -> int:
     """Build (or find built) and probe a local llama.cpp; print what a check or recording would say."""
+    from ..live.probe import probe_library
     from ..llama.local import local_build
-    from ..oracle.probe import probe_library
 
     made = local_build(args.path, tokenize=args.tokenize, jobs=args.jobs)
     library = probe_library(made)

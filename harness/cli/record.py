@@ -79,10 +79,10 @@ def run(args: argparse.Namespace) -> int:
     from ..core.errors import TokconfError
     from ..core.files import CORPUS
     from ..corpus.files import load_corpus
+    from ..live.probe import probe_library
     from ..llama.build import require_build
     from ..llama.local import local_build
     from ..llama.vocabs import resolve_vocabs, vocab_name
-    from ..oracle.probe import probe_library
     from ..record.crosscheck import crosscheck_vocab, save
     from ..record.recorder import Plan, record
     from ..synth.files import synthetic_vocabs

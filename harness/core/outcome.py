@@ -34,7 +34,7 @@ def is_utf8(data: bytes) -> bool:
 
 
 class RefusalKind(enum.Enum):
-    """Why no ids came back, which decides the verdict (`tokconf.check.engine.judge`)."""
+    """Why no ids came back, which decides the verdict (`tokconf.checking.engine.judge`)."""
 
     REFUSED = "refused"  # the tokenizer declined the input: llama.cpp aborted or hung, a port raised
     UNSUPPORTED = "unsupported"  # the implementation cannot be given this input at all: counted, never judged

@@ -20,10 +20,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..check.contract import Standing, Verdict
-from ..check.engine import Selection
-from ..check.run import check_paths
-from ..check.xfail import ExpectedFailures
+from ..checking.contract import Standing, Verdict
+from ..checking.engine import Selection
+from ..checking.run import check_paths
+from ..checking.xfail import ExpectedFailures
 from ..core.outcome import MODES, Outcome, outcome_fields, outcome_from_fields
 from ..core.render import code_point_list
 from ..recordings.format import recording_files

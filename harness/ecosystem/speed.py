@@ -21,8 +21,8 @@ from ..core.files import CORPUS
 from ..core.outcome import Outcome, Refusal, Request
 from ..corpus.files import load_corpus
 from ..implementations.base import Broken, Implementation, Unsupported, VocabInfo
+from ..live.client import LibllamaOracle
 from ..llama.build import Build
-from ..oracle.client import LibllamaOracle
 from ..recordings.format import Recording
 from .matrix import Matrix, Speed
 

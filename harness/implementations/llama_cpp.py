@@ -9,10 +9,10 @@ from pathlib import Path
 
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
+from ..live.client import LibllamaOracle
+from ..live.probe import LibraryInfo, probe_library
 from ..llama.build import Build, require_build
 from ..llama.local import local_build
-from ..oracle.client import LibllamaOracle
-from ..oracle.probe import LibraryInfo, probe_library
 from .base import Decoder, Session, VocabInfo
 
 

@@ -3,7 +3,7 @@
 Downstream projects vendor and patch llama.cpp, contributors work on a branch: each asks whether
 *their* libllama still tokenizes like upstream bN. PATH is either
 
-- a built libllama.so, used as it is. The oracle binds it through a llama.h (tokconf.oracle.libllama
+- a built libllama.so, used as it is. The oracle binds it through a llama.h (tokconf.live.libllama
   parses the header into cffi declarations): the header of the tree it was built from when the
   folders above it say which (a cmake build folder's CMakeCache.txt names its source; an install
   prefix has include/llama.h), else the header of the build it is filed under (the pinned one unless
@@ -16,7 +16,7 @@ Downstream projects vendor and patch llama.cpp, contributors work on a branch: e
   exactly the content the key names, even if the tree is edited meanwhile.
 
 Either way libllama is loaded only in the oracle's worker process, never here: llama.cpp aborts the
-process on some inputs (tokconf.oracle.probe checks that it loads at all).
+process on some inputs (tokconf.live.probe checks that it loads at all).
 """
 
 from __future__ import annotations

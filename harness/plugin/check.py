@@ -4,7 +4,7 @@ implementation).
 
 Items are addressable by stable node ids, `tokconf/b11192/qwen2::qwen2-special-fuzz-0042`, and
 selectable with `-k`. A vocabulary's items that the run kept (after `-k`, `--deselect`, `--lf`) are
-checked in one batch the first time one of them runs (`tokconf.check.engine`), so each item only
+checked in one batch the first time one of them runs (`tokconf.checking.engine`), so each item only
 looks its verdict up; with pytest-xdist run `-n auto --dist loadgroup` to keep a vocabulary on one
 worker. The end-of-run summary prints the table `tokconf check` prints.
 """
@@ -20,13 +20,13 @@ from typing import Any
 
 import pytest
 
-from ..check.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
-from ..check.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
-from ..check.explain import explain_file
-from ..check.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
-from ..check.report import Invocation, closing_lines, describe, describe_cause, text_table
-from ..check.summary import Summary
-from ..check.xfail import Entry, ExpectedFailures
+from ..checking.contract import DECODE, FACTS, Claim, Decision, Gate, Section, Standing, Verdict
+from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
+from ..checking.explain import explain_file
+from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
+from ..checking.report import Invocation, closing_lines, describe, describe_cause, text_table
+from ..checking.summary import Summary
+from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Mode
 from ..implementations.base import Implementation

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from ..check.contract import Decision
+from ..checking.contract import Decision
 from ..core.errors import TokconfError
 from ..core.outcome import Mode
 from ..fuzz import DEFAULT_DATABASE, INI_DATABASE, Engine

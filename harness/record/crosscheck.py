@@ -27,10 +27,10 @@ from ..core.files import atomic_write, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
 from ..corpus.files import Case
 from ..corpus.generator import SplitMix64
+from ..live.client import LibllamaOracle
+from ..live.llama_tokenize import CliOracle
 from ..llama.build import Build
 from ..llama.vocabs import vocab_name
-from ..oracle.client import LibllamaOracle
-from ..oracle.llama_tokenize import CliOracle
 from .recorder import Plan, all_cases
 
 SCHEMA = "tokconf-crosscheck/1"

@@ -11,10 +11,10 @@ from .. import __version__
 from ..core.errors import TokconfError
 from ..core.facts import LlamaCppProvenance
 from ..core.files import sha256_file
+from ..live.client import LibllamaOracle
 from ..llama.build import Build, require_build
 from ..llama.fetch import LOCAL_KINDS
 from ..llama.local import local_build
-from ..oracle.client import LibllamaOracle
 from ..recordings.decoding import DETOKENIZE, Decoding, Edit, splice
 from ..recordings.decoding import path_for as decoding_path
 from ..recordings.decoding import write as write_decoding

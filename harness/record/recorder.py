@@ -34,10 +34,10 @@ from ..corpus.files import Case, CorpusFile
 from ..corpus.generator import GENERATOR_VERSION, fuzz_strings
 from ..corpus.upstream import upstream_cases
 from ..corpus.vocab_cases import vocab_cases
+from ..live.client import LibllamaOracle, VocabRefused
+from ..live.probe import LibraryInfo
 from ..llama.build import Build
 from ..llama.vocabs import vocab_name
-from ..oracle.client import LibllamaOracle, VocabRefused
-from ..oracle.probe import LibraryInfo
 from ..recordings.format import RecordedCase, Recording, write
 from ..synth.files import synth_provenance
 from ..synth.recipes import BY_NAME
@@ -58,7 +58,7 @@ class Plan:
     out_dir: Path
     decoding: bool = True  # also write each recording's decoding (record_decoding)
     sample: CorpusSample | None = None  # a fixed sample of the corpus (synthetic vocabs), else all of it
-    library: LibraryInfo | None = None  # a local llama.cpp's own word on itself (tokconf.oracle.probe)
+    library: LibraryInfo | None = None  # a local llama.cpp's own word on itself (tokconf.live.probe)
 
 
 class LocalLlamaCppProvenance(LlamaCppProvenance):

@@ -1,4 +1,4 @@
-"""The process that hosts libllama for one vocabulary: `python -m tokconf.oracle.worker`.
+"""The process that hosts libllama for one vocabulary: `python -m tokconf.live.worker`.
 
 It exists so that llama.cpp's aborts (b11192 throws `std::invalid_argument` on a code point above
 U+10FFFF and the uncaught exception kills the process) never reach the recorder.
@@ -6,7 +6,7 @@ U+10FFFF and the uncaught exception kills the process) never reach the recorder.
 It is a small fork server: this process loads the vocabulary once (~0.5 s: gcc -E, cffi, GGUF) and
 then forks a child that answers requests. When llama.cpp kills the child, the loaded parent answers
 the request the child died on with the reason from stderr and forks a fresh child, so a crash costs
-a fork, not a reload. (If this process itself dies or hangs, `tokconf.oracle.client` starts a new one.)
+a fork, not a reload. (If this process itself dies or hangs, `tokconf.live.client` starts a new one.)
 
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
 llama_tokenize byte for byte. Requests:
@@ -19,7 +19,7 @@ Errors: `E` + message; `X` + crash reason (the child died on this request; the o
 its inputs one by one to find the culprit).
 
 With `--info` instead of `--vocab` it loads the library alone and answers one frame, `O` + JSON of
-what it says about itself, or `E` + why it cannot be the oracle (tokconf.oracle.probe).
+what it says about itself, or `E` + why it cannot be the oracle (tokconf.live.probe).
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ def main() -> int:
     # ggml print to stdout (ggml_print_backtrace does, on abort) and must not corrupt the frames.
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
-    if args.info:  # tokconf.oracle.probe: does the library load, and what does it say it is
+    if args.info:  # tokconf.live.probe: does the library load, and what does it say it is
         try:
             described = describe_library(args.lib, args.header, tuple(args.include))
         except (LibraryError, RuntimeError) as error:  # RuntimeError: gcc -E could not read llama.h

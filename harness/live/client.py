@@ -1,7 +1,7 @@
 """`LibllamaOracle`: the live llama.cpp for one vocabulary, crash-isolated in a worker process.
 
 The worker calls llama_tokenize in-process through cffi, ~25,000 inputs/s. When llama.cpp aborts on
-an input, the worker's fork server reports it and carries on (`tokconf.oracle.worker`); when the
+an input, the worker's fork server reports it and carries on (`tokconf.live.worker`); when the
 worker hangs past the timeout or dies itself, it is killed and the next call starts a fresh one.
 Either way that input's answer is a `Refusal` carrying the reason: one bad input never stops a
 recording.
@@ -70,7 +70,7 @@ class LibllamaOracle:
     def _start(self) -> None:
         self._stderr.seek(0)
         self._stderr.truncate()
-        command = [sys.executable, "-m", "tokconf.oracle.worker", "--lib", str(self.build.libllama)]
+        command = [sys.executable, "-m", "tokconf.live.worker", "--lib", str(self.build.libllama)]
         command += ["--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
         for path in self.build.include_dirs:
             command += ["--include", str(path)]

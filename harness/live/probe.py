@@ -5,7 +5,7 @@ A library of another architecture, one whose libggml*.so cannot be found, or a f
 libllama would otherwise fail at the first vocabulary, where the oracle reads a load failure as
 llama.cpp refusing that vocabulary (`VocabRefused`), and a recording would hold it as every case's
 outcome. Asked here, it is an error naming the library and why. The library is loaded in the worker
-process (`python -m tokconf.oracle.worker --info`), never in this one.
+process (`python -m tokconf.live.worker --info`), never in this one.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .worker import read_frame
 
 @dataclass(frozen=True)
 class LibraryInfo:
-    """What a libllama says about itself (`tokconf.oracle.libllama.describe_library`); None where it
+    """What a libllama says about itself (`tokconf.live.libllama.describe_library`); None where it
     says nothing."""
 
     version: str | None  # llama_version(): LLAMA_VERSION (src/llama.cpp), e.g. 0.5.0-dev
@@ -43,7 +43,7 @@ class LibraryInfo:
 def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT) -> LibraryInfo:
     """Load the build's libllama in a worker process and read what it says about itself, or raise an
     error saying why it cannot serve as the oracle."""
-    command = [sys.executable, "-m", "tokconf.oracle.worker", "--lib", str(build.libllama)]
+    command = [sys.executable, "-m", "tokconf.live.worker", "--lib", str(build.libllama)]
     command += ["--header", str(build.llama_h), "--info"]
     for path in build.include_dirs:
         command += ["--include", str(path)]

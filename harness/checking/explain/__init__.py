@@ -13,9 +13,9 @@ from ...core.facts import VocabFacts
 from ...core.outcome import MODES
 from ...implementations.base import Implementation, VocabInfo
 from ...implementations.python import PortBroke
+from ...live.client import LibllamaOracle
 from ...llama.build import require_build
 from ...llama.pins import DEFAULT_BUILD
-from ...oracle.client import LibllamaOracle
 from ..contract import Verdict
 from ..engine import CheckedFile
 from .explainer import Cause, Explainer, Explanation, explained_failures

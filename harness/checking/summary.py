@@ -1,6 +1,6 @@
 """A check run's counts: per vocab x section, each verdict, with what the verdict contract needs
 beside them (each vocab's group and standing, the reasons of unsupported cases, the problems). Pure
-data: `tokconf.check.report` draws it, `tokconf.check.contract` decides on it."""
+data: `tokconf.checking.report` draws it, `tokconf.checking.contract` decides on it."""
 
 from __future__ import annotations
 
@@ -51,5 +51,5 @@ class Summary:
         return total
 
     def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
-        """The run's verdict under the contract (`tokconf.check.contract.decide`)."""
+        """The run's verdict under the contract (`tokconf.checking.contract.decide`)."""
         return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)

@@ -5,7 +5,7 @@ test item per case and mode). A vocabulary's cases are sent to the implementatio
 the time goes to the implementation, not to the harness.
 
 What each verdict means, and what PASS means for a run, is the verdict contract
-(`tokconf.check.contract`); this module asks the implementation and applies it case by case.
+(`tokconf.checking.contract`); this module asks the implementation and applies it case by case.
 """
 
 from __future__ import annotations
@@ -306,10 +306,17 @@ def _check_decoding(
             continue
         reason = ""
         if wrong:
-            shown = "; ".join(f"{what}: llama.cpp {want!r}, implementation {got!r}" for what, want, got in wrong[:3])
+            shown = "; ".join(
+                f"{what}: llama.cpp {_cut(want)}, implementation {_cut(got)}" for what, want, got in wrong[:3]
+            )
             reason = f"{len(wrong)} of {total} differ — {shown}"
         results.append(CaseResult(name, DECODE, kind, Verdict.FAILED if wrong else Verdict.PASSED, reason=reason))
     return results
+
+
+def _cut(text: bytes, limit: int = 80) -> str:
+    """A detokenized text in a reason, cut: a case may be kilobytes long, and the reason names three."""
+    return repr(text[:limit]) + (f"… ({len(text)} bytes)" if len(text) > limit else "")
 
 
 def _compare_pieces(decoding: Decoding, decoder: Decoder, special: bool) -> tuple[list[tuple[str, bytes, bytes]], int]:

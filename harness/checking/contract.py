@@ -46,6 +46,10 @@ DEFAULT_MIN_COVERAGE = 0.8
 
 
 class Verdict(enum.Enum):
+    """What one check came to (docs/checking.md): passed or failed against llama.cpp's answer, an error
+    (the implementation broke), unsupported (it declined: never judged, never a pass), or an expected
+    failure that failed (xfailed) or unexpectedly passed (xpassed)."""
+
     PASSED = "passed"
     FAILED = "failed"
     ERROR = "error"

