@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tokconf.check import run as check_run
-from tokconf.check.run import CheckRun
+from tokconf.checking import run as check_run
+from tokconf.checking.run import CheckRun
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import cache_root
 from tokconf.llama.build import Build, require_build
