@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_hypothesis_doc import BUG, SHRUNK, documented_files
+from test_hypothesis_doc import PORT as DOC_PORT
 from tokconf.core.files import cache_root
 from tokconf.llama.build import Build
 
@@ -154,3 +156,25 @@ def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(venv: Path, tmp
         c["mode"]: c["counts"] for c in matrix["cells"] if (c["peer"], c["vocab"]) == ("tiktoken-gguf", "gpt-2")
     }
     assert counts == published
+
+
+def test_the_documented_hypothesis_test_from_the_wheel_beside_a_ports_own_harness(
+    venv: Path, tmp_path: Path, llama_build: Build
+) -> None:
+    """docs/hypothesis.md's test, copied into a port's folder that has a `harness/` package of its own,
+    run by the venv's pytest with `tokconf[fuzz]` from the wheel: a port reading U+3000 as a space
+    fails, shrunk to U+3000; the reference passes."""
+    wheel = next((venv.parent / "dist").glob("*.whl"))
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile"]
+    subprocess.run([*pip, f"{wheel}[fuzz]"], check=True)
+    for bug, outcome in ((BUG, "1 failed"), ("", "1 passed")):
+        port = tmp_path / ("buggy" if bug else "reference")
+        (port / "harness").mkdir(parents=True)
+        (port / "harness" / "__init__.py").write_text(OWN_HARNESS)
+        files = documented_files() | {"tests/mypkg.py": DOC_PORT.format(bug=bug)}
+        for name, text in files.items():
+            (port / name).parent.mkdir(exist_ok=True)
+            (port / name).write_text(text, encoding="utf-8")
+        ran = _run(venv, "python", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", cwd=port)
+        assert outcome in ran.stdout.splitlines()[-1], ran.stdout + ran.stderr
+        assert SHRUNK.findall(ran.stdout) == (["b'\\xe3\\x80\\x80'"] if bug else [])
