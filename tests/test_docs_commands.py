@@ -23,7 +23,6 @@ docs hold, so neither can go stale.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shlex
@@ -35,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from builds import build_go, build_java, build_rust, fresh_venv, once, wheel
 from tokconf.core.files import cache_root
 from tokconf.llama.build import Build
 
@@ -162,67 +162,14 @@ def doc_commands(doc: str) -> list[Command]:
 COMMANDS = [command for doc in DOCS for command in doc_commands(doc)]
 
 
-def _shared_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> tuple[Path, Path]:
-    """A folder every xdist worker of this session shares (made once, under a lock), and the lock."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent
-    return base / name, base / f"{name}.lock"
-
-
-def _once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
-    folder, lock = _shared_folder(tmp_path_factory, name)
-    with lock.open("w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        if not (folder / ".done").is_file():
-            shutil.rmtree(folder, ignore_errors=True)
-            folder.mkdir(parents=True)
-            make(folder)
-            (folder / ".done").touch()
-    return folder
-
-
-def _make_wheel_venv(folder: Path) -> None:
-    """The wheel, built from a copy of the package's files (so no build/ is written into this checkout,
-    and none left there by another build gets into the wheel), installed into a fresh venv."""
-    source = folder / "source"
-    source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
-    for name in ("harness", "reference_impl", "corpora", "recordings"):
-        (source / name).symlink_to(ROOT / name)
-    wheels = folder / "dist"
-    pip_wheel = [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(source)]
-    subprocess.run(pip_wheel, check=True)
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
-    pip = [sys.executable, "-m", "pip", "--python", str(folder / "venv" / "bin" / "python"), "install", "-q"]
-    subprocess.run([*pip, "--no-compile", *map(str, wheels.glob("*.whl"))], check=True)
-
-
 @pytest.fixture(scope="session")
 def wheel_tokconf(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return _once(tmp_path_factory, "docs-wheel", _make_wheel_venv) / "venv" / "bin" / "tokconf"
+    """The wheel installed into a fresh venv, once per session (the venv shared by every command)."""
 
+    def make(folder: Path) -> None:
+        fresh_venv(folder / "venv", str(wheel(tmp_path_factory)))
 
-def _go(folder: Path) -> None:
-    binary = folder / "tokconf-go-adapter"
-    subprocess.run(["go", "build", "-o", str(binary), "."], cwd=ROOT / "examples" / "go", check=True)
-
-
-def _java(folder: Path) -> None:
-    sources = sorted(str(p) for p in (ROOT / "examples" / "java").glob("*.java"))
-    subprocess.run(["javac", "-d", str(folder / "out"), *sources], check=True)
-
-
-def _rust(folder: Path) -> None:
-    """Built with Debian's cargo and rustc (1.63) where there is one, as tests/test_example_rust.py does."""
-    debian = Path("/usr/bin/cargo")
-    cargo = str(debian) if debian.exists() else shutil.which("cargo") or "cargo"
-    env = dict(os.environ, CARGO_TARGET_DIR=str(folder / "target"))
-    if Path(cargo).with_name("rustc").exists():
-        env["RUSTC"] = str(Path(cargo).with_name("rustc"))
-    build = [cargo, "build", "--release", "--offline", "-q"]
-    subprocess.run(build, cwd=ROOT / "examples" / "rust", env=env, check=True)
+    return once(tmp_path_factory, "docs-venv", make) / "venv" / "bin" / "tokconf"
 
 
 # What a command names, and how the test supplies it: (a word of the command, what appears in the
@@ -230,9 +177,9 @@ def _rust(folder: Path) -> None:
 SUPPLIED: list[tuple[str, str, Callable[[Path], None] | None]] = [
     ("mypkg.tok:load", "mypkg", None),
     ("cmd:node adapter.mjs", "adapter.mjs", None),
-    ("cmd:./tokconf-go-adapter", "tokconf-go-adapter", _go),
-    ("Gpt2Adapter", "out", _java),
-    ("cmd:./target/release/tokconf-rust-adapter", "target", _rust),
+    ("cmd:./tokconf-go-adapter", "tokconf-go-adapter", build_go),
+    ("Gpt2Adapter", "out", build_java),
+    ("cmd:./target/release/tokconf-rust-adapter", "target", build_rust),
 ]
 
 
@@ -251,7 +198,7 @@ def _supply(command: Command, cwd: Path, tmp_path_factory: pytest.TempPathFactor
             shutil.copy(ROOT / "examples" / "node" / "adapter.mjs", cwd / name)
         else:
             assert make is not None
-            built = _once(tmp_path_factory, f"docs-{name}", make)
+            built = once(tmp_path_factory, make.__name__.removeprefix("build_"), make)
             (cwd / name).symlink_to(built / name)
 
 

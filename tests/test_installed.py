@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from builds import fresh_venv, install, wheel
 from test_hypothesis_doc import BUG, SHRUNK, documented_files
 from test_hypothesis_doc import PORT as DOC_PORT
 from tokconf.core.files import cache_root
@@ -76,15 +76,7 @@ def _tree(folder: Path) -> dict[str, tuple[int, int]]:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel built from this checkout (and pytest, as a port's CI has)."""
-    folder = tmp_path_factory.mktemp("installed")
-    wheels = folder / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(wheels), str(ROOT)], check=True)
-    # This pip installs into the venv (`--python`): no pip of its own to set up; no bytecode compiled
-    # ahead for every installed module (Python compiles what the port imports, when it imports it).
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder / "venv")], check=True)
-    pip = [sys.executable, "-m", "pip", "--python", str(folder / "venv" / "bin" / "python"), "install", "-q"]
-    subprocess.run([*pip, "--no-compile", *map(str, wheels.glob("*.whl")), "pytest"], check=True)
-    return folder / "venv"
+    return fresh_venv(tmp_path_factory.mktemp("installed") / "venv", str(wheel(tmp_path_factory)), "pytest")
 
 
 def test_the_installed_wheel_gates_a_port_from_its_own_folder(venv: Path, tmp_path: Path, llama_build: Build) -> None:
@@ -141,12 +133,12 @@ print(json.dumps({mode: {v.value: n for v, n in run.summary.counts[("gpt-2", mod
 """
 
 
-def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(venv: Path, tmp_path: Path) -> None:
+def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(
+    venv: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
     """`pip install 'tokconf[peers]'`, then `tokconf check --impl tiktoken-gguf --vocab gpt-2` and the
     same counts through the API, from another folder: docs/ecosystem.json's cells."""
-    wheel = next((venv.parent / "dist").glob("*.whl"))
-    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile"]
-    subprocess.run([*pip, f"{wheel}[peers]"], check=True)
+    install(venv, f"{wheel(tmp_path_factory)}[peers]")
     checked = _run(venv, "tokconf", "check", "--impl", "tiktoken-gguf", "--vocab", "gpt-2", cwd=tmp_path)
     verdict = checked.stdout.rsplit("\n", 2)[-2]  # decoding is checked too: the matrix has no column for it
     assert checked.returncode in (0, 1) and verdict.startswith(("PASS: ", "FAIL: ")), checked.stdout + checked.stderr
@@ -159,14 +151,12 @@ def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(venv: Path, tmp
 
 
 def test_the_documented_hypothesis_test_from_the_wheel_beside_a_ports_own_harness(
-    venv: Path, tmp_path: Path, llama_build: Build
+    venv: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, llama_build: Build
 ) -> None:
     """docs/hypothesis.md's test, copied into a port's folder that has a `harness/` package of its own,
     run by the venv's pytest with `tokconf[fuzz]` from the wheel: a port reading U+3000 as a space
     fails, shrunk to U+3000; the reference passes."""
-    wheel = next((venv.parent / "dist").glob("*.whl"))
-    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile"]
-    subprocess.run([*pip, f"{wheel}[fuzz]"], check=True)
+    install(venv, f"{wheel(tmp_path_factory)}[fuzz]")
     for bug, outcome in ((BUG, "1 failed"), ("", "1 passed")):
         port = tmp_path / ("buggy" if bug else "reference")
         (port / "harness").mkdir(parents=True)

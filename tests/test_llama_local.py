@@ -161,17 +161,23 @@ add_library(llama SHARED src/fake.c)
 """
 
 
-def test_a_failing_build_shows_its_log_and_resumes_and_a_non_libllama_is_refused(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _fake_tree(tmp_path: Path) -> Path:
     """A tree that is not llama.cpp at all, fast to build: its libllama exports none of llama.h."""
-    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
     tree = tmp_path / "fake"
     (tree / "src").mkdir(parents=True)
     (tree / "include").mkdir()
     (tree / "include" / "llama.h").write_text("int fake(void);\n", encoding="utf-8")
     (tree / "src" / "fake.c").write_text("int fake(void) { return 0; }\n", encoding="utf-8")
     (tree / "CMakeLists.txt").write_text(FAKE_CMAKE, encoding="utf-8")
+    return tree
+
+
+def test_a_failing_build_shows_its_log_and_resumes_and_a_non_libllama_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A tree that is not llama.cpp at all, fast to build: its libllama exports none of llama.h."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    tree = _fake_tree(tmp_path)
     (tree / "src" / "break").write_text("", encoding="utf-8")  # src/ is a build input, hence in the snapshot
     with pytest.raises(TokconfError) as failed:
         local_build(tree)
@@ -191,12 +197,7 @@ def test_a_failing_build_shows_its_log_and_resumes_and_a_non_libllama_is_refused
 
 def test_an_interrupted_build_resumes_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
-    tree = tmp_path / "fake"
-    (tree / "src").mkdir(parents=True)
-    (tree / "include").mkdir()
-    (tree / "include" / "llama.h").write_text("int fake(void);\n", encoding="utf-8")
-    (tree / "src" / "fake.c").write_text("int fake(void) { return 0; }\n", encoding="utf-8")
-    (tree / "CMakeLists.txt").write_text(FAKE_CMAKE, encoding="utf-8")
+    tree = _fake_tree(tmp_path)
     made = local_build(tree)
     root = local_root(tree_key(tree))
     snapshot = (root / "src" / "src" / "fake.c").stat().st_ino

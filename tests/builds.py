@@ -1,0 +1,98 @@
+"""What several test modules build once per session, shared by every xdist worker: the wheel (from a
+clean copy of the package's files), and the example adapters, each built as its author would build it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DEBIAN_CARGO = Path("/usr/bin/cargo")  # CI's toolchain (rustc 1.63): the Rust port must build with it
+
+
+def once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder `make` fills once per session, under a lock every xdist worker of the session shares."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent
+    folder = base / name
+    with (base / f"{name}.lock").open("w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        if not (folder / ".done").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir(parents=True)
+            make(folder)
+            (folder / ".done").touch()
+    return folder
+
+
+def _wheel(folder: Path) -> None:
+    """The wheel, built from a copy of the package's files: no build/ is written into this checkout, and
+    none left there by another build gets into the wheel."""
+    source = folder / "source"
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
+    for name in ("harness", "reference_impl", "corpora", "recordings"):
+        (source / name).symlink_to(ROOT / name)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(folder), str(source)], check=True
+    )
+    shutil.rmtree(source)
+
+
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This checkout's wheel, built once per session."""
+    return next(once(tmp_path_factory, "wheel", _wheel).glob("*.whl"))
+
+
+def fresh_venv(folder: Path, *requirements: str) -> Path:
+    """A venv with these installed (a wheel, `wheel[extra]`, `pytest`), and no pip of its own."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    install(folder, *requirements)
+    return folder
+
+
+def install(venv: Path, *requirements: str) -> None:
+    """pip installs into the venv (`--python`); no bytecode compiled ahead for every installed module."""
+    pip = [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "-q", "--no-compile"]
+    subprocess.run([*pip, *requirements], check=True)
+
+
+def tool(name: str, package: str) -> str:
+    found = shutil.which(name)
+    assert found, f"{name} is needed for the examples: bash setup.sh installs it (apt-get install {package})"
+    return found
+
+
+def build_go(folder: Path) -> None:
+    """`go build`: the standard library only, no network; `folder/tokconf-go-adapter`."""
+    subprocess.run([tool("go", "golang-go"), "build", "-o", str(folder / "tokconf-go-adapter"), "."],
+                   cwd=EXAMPLES / "go", check=True, capture_output=True)  # fmt: skip
+
+
+def build_java(folder: Path) -> None:
+    """`javac`: the JDK only, no jars, no network; the classes in `folder/out`."""
+    sources = sorted(str(source) for source in (EXAMPLES / "java").glob("*.java"))
+    javac = tool("javac", "default-jdk-headless")
+    subprocess.run([javac, "-d", str(folder / "out"), *sources], check=True, capture_output=True)
+
+
+def build_rust(folder: Path) -> None:
+    """`cargo build --release`, offline (no dependencies), into `folder/target`, so the source tree
+    stays clean; with Debian's cargo and the rustc beside it, not rustup's on PATH."""
+    cargo = str(DEBIAN_CARGO) if DEBIAN_CARGO.exists() else tool("cargo", "cargo")
+    env = dict(os.environ, CARGO_TARGET_DIR=str(folder / "target"))
+    if Path(cargo).with_name("rustc").exists():
+        env["RUSTC"] = str(Path(cargo).with_name("rustc"))
+    built = subprocess.run([cargo, "build", "--release", "--offline"], cwd=EXAMPLES / "rust", env=env,
+                           capture_output=True, text=True)  # fmt: skip
+    assert built.returncode == 0, f"cargo build failed:\n{built.stderr}"
