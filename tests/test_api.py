@@ -4,6 +4,7 @@ against the pinned llama.cpp and the bundled recordings."""
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -183,3 +184,14 @@ def test_jobs_check_recordings_in_parallel_with_the_same_verdicts(llama_build: B
     ]
     assert runs[0].decision == runs[1].decision and runs[1].decision is not None
     assert runs[1].decision.warnings == ("expected-failure entry 'qwen2/bos/none' matched no checked case",)
+
+
+def exits_hard(path: Path) -> object:
+    """A port whose loading ends its process outright, as a crash in C would."""
+    os._exit(0)
+
+
+def test_a_port_that_takes_down_a_checking_process_leaves_no_verdict(llama_build: Build) -> None:
+    with pytest.raises(tokconf.TokconfError, match="died: no verdict") as error:
+        tokconf.check("test_api:exits_hard", ["bundled/gpt-2.yaml", "bundled/qwen2.yaml"], jobs=2)
+    assert "run with --timeout" in str(error.value)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from pathlib import Path
@@ -86,8 +87,14 @@ def check_paths(
     vocabs = provision(files, vocab_dir)
     task = _Task(impl, selection, xfails, vocab_dir, timeout, explain, vocabs)
     if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
-        with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
-            checked = list(_reported(pool.map(task, files), progress))
+        try:
+            with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
+                checked = list(_reported(pool.map(task, files), progress))
+        except BrokenProcessPool:  # the implementation ended a checking process (os._exit, a crash in C)
+            raise TokconfError(
+                f"a process checking recordings with {impl} died: no verdict",
+                "run with --timeout, so the implementation runs in a worker process it cannot take down",
+            ) from None
         run = CheckRun(checked[0].impl_name, explained=explain)
     else:
         implementation = resolve(impl, timeout) if isinstance(impl, str) else impl
