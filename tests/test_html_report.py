@@ -49,7 +49,7 @@ def test_a_real_failing_run_reads_in_a_browser(llama_build: Build, tmp_path: Pat
     selection, xfails = Selection(), ExpectedFailures()
     run = check_paths([RECORDING], "fake_impls:two_bugs", selection, xfails, None, None, explain=True)
     decision = run.decision
-    assert decision is not None and not decision.passed and len(run.causes) == 2
+    assert not decision.passed and len(run.causes) == 2
     how = Invocation("fake_impls:two_bugs", (str(RECORDING),))
     page = tmp_path / "report.html"
     page.write_text(render_html(RunReport(run, how, f"tokconf check: {run.impl_name}")), encoding="utf-8")
@@ -122,7 +122,7 @@ def hostile_run() -> tuple[CheckRun, Decision, Invocation]:
     ]
     run.causes[0].actual_pieces, run.causes[0].shrunk = (HOSTILE.encode(), b"\xff</pre>"), False
     run.causes[0].cases, run.causes[1].cases = [failed], [aborted]
-    run.decision = decision = run.summary.decide(Gate())
+    run.ended = decision = run.summary.decide(Gate())
     return run, decision, Invocation(f"evil:{HOSTILE}", ("rec<b>.yaml",))
 
 

@@ -30,7 +30,7 @@ class CheckRun:
     claimed was judged, covered and passed."""
 
     impl_name: str
-    decision: Decision | None = None  # set when the run has ended
+    ended: Decision | None = None  # the verdict, set when the run has ended (`decision`)
     stopped: bool = False  # --maxfail was reached: part of the recordings was not checked
     maxfail: int | None = None
     summary: Summary = field(default_factory=Summary)
@@ -42,8 +42,15 @@ class CheckRun:
     explain_errors: list[str] = field(default_factory=list)  # with explain: vocabularies it could not explain
 
     @property
+    def decision(self) -> Decision:
+        """The run's verdict under the contract: `passed`, every reason it fails, its warnings."""
+        if self.ended is None:
+            raise TokconfError("the check run has not ended: it has no verdict yet")
+        return self.ended
+
+    @property
     def passed(self) -> bool:
-        return self.decision is not None and self.decision.passed
+        return self.ended is not None and self.ended.passed
 
 
 def _progress(line: str) -> None:
@@ -84,20 +91,24 @@ def check_paths(
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
         raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
+    implementation = resolve(impl, timeout) if isinstance(impl, str) else impl  # a wrong --impl fails first
     vocabs = provision(files, vocab_dir)
     task = _Task(impl, selection, xfails, vocab_dir, timeout, explain, vocabs)
     if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
+        implementation.close()  # each process resolves its own
         try:
             with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
                 checked = list(_reported(pool.map(task, files), progress))
         except BrokenProcessPool:  # the implementation ended a checking process (os._exit, a crash in C)
             raise TokconfError(
                 f"a process checking recordings with {impl} died: no verdict",
-                "run with --timeout, so the implementation runs in a worker process it cannot take down",
+                "a Python implementation: run it with --timeout, in a worker process it cannot take down",
             ) from None
-        run = CheckRun(checked[0].impl_name, explained=explain)
+        changed = sorted({one.impl_name for one in checked} - {implementation.name})
+        if changed:  # a library rebuilt or replaced during the run: one verdict must be of one implementation
+            raise TokconfError(f"{impl} changed during the run (it became {changed[0]})", "run the check again")
+        run = CheckRun(implementation.name, explained=explain)
     else:
-        implementation = resolve(impl, timeout) if isinstance(impl, str) else impl
         run = CheckRun(implementation.name, maxfail=maxfail, explained=explain)
         stop = Stop(maxfail)
         checked = []
@@ -121,7 +132,7 @@ def check_paths(
             run.explain_errors += [one.explanation.error] * bool(one.explanation.error)
     stale = [entry.pattern for entry in xfails.unmatched(set(run.vocabs))]
     unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
-    run.decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
+    run.ended = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
     return run
 
 

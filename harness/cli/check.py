@@ -25,7 +25,8 @@ def add_parser(commands: Any) -> None:
     chk.add_argument("-x", "--exitfirst", action="store_const", const=1, dest="maxfail", help="stop at the first")
     chk.add_argument(
         "--jobs", type=int, default=1, metavar="N",
-        help="check N recordings at a time, each in its own process (0: one per core; default 1)",
+        help="check N recordings at a time, each in its own process (0: one per core; default 1); "
+        "one at a time with --maxfail",
     )  # fmt: skip
     chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
 

@@ -5,6 +5,8 @@ a corrupt corpus file) is raised as `TokconfError` with a sentence saying what i
 saying what to do, so `tokconf` never answers a user mistake with a traceback.
 """
 
+from __future__ import annotations
+
 
 class TokconfError(Exception):
     """A failure the user can act on; `str()` is the full message shown to them."""
@@ -13,3 +15,8 @@ class TokconfError(Exception):
         self.problem = problem
         self.fix = fix
         super().__init__(f"{problem}\n  what to do: {fix}" if fix else problem)
+
+    def __reduce__(self) -> tuple[type[TokconfError], tuple[str, str]]:
+        """Pickled as a plain `TokconfError` with the same words: a subclass's own constructor may take
+        other arguments, and a check's worker process sends its errors back this way."""
+        return TokconfError, (self.problem, self.fix)

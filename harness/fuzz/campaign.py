@@ -192,7 +192,8 @@ def _hypothesis_home() -> Iterator[None]:
     """hypothesis's caches (Unicode tables, the constants of local modules) in tokconf's cache folder
     while the engine runs, not in a `.hypothesis/` of the folder the campaign runs in; the previous
     folder (a port's own tests in the same process keep theirs) afterwards."""
-    previous = storage_directory(intent_to_write=False).path
+    stored: object = storage_directory(intent_to_write=False)  # a Path in older hypothesis, a StorageDirectory since
+    previous = Path(getattr(stored, "path", stored))  # type: ignore[arg-type]
     set_hypothesis_home_dir(cache_root() / "hypothesis")
     try:
         yield

