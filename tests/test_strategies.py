@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import is_utf8
 from tokconf.core.render import WHITESPACE
 from tokconf.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES, SPECIAL_TEXTS
 from tokconf.fuzz.generator import CATEGORIES, PADDING_AFTER, PADDING_BEFORE, sample_words
@@ -121,14 +122,6 @@ def test_every_family_appears_among_all_families() -> None:
     assert any(set(text(d)) & set(DIGITS[2]) for d in drawn if is_utf8(d))  # Devanagari digits
     assert any({unicodedata.category(c) for c in text(d)} & {"Mn", "Me"} for d in drawn if is_utf8(d))
     assert max(len(d) for d in drawn) > 40 and min(len(d) for d in drawn) == 0
-
-
-def is_utf8(data: bytes) -> bool:
-    try:
-        data.decode("utf-8")
-    except UnicodeDecodeError:
-        return False
-    return True
 
 
 def test_a_vocabulary_adds_its_words_and_special_texts(llama_build: Build) -> None:
