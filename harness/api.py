@@ -24,7 +24,7 @@ from .implementations.python import PythonImplementation
 from .live.client import LibllamaOracle
 from .llama.build import require_build
 from .llama.pins import DEFAULT_BUILD
-from .synth.files import vocab_path
+from .synth.files import gguf_of
 
 Factory = Callable[[Path], Tokenizer]  # a port's loader: the GGUF file's path in, a tokenizer out
 
@@ -154,7 +154,7 @@ def oracle(vocab: str | Path, build: int | None = None) -> Iterator[Oracle]:
             llama.encode(b"Hello", add_special=False, parse_special=True)
     """
     number = build or DEFAULT_BUILD
-    path = Path(vocab) if isinstance(vocab, Path) or vocab.endswith(".gguf") else vocab_path(vocab, number)
+    path = gguf_of(vocab, number)
     if not path.is_file():
         raise TokconfError(f"vocabulary file {path} does not exist", "give a GGUF file or a vocabulary name")
     live = Oracle(LibllamaOracle(require_build(number, tokenize=False), path))  # a refused file fails here

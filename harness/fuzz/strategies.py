@@ -26,7 +26,7 @@ from ..core.errors import TokconfError
 from ..core.render import WHITESPACE
 from ..corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES, SPECIAL_TEXTS
 from ..implementations.reference import DECLINED
-from ..synth.files import vocab_path
+from ..synth.files import gguf_of
 from .generator import (
     CATEGORIES,
     LONGEST,
@@ -54,7 +54,7 @@ def inputs(vocab: Vocab | None = None, *, families: Iterable[Family] | None = No
     chosen = _chosen(families, vocab is not None)
     if vocab is None:
         return st.deferred(lambda: glued(chosen, (), tuple(text.encode("utf-8") for text in SPECIAL_TEXTS)))
-    return st.deferred(lambda: glued(chosen, *vocab_texts(_gguf(vocab))))
+    return st.deferred(lambda: glued(chosen, *vocab_texts(gguf_of(vocab))))
 
 
 def _chosen(families: Iterable[Family] | None, with_vocab: bool) -> frozenset[Family]:
@@ -68,13 +68,6 @@ def _chosen(families: Iterable[Family] | None, with_vocab: bool) -> frozenset[Fa
     if Family.WORDS in chosen and not with_vocab:
         raise InvalidArgument("Family.WORDS draws a vocabulary's words: give inputs(vocab, ...)")
     return chosen
-
-
-def _gguf(vocab: Vocab) -> Path:
-    """A vocabulary argument as a GGUF file: a path as given, a name as `tokconf.vocab_path` finds it."""
-    if not isinstance(vocab, str) or vocab.endswith(".gguf"):
-        return Path(os.fspath(vocab))
-    return vocab_path(vocab)
 
 
 @functools.cache

@@ -149,3 +149,11 @@ def vocab_path(name: str, build: int | None = None) -> Path:
             f"b{number} ships no vocabulary {name!r} (it ships: {known})", "use one of those, or a synthetic name"
         )
     return path
+
+
+def gguf_of(vocab: str | os.PathLike[str], build: int | None = None) -> Path:
+    """A vocabulary as the API takes it, as a GGUF file: a path (or a name ending in `.gguf`) as given,
+    a name as `vocab_path` finds it."""
+    if not isinstance(vocab, str) or vocab.endswith(".gguf"):
+        return Path(os.fspath(vocab))
+    return vocab_path(vocab, build)
