@@ -12,7 +12,8 @@ unexpected passes, failures of a run without `--explain`); and why cases were un
 The page is one self-contained file, readable without JavaScript and with none: inline CSS, no
 fonts, images or scripts to fetch, and a Content-Security-Policy that forbids them. Everything a
 port or a recording wrote (inputs, reasons, case ids, pieces) is escaped, its controls shown as
-code points, and long inputs are cut.
+code points and every other character a browser would not show as itself (a bidi control that
+would reorder the page, a lone surrogate) as its escape (`core.printable`), and long inputs are cut.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.outcome import Outcome, Refusal, render_outcome
+from ..core.printable import escape_unprintable, printable
 from ..core.render import code_points, first_divergence, visible
 from ..recordings.pieces import pieces_of
 from .contract import Decision, Verdict
@@ -42,8 +44,8 @@ REASON_CHARS = 500  # characters of one unsupported reason shown (a port writes 
 SEVERITY = (Verdict.ERROR, Verdict.FAILED, Verdict.XPASSED)  # a problem group's badge: its worst verdict
 
 # C0 controls and DEL as `<U+XXXX>` text (a NUL or a form feed from a port's reason stays readable);
-# tabs and newlines stay, inside <pre> they lay out the stories.
-_CONTROLS = {c: f"<U+{c:04X}>" for c in (*range(0x20), 0x7F) if chr(c) not in "\t\n"}
+# newlines stay, inside <pre> they lay out the stories.
+_CONTROLS = {c: f"<U+{c:04X}>" for c in (*range(0x20), 0x7F) if chr(c) != "\n"}
 
 CSS = """
 :root { color-scheme: light; --fg: #1f2328; --muted: #59636e; --line: #d1d9e0; --soft: #f6f8fa;
@@ -175,14 +177,16 @@ def render_html(report: RunReport) -> str:
 
 
 def _e(text: str) -> str:
-    """Text made safe inside an element or a quoted attribute."""
-    return html.escape(text.translate(_CONTROLS))
+    """Text made safe inside an element or a quoted attribute, and printable: C0 controls as
+    `<U+XXXX>`, each line's other unprintable characters as escapes (`escape_unprintable`)."""
+    lines = text.translate(_CONTROLS).split("\n")
+    return html.escape("\n".join(map(escape_unprintable, lines)))
 
 
 def _verdict(decision: Decision) -> str:
     state, word = ("pass", "PASS") if decision.passed else ("fail", "FAIL")
-    reasons = "".join(f"<li>fail: {_e(reason)}</li>" for reason in decision.reasons)
-    reasons += "".join(f"<li>warning: {_e(warning)}</li>" for warning in decision.warnings)
+    reasons = "".join(f"<li>fail: {_e(printable(reason))}</li>" for reason in decision.reasons)
+    reasons += "".join(f"<li>warning: {_e(printable(warning))}</li>" for warning in decision.warnings)
     return (
         f"<div class='verdict {state}'><span class='word'>{word}</span>"
         f"<p class='line mono'>{_e(decision.line())}</p>{f'<ul>{reasons}</ul>' if reasons else ''}</div>"

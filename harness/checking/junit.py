@@ -7,11 +7,12 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from ..core.files import atomic_output
+from ..core.printable import printable
 from .contract import Verdict
 from .engine import CaseResult
 
-# Characters XML 1.0 cannot hold (controls, U+FFFE, U+FFFF): a report quoting an input with one must
-# still parse, so they are written as <U+XXXX>, as the reports show invisible characters.
+# Characters XML 1.0 cannot hold (controls, lone surrogates, U+FFFE, U+FFFF): a report quoting an input
+# with one must still parse, so they are written as <U+XXXX>, as the reports show invisible characters.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
@@ -20,22 +21,24 @@ def _xml_text(text: str) -> str:
 
 
 def write_junit(path: Path, results: list[CaseResult], details: dict[int, str]) -> None:
-    """`details` maps an index into `results` to the full story of that problem."""
+    """`details` maps an index into `results` to the full story of that problem. What a port or a
+    recording wrote (names, case ids, reasons) is written printable (`core.printable`), as a dashboard
+    shows an attribute on one line; the stories are printable line by line already."""
     root = ET.Element("testsuites", name="tokconf")
     suites: dict[str, ET.Element] = {}
     for index, result in enumerate(results):
+        vocab, reason = printable(result.vocab), printable(result.reason)
         suite = suites.get(result.vocab)
         if suite is None:
-            suite = suites[result.vocab] = ET.SubElement(root, "testsuite", name=result.vocab)
-        case = ET.SubElement(
-            suite, "testcase", classname=f"{result.vocab}.{result.section}", name=_xml_text(result.case)
-        )
+            suite = suites[result.vocab] = ET.SubElement(root, "testsuite", name=vocab)
+        case = ET.SubElement(suite, "testcase", classname=f"{vocab}.{result.section}", name=printable(result.case))
+        story = _xml_text(details.get(index, ""))
         if result.verdict in (Verdict.FAILED, Verdict.XPASSED):
-            ET.SubElement(case, "failure", message=_xml_text(result.reason)).text = _xml_text(details.get(index, ""))
+            ET.SubElement(case, "failure", message=reason).text = story
         elif result.verdict is Verdict.ERROR:
-            ET.SubElement(case, "error", message=_xml_text(result.reason)).text = _xml_text(details.get(index, ""))
+            ET.SubElement(case, "error", message=reason).text = story
         elif result.verdict in (Verdict.UNSUPPORTED, Verdict.XFAILED):
-            ET.SubElement(case, "skipped", message=_xml_text(f"{result.verdict.value}: {result.reason}"))
+            ET.SubElement(case, "skipped", message=f"{result.verdict.value}: {reason}")
     for suite in suites.values():
         cases = list(suite)
         suite.set("tests", str(len(cases)))

@@ -5,10 +5,17 @@ texts) and pytest's summary all take their words and tables from here.
 A mismatch shows the vocab, mode and case, the input with its whitespace made visible and its code
 points, the first index where the ids diverge, a window of expected and actual ids each with its
 piece (the token's text from the GGUF file), and one command that re-checks that case alone.
+
+What a port or a file wrote (reasons, exception messages, a program's stderr, names, case ids) is
+shown as `core.printable.printable` makes it: one line, its controls, bidi controls and lone
+surrogates as escapes. Every line drawn here passes `escape_unprintable` as well, so that an input
+or a piece shown with `visible` cannot bring one in either; and every reason sits behind a prefix
+(`fail: `, `  expected : `), so that no port text starts a line, let alone one reading `PASS:`.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections import Counter
 from collections.abc import Sequence
@@ -19,6 +26,7 @@ from typing import Any
 
 from ..core.files import recordings_shown
 from ..core.outcome import MODES, Outcome, Refusal, render_outcome
+from ..core.printable import escape_unprintable, printable
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..recordings.format import VocabGroup
 from ..recordings.pieces import pieces_of
@@ -71,14 +79,21 @@ class Invocation:
             args += ["--mode", result.section]
         if result.section not in (DECODE, FACTS):
             args += ["--case", result.case]
-        return shlex.join(args)
+        return escape_unprintable(shlex.join(args))  # one line: a recording's case id may hold a line break
+
+
+def _lines(lines: list[str]) -> str:
+    """A story's lines as one text, each line printable (`escape_unprintable`): what `visible` leaves
+    as it is in an input or a piece (a bidi control) is escaped too."""
+    return "\n".join(map(escape_unprintable, lines))
 
 
 def describe(result: CaseResult, vocab: Path | None, how: Invocation) -> str:
     """The full story of one failed or broken case, as plain text."""
-    lines = [f"{result.vocab} [{result.section}] {result.case}: {result.verdict.value} — {result.reason}"]
+    head = f"{printable(result.vocab)} [{result.section}] {printable(result.case)}"
+    lines = [f"{head}: {result.verdict.value} — {printable(result.reason)}"]
     if result.section == FACTS:
-        return lines[0]
+        return _lines(lines)
     if result.section != DECODE:  # a whole-vocabulary decoding check: the reason lists the first differences
         lines.append(f"  input:       {visible(result.data)}")
         lines.append(f"  code points: {code_points(result.data)}")
@@ -99,7 +114,7 @@ def describe(result: CaseResult, vocab: Path | None, how: Invocation) -> str:
             for label, outcome in (("expected", expected), ("actual", actual)):
                 lines.append(f"  {label:9}: {_outcome_line(outcome, vocab)}")
     lines.append(f"  reproduce:   {how.command(result)}")
-    return "\n".join(lines)
+    return _lines(lines)
 
 
 def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
@@ -107,7 +122,7 @@ def _outcome_line(outcome: Outcome | None, vocab: Path | None) -> str:
     if outcome is None:
         return "(not asked)"
     if isinstance(outcome, Refusal) or not outcome:
-        return render_outcome(outcome)
+        return printable(render_outcome(outcome))  # a port's refusal reason
     shown = ids_window(outcome[: 2 * WINDOW], 0, pieces_of(vocab), 2 * WINDOW).replace(">", " ", 1).strip()
     return shown + (f"  … ({len(outcome)} ids)" if len(outcome) > 2 * WINDOW else "")
 
@@ -119,7 +134,7 @@ def _modes(results: list[CaseResult]) -> str:
 
 def _some_cases(results: list[CaseResult]) -> str:
     """The first few distinct case ids of the results, and how many more there are."""
-    cases = list(dict.fromkeys(r.case for r in results))
+    cases = list(dict.fromkeys(printable(r.case) for r in results))
     more = f" … and {len(cases) - EXAMPLES} more" if len(cases) > EXAMPLES else ""
     return ", ".join(cases[:EXAMPLES]) + more
 
@@ -143,7 +158,7 @@ def describe_cause(number: int, cause: Cause, vocab: Path | None, how: Invocatio
     """One cause of `--explain`: what the port does wrong, the minimal input, both answers on it,
     how many cases of each mode it explains, and the first of them (every one is in the reports)."""
     count = len(cause.cases)
-    lines = [f"cause {number}: {cause.vocab}, {cause.kind.value} — {cause.label}"]
+    lines = [f"cause {number}: {printable(cause.vocab)}, {cause.kind.value} — {cause.label}"]
     lines.append(f"  cases:         {count} ({_modes(cause.cases)})")
     shown = visible(cause.minimal) if cause.minimal else "(the empty input)"
     note = "" if cause.shrunk else "  (not fully shrunk: the shrinking budget ran out)"
@@ -154,7 +169,7 @@ def describe_cause(number: int, cause: Cause, vocab: Path | None, how: Invocatio
     lines.append(f"  case ids:      {_some_cases(cause.cases)}")
     example = next((r for r in cause.cases if r.section == cause.mode), cause.cases[0])
     lines.append(f"  reproduce:     {how.command(example)}")
-    return "\n".join(lines)
+    return _lines(lines)
 
 
 def describe_unexplained(unexplained: list[CaseResult]) -> str:
@@ -193,7 +208,7 @@ def describe_group(group: list[CaseResult], vocab: Path | None, how: Invocation)
     if len({r.case for r in group}) > 1:
         first = group[0]
         return (
-            f"{first.vocab}: {len(group)} errors ({_modes(group)}), one reason: {first.reason}\n"
+            f"{printable(first.vocab)}: {len(group)} errors ({_modes(group)}), one reason: {printable(first.reason)}\n"
             f"  cases:       {_some_cases(group)}\n  reproduce:   {how.command(first)}"
         )
     first = min(group, key=lambda r: _PRIORITY[r.verdict])
@@ -228,7 +243,7 @@ def table_rows(summary: Summary) -> list[list[str]]:
         for vocab, section in keys:
             if vocab not in quiet:
                 counts = summary.counts[(vocab, section)]
-                rows.append([vocab, section, *(str(counts[v]) for v in Verdict), conformance(counts)])
+                rows.append([printable(vocab), section, *(str(counts[v]) for v in Verdict), conformance(counts)])
         total: Counter[Verdict] = Counter()
         for key in keys:
             total.update(summary.counts[key])
@@ -250,9 +265,29 @@ def text_table(summary: Summary) -> list[str]:
     return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
 
+_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation: what CommonMark lets a backslash escape
+
+
+def _markdown_text(text: str) -> str:
+    """One line of text as Markdown that renders as exactly that text: every ASCII punctuation
+    character backslash-escaped, so no tag, entity, emphasis, link, code span, heading, list or table
+    cell border (`|`) can start in it. The line must be printable already (no line break)."""
+    return _PUNCTUATION.sub(r"\\\1", text)
+
+
+def _markdown_block(text: str) -> str:
+    """Text as a fenced code block whose fence is longer than any run of backticks in it: no line of
+    it can close the block, and nothing in a code block is markup."""
+    longest = max((len(run) for run in re.findall("`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
 def closing_lines(decision: Decision) -> list[str]:
-    """The end of every run's output: its warnings, every reason it fails, and the verdict line."""
-    return [f"warning: {w}" for w in decision.warnings] + [f"fail: {r}" for r in decision.reasons] + [decision.line()]
+    """The end of every run's output: its warnings, every reason it fails (one line each, printable:
+    a reason quotes a port), and the verdict line, which is last."""
+    warnings = [f"warning: {printable(w)}" for w in decision.warnings]
+    return warnings + [f"fail: {printable(r)}" for r in decision.reasons] + [decision.line()]
 
 
 class RunReport:
@@ -263,7 +298,7 @@ class RunReport:
     def __init__(self, run: CheckRun, how: Invocation, title: str) -> None:
         self.run = run
         self.how = how
-        self.title = title
+        self.title = escape_unprintable(title)  # it names the implementation: one line
         self.decision: Decision = run.decision
 
     @cached_property
@@ -286,14 +321,17 @@ class RunReport:
     def notes(self) -> list[str]:
         """What explaining could not do, and why cases were unsupported (the largest groups)."""
         run = self.run
-        lines = [f"explain: {error}" for error in run.explain_errors]
+        lines = [f"explain: {printable(error)}" for error in run.explain_errors]
         if run.unexplained:
             lines.append(describe_unexplained(run.unexplained))
         if run.explained and run.summary.problems:
             failed = len({case_id(r) for c in run.causes for r in c.cases})
             lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
         groups = self.unsupported
-        lines += [f"unsupported: {len(g.cases)} of {g.vocab}: {g.example}" for g in groups[:UNSUPPORTED_SHOWN]]
+        lines += [
+            f"unsupported: {len(g.cases)} of {printable(g.vocab)}: {printable(g.example)}"
+            for g in groups[:UNSUPPORTED_SHOWN]
+        ]
         if len(groups) > UNSUPPORTED_SHOWN:
             rest, reasons = sum(len(g.cases) for g in groups[UNSUPPORTED_SHOWN:]), len(groups) - UNSUPPORTED_SHOWN
             lines.append(f"unsupported: {rest} more, for {reasons} other reasons (--causes FILE lists all)")
@@ -311,7 +349,8 @@ class RunReport:
         named: dict[str, list[str]] = {}
         for number, cause in enumerate(self.run.causes, 1):
             for result in cause.cases:
-                named.setdefault(case_id(result), []).append(f"cause {number}, {cause.kind.value}: {cause.label}")
+                label = escape_unprintable(cause.label)
+                named.setdefault(case_id(result), []).append(f"cause {number}, {cause.kind.value}: {label}")
         stories = {}
         for index, result in enumerate(self.run.results):
             if result.verdict.is_problem:
@@ -320,20 +359,23 @@ class RunReport:
         return stories
 
     def markdown(self) -> str:
-        """The Markdown report: every case id of every cause, every problem's story."""
+        """The Markdown report: every case id of every cause, every problem's story. Nothing a port or
+        a file wrote can become markup: in the text and the table it is escaped (`_markdown_text`), the
+        stories are code blocks it cannot close (`_markdown_block`)."""
         decision = self.decision
-        lines = [f"# {self.title}", "", f"**{decision.line()}**", ""] + [f"- fail: {r}" for r in decision.reasons]
-        lines += [f"- warning: {w}" for w in decision.warnings]
+        lines = [f"# {_markdown_text(self.title)}", "", f"**{_markdown_text(decision.line())}**", ""]
+        lines += [f"- fail: {_markdown_text(printable(r))}" for r in decision.reasons]
+        lines += [f"- warning: {_markdown_text(printable(w))}" for w in decision.warnings]
         lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
-        lines += ["| " + " | ".join(row) + " |" for row in table_rows(self.run.summary)]
+        lines += [f"| {_markdown_text(key)} | {' | '.join(rest)} |" for key, *rest in table_rows(self.run.summary)]
         every = [
-            f"{text}\n  every case:    {' '.join(map(case_id, c.cases))}"
+            f"{text}\n  every case:    {' '.join(printable(case_id(r)) for r in c.cases)}"
             for text, c in zip(self.causes, self.run.causes, strict=True)
         ]
         if every:
-            lines += ["", "## Causes", ""] + [f"```\n{c}\n```" for c in every]
+            lines += ["", "## Causes", "", *map(_markdown_block, every)]
         if self.details:
-            lines += ["", "## Failures", ""] + [f"```\n{d}\n```" for d in self.details]
+            lines += ["", "## Failures", "", *map(_markdown_block, self.details)]
         return "\n".join(lines) + "\n"
 
     def causes_document(self) -> dict[str, Any]:

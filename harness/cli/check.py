@@ -2,7 +2,12 @@
 
 Exit status 0 only when the verdict contract (`tokconf.checking.contract`) says PASS: every claimed
 vocab x mode judged and covered, nothing failed, broke or unexpectedly passed; 1 otherwise, with
-every reason. With --junit, --report (.md or .html) the same results are also written to files.
+every reason. With --junit, --report (.md or .html) the same results are also written to files, and
+with --json the verdict (`tokconf.checking.verdict_json`).
+
+The verdict line is the last line printed. What a port wrote reaches the terminal only as
+`core.printable` makes it, behind a prefix, and rich interprets none of it: no markup (`[bold]`,
+`[link=…]`), no emoji codes (`:smile:`), no highlighting.
 """
 
 from __future__ import annotations
@@ -42,11 +47,13 @@ def run(args: argparse.Namespace) -> int:
     from ..checking.junit import write_junit
     from ..checking.report import COLUMNS, REPORT_FORMATS, Invocation, RunReport, table_rows
     from ..checking.run import check_paths
+    from ..checking.verdict_json import write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
+    from ..core.printable import printable
 
-    for output in (args.junit, args.report, args.causes):
+    for output in (args.junit, args.report, args.causes, args.json):
         if output is not None and not output.parent.is_dir():
             raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
     if args.report is not None and args.report.suffix not in REPORT_FORMATS:
@@ -61,17 +68,20 @@ def run(args: argparse.Namespace) -> int:
     try:
         jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
         run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
-                          explain=explain, gate=gate, jobs=jobs)  # fmt: skip
+                          explain=explain, gate=gate, jobs=jobs, load_timeout=args.load_timeout,
+                          in_process=args.in_process)  # fmt: skip
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
         raise TokconfError(
             f"the implementation ended the run (sys.exit({exit.code!r})): no verdict",
-            "fix the implementation; run it with --timeout, in a worker process, to keep the run going",
+            "fix the implementation; run it without --in-process, in a worker process, to keep the run going",
         ) from None
-    report = RunReport(run, how, f"tokconf check: {run.impl_name} against {how.recordings_shown(paths)}")
-    console = Console(highlight=False, width=max(120, Console().width))
+    title = f"tokconf check: {printable(run.impl_name)} against {how.recordings_shown(paths)}"
+    report = RunReport(run, how, title)
+    # port text is shown as it is: no [markup], no :emoji: codes, no highlighting; the table's cells too
+    console = Console(markup=False, emoji=False, highlight=False, width=max(120, Console().width))
 
     def say(text: str) -> None:
-        console.print(text, markup=False, soft_wrap=True)  # a repro command must stay one line
+        console.print(text, soft_wrap=True)  # a repro command must stay one line
 
     shown = report.details[: args.details]  # on the terminal; the report files hold every one
     for text in shown:
@@ -98,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.report, render_html(report), "report")
     elif args.report:
         atomic_write(args.report, report.markdown(), "report")
-    for line in report.ending():
+    if args.json:
+        write_verdict(args.json, report.decision, run.summary, run.impl_name)
+    for line in report.ending():  # the verdict line last: nothing follows it
         say(line)
     return report.decision.exit_status

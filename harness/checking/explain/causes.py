@@ -24,6 +24,7 @@ from ..engine import CaseResult
 from .explainer import Cause
 
 FORMAT = 1  # the document's "format": raised when a field changes meaning
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: a port's exception text may hold it
 _VARYING = re.compile(
     r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|\d+"
 )
@@ -117,4 +118,8 @@ def document(
 
 
 def write_causes(path: Path, doc: dict[str, Any]) -> None:
-    atomic_write(path, json.dumps(doc, ensure_ascii=False, indent=1) + "\n", "causes file")
+    """The document as UTF-8 JSON. A lone surrogate cannot be encoded as UTF-8 (writing it raw would
+    end the run with a traceback): it is written as JSON's escape of it, `\\ud800`, which reads back
+    as the same string."""
+    text = json.dumps(doc, ensure_ascii=False, indent=1)
+    atomic_write(path, _SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text) + "\n", "causes file")

@@ -1,0 +1,75 @@
+"""`--json FILE`: a run's verdict as a small JSON document, for CI systems that must not scrape text.
+
+The terminal's last line says PASS or FAIL, but a port under test writes text too (its reasons, its
+stderr, in process its own prints): a CI step that greps the output can be fooled, one that reads
+this file cannot. The document (docs/checking.md, "--json FILE"), one object:
+
+- `tokconf`: its version (`VERSION`), raised when a field changes meaning;
+- `passed`, `exit_status`, `verdict_line`, `reasons`, `warnings`: the `Decision`, as the terminal ends;
+- `totals`: every verdict's count; `scope`: the verdict line's figures (units, cases, covered, verified);
+- `units`: per vocab x mode (facts and decode too) its group, standing, counts, verified declines and
+  coverage;
+- `implementation`, and `contained`: whether it ran where it could not change the run.
+
+Every string a port or a file wrote (reasons, names) is in its printable form (`core.printable`):
+what the terminal shows, one line each.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..core.files import atomic_write
+from ..core.outcome import MODES
+from ..core.printable import printable
+from .contract import Decision, Unit, Verdict
+from .summary import Summary
+
+VERSION = 1
+
+
+def _counts(counts: Counter[Verdict]) -> dict[str, int]:
+    """Every verdict's count, zeros included: a reader need not know which keys may be missing."""
+    return {verdict.value: counts[verdict] for verdict in Verdict}
+
+
+def verdict_document(decision: Decision, summary: Summary, implementation: str) -> dict[str, Any]:
+    """The document of one decided run (the module's docstring). A unit's `coverage` is the contract's
+    (`Unit.coverage`: passed of its cases but the declines of a verified input class); facts and
+    decode have none, they never count toward it."""
+    units = []
+    for (vocab, section), counts in sorted(summary.counts.items()):
+        verified = sum(n for kind, n in summary.declines.get((vocab, section), Counter()).items() if kind.verified)
+        coverage = Unit(vocab, section, counts, verified).coverage() if section in MODES else None
+        units.append({
+            "vocab": printable(vocab), "mode": section, "group": summary.groups[vocab].value,
+            "standing": summary.standing[vocab].value, "counts": _counts(counts), "verified": verified,
+            "coverage": coverage,
+        })  # fmt: skip
+    return {
+        "tokconf": VERSION,
+        "passed": decision.passed,
+        "exit_status": decision.exit_status,
+        "verdict_line": decision.line(),
+        "reasons": [printable(reason) for reason in decision.reasons],
+        "warnings": [printable(warning) for warning in decision.warnings],
+        "totals": _counts(decision.totals),
+        "scope": {
+            "units": decision.units,
+            "cases": decision.in_scope,
+            "covered": decision.covered,
+            "verified": decision.verified,
+        },
+        "units": units,
+        "implementation": printable(implementation),
+        "contained": decision.contained,
+    }
+
+
+def write_verdict(path: Path, decision: Decision, summary: Summary, implementation: str) -> None:
+    """The document (`verdict_document`), written atomically: a CI step never reads half of one."""
+    text = json.dumps(verdict_document(decision, summary, implementation), ensure_ascii=False, indent=1)
+    atomic_write(path, text + "\n", "verdict file")
