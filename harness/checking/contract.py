@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar
 
 from ..core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
+from ..core.printable import printable
 
 # What a result is about: a case in one mode, a vocab fact, or a decoding check (its column in tables).
 Section = Mode | Literal["facts", "decode"]
@@ -191,7 +192,7 @@ class Decision:
         if self.passed:
             return head
         more = f" (and {len(self.reasons) - 1} more reasons above)" if len(self.reasons) > 1 else ""
-        return f"FAIL: {counts}; {coverage} — {self.reasons[0]}{more}"
+        return f"FAIL: {counts}; {coverage} — {printable(self.reasons[0])}{more}"  # a port's words: one line
 
 
 def decide(
