@@ -21,6 +21,7 @@ from .core.files import BUNDLED_RECORDINGS, recordings_arg
 from .core.outcome import Outcome, Refusal, Request
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
+from .implementations.resolve import contained_factory
 from .live.client import LibllamaOracle
 from .llama.build import require_build
 from .llama.pins import DEFAULT_BUILD
@@ -47,39 +48,48 @@ def check(
     explain: bool = False,
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
+    load_timeout: float | None = None,
+    in_process: bool = False,
 ) -> CheckRun:
     """Check an implementation against recordings, as `tokconf check` does, and return the run as
     data: `run.decision.passed` is the verdict contract's PASS (docs/checking.md), `run.results` every
     case's verdict, `run.summary.counts` the table, `run.causes` what `explain` found.
 
-    `impl` is a factory (`load(path) -> tokenizer`, see `Tokenizer`), called in this process, or an
-    `--impl` value: `"mypkg.tok:load"`, `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
+    `impl` is a factory (`load(path) -> tokenizer`, see `Tokenizer`), called in this process forked,
+    once per vocabulary, or an `--impl` value: `"mypkg.tok:load"` (imported and called in worker
+    processes only), `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
     `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
     The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
     `claims` is `--claim`, `min_coverage` a fraction; `jobs` processes apply to an `--impl` value without
-    `maxfail`). Bad input (a missing vocabulary file, a corrupt recording, a factory that is not
-    callable) raises `TokconfError` with what to do. Nothing a port raises or returns makes a run pass
-    by accident; a port that ends its own process (`os._exit`) is only contained in a worker process:
-    give `timeout`, with an `--impl` value."""
+    `maxfail`; `in_process` calls a port in this process, for debugging: it can then change the run,
+    and `run.decision.contained` is False). Bad input (a missing vocabulary file, a corrupt recording,
+    a factory that is not callable) raises `TokconfError` with what to do. Nothing a port raises,
+    returns or does to its process makes a run pass by accident."""
     given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
     paths = [recordings_arg(str(p)) for p in given] or [BUNDLED_RECORDINGS]
     claim = Claim(tuple(claims), min_coverage)
     selection = Selection(frozenset(vocabs), frozenset(modes), frozenset(cases), claim=claim)
     xfails = ExpectedFailures.load(xfail)
-    implementation: str | Implementation = impl if isinstance(impl, str) else _from_factory(impl)
+    implementation = impl if isinstance(impl, str) else _from_factory(impl, timeout, load_timeout, in_process)
     return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
-                       explain, Gate(claim, strict, strict_xfail), jobs)  # fmt: skip
+                       explain, Gate(claim, strict, strict_xfail), jobs, load_timeout, in_process)  # fmt: skip
 
 
 def _quiet(line: str) -> None:
     """A library call prints no progress unless asked to."""
 
 
-def _from_factory(factory: Factory) -> PythonImplementation:
+def _from_factory(
+    factory: Factory, timeout: float | None, load_timeout: float | None, in_process: bool
+) -> Implementation:
+    """A factory object: served by this process forked, one fork per vocabulary (its module is already
+    imported here, by the caller, but its calls then cannot reach the verdict), or called here."""
     if not callable(factory):
         raise TokconfError(f"check: {factory!r} is neither an --impl value nor a factory", "pass load, not load()")
     name = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
-    return PythonImplementation(name, factory)
+    if in_process:
+        return PythonImplementation(name, factory, contained=False)
+    return contained_factory(name, factory, timeout, load_timeout)
 
 
 def bundled_recordings(build: int | None = None) -> Path:

@@ -101,9 +101,21 @@ IMPL_HELP = (
 )
 TIMEOUT = Option(
     "timeout",
-    "per-case timeout in seconds (cmd: programs: default 10); given, a Python implementation runs in a worker "
-    "process where it is enforced",
+    "seconds an implementation has for each answer (default 10); Python implementations run in a worker process, "
+    "where it is enforced, unless --in-process",
     positive(float, MAX_TIMEOUT),
+)
+LOAD_TIMEOUT = Option(
+    "load-timeout",
+    "seconds an implementation has to start and load one vocabulary (default 600: a 262k-token vocabulary on a "
+    "loaded machine)",
+    positive(float, MAX_TIMEOUT),
+)
+IN_PROCESS = Option(
+    "in-process",
+    "for debugging: call a Python implementation in tokconf's own process, not in a worker; it can then change the "
+    "run, so the verdict line says the run was not contained",
+    flag=True,
 )
 
 CHECK = (
@@ -147,6 +159,10 @@ CHECK = (
         metavar="PERCENT",
     ),
     TIMEOUT,
+    LOAD_TIMEOUT,
+    IN_PROCESS,
+    Option("json", "also write the verdict as JSON here: the decision, its reasons, the counts per unit", Path,
+           metavar="FILE"),
 )
 
 FUZZ = (
@@ -184,6 +200,8 @@ FUZZ = (
     ),
     Option("report", "also write an HTML report (the findings, and a plot of examples and findings over time)", Path),
     TIMEOUT,
+    LOAD_TIMEOUT,
+    IN_PROCESS,
 )
 
 

@@ -89,7 +89,7 @@ def test_a_hanging_port_behind_a_wrapper_leaves_no_process(
 
 
 def test_a_program_that_exits_leaving_a_child_takes_the_child_along(marker: str) -> None:
-    impl = CommandImplementation(_wrapped("orphan-then-exit", marker), timeout=10)
+    impl = CommandImplementation.of_command(_wrapped("orphan-then-exit", marker), timeout=10)
     try:
         [outcome] = _session(impl).encode_many([(b"a", False, False)])
         assert outcome == Refusal("the program exited with status 3", RefusalKind.BROKEN)
@@ -99,7 +99,7 @@ def test_a_program_that_exits_leaving_a_child_takes_the_child_along(marker: str)
 
 
 def test_close_ends_a_program_that_ignores_the_end_of_its_input(marker: str) -> None:
-    impl = CommandImplementation(_wrapped("ignore-eof", marker), timeout=10)
+    impl = CommandImplementation.of_command(_wrapped("ignore-eof", marker), timeout=10)
     assert _session(impl).encode_many([(b"ab", False, False)]) == [[97, 98]]
     impl.close()
     assert _survivors(marker) == []
@@ -122,7 +122,7 @@ def test_stderr_is_kept_in_a_bounded_ring_read_as_it_comes() -> None:
 def test_a_line_nobody_asked_for_is_an_error_never_an_answer() -> None:
     """The program answers each request, then at once an answer for the next id ([999]): the next
     request is not sent, its case is an error showing the line, and the program is restarted."""
-    impl = CommandImplementation(_command("preempt"), timeout=10)
+    impl = CommandImplementation.of_command(_command("preempt"), timeout=10)
     try:
         outcomes = _session(impl).encode_many([(b"ab", False, False)] * 6)
     finally:
@@ -139,7 +139,7 @@ def test_a_program_that_breaks_on_every_other_input_is_given_up_on(tmp_path: Pat
     """Breaking never twice in a row, it is still given up on once `GIVE_UP_BROKEN` of its recent
     requests broke: 4 restarts, not one per two cases; the rest are errors with one reason."""
     starts = tmp_path / "starts"
-    impl = CommandImplementation(_command("alternate", "--starts", str(starts)), timeout=10)
+    impl = CommandImplementation.of_command(_command("alternate", "--starts", str(starts)), timeout=10)
     try:
         outcomes = _session(impl).encode_many([(b"ab", False, False)] * 40)
     finally:
@@ -160,7 +160,7 @@ def test_a_program_that_breaks_on_every_other_input_is_given_up_on(tmp_path: Pat
 def test_a_vocabulary_given_up_on_leaves_the_next_one_a_fresh_program(marker: str) -> None:
     """A hung program is killed at its timeout, so giving up leaves nothing running, and the next
     vocabulary starts the program again instead of waiting on the hung one."""
-    impl = CommandImplementation(_wrapped("hang", marker), timeout=0.5)
+    impl = CommandImplementation.of_command(_wrapped("hang", marker), timeout=0.5)
     try:
         outcomes = _session(impl).encode_many([(b"a", False, False)] * (GIVE_UP_BROKEN + 2))
         assert isinstance(outcomes[-1], Refusal) and outcomes[-1].reason.startswith(

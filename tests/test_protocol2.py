@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,8 +17,8 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.core.outcome import Refusal, RefusalKind
-from tokconf.implementations.base import Broken, Unsupported, VocabInfo
-from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, DecodingFailed
+from tokconf.implementations.base import Broken, Implementation, Unsupported, VocabInfo
+from tokconf.implementations.command import GIVE_UP_BROKEN, DecodingFailed
 from tokconf.implementations.protocol import (
     BadAnswer,
     CannotTake,
@@ -39,7 +38,7 @@ from tokconf.implementations.protocol import (
     parse_pieces,
     parse_text,
 )
-from tokconf.implementations.resolve import resolve_python
+from tokconf.implementations.resolve import resolve, resolve_python
 from tokconf.llama.build import Build
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
@@ -89,15 +88,19 @@ def _verdicts(run: CheckRun) -> dict[Verdict, int]:
 def test_declared_unsupported_inputs_are_counted_by_class_and_never_passed(
     llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
-    # two of the three cases are not UTF-8: passing one in three of each mode takes a claim that low
-    assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW, "--min-coverage", "33"]) == 0
+    # two of the three cases are not UTF-8, declined as such: a class verified on the input, not counted
+    assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW]) == 0
     assert _verdicts(check_runs[-1]) == {Verdict.PASSED: 3, Verdict.UNSUPPORTED: 6}
-    assert "unsupported: 6 of qwen2: invalid-utf8 (declared unsupported)" in capsys.readouterr().out
-    assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW]) == 1  # the default: 80%
-    assert "fail: qwen2 plain: 1 of 3 cases passed (33.33%, below the 80% a claim needs" in capsys.readouterr().out
-    assert (
-        main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW, "--min-coverage", "33", "--strict"]) == 1
-    )
+    out = capsys.readouterr().out
+    assert "unsupported: 6 of qwen2: invalid-utf8 (declared unsupported)" in out
+    assert "coverage 3/3 cases in scope (100.00%), 3 vocab x mode, 6 declined as verified classes" in out
+    # the same inputs declined as `other`, unverified: each counts against coverage, unless loosened explicitly
+    other = _program(tmp_path, ["other"], skip="other")
+    assert main(["check", "--impl", other, *FEW]) == 1
+    assert "fail: qwen2 plain: 1 of 3 cases passed (33.33%, below the 100% a claim needs" in capsys.readouterr().out
+    assert main(["check", "--impl", other, *FEW, "--min-coverage", "33"]) == 0
+    capsys.readouterr()
+    assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW, "--strict"]) == 1
     assert "fail: --strict: 6 unsupported" in capsys.readouterr().out
 
 
@@ -110,7 +113,7 @@ def test_an_undeclared_or_ill_fitting_unsupported_answer_fails_the_gate(
         capsys.readouterr().out
     )
     assert main(["check", "--impl", _program(tmp_path, ["nul"], skip="nul"), *FEW]) == 1
-    assert "answered unsupported (nul) for an input that is not nul" in capsys.readouterr().out
+    assert "declined the input as nul, which it is not (1 bytes)" in capsys.readouterr().out
 
 
 def test_a_program_that_loaded_another_vocabulary_is_one_error(
@@ -266,9 +269,9 @@ class Port:
     spec: str
     starts: Path
 
-    def worker(self) -> CommandImplementation:
-        command = shlex.join([sys.executable, "-m", "tokconf.implementations.serve", self.spec])
-        return CommandImplementation(command, timeout=10, label="worker")
+    def worker(self) -> Implementation:
+        """The port as every front end runs it by default: in worker processes, one per vocabulary."""
+        return resolve(self.spec, 10)
 
     def worker_starts(self) -> int:
         """How many worker processes imported the port (this process imports it too, in process)."""
@@ -304,26 +307,27 @@ def test_under_a_timeout_a_python_port_gets_its_in_process_verdicts(port: Callab
     assert over == in_process  # ids, or the refusal's kind and reason: what decides and shows the verdict
     kinds = [o.kind if isinstance(o, Refusal) else "ids" for o in over]
     assert kinds == ["ids", RefusalKind.REFUSED, *[RefusalKind.UNSUPPORTED] * 2, *[RefusalKind.BROKEN] * 3]
-    assert over[3] == Refusal("cannot take it", RefusalKind.UNSUPPORTED)  # declared as invalid-utf8, its reason kept
+    assert over[3] == Refusal("cannot take it", RefusalKind.UNSUPPORTED, InputClass.INVALID_UTF8)  # its reason kept
     assert tested.worker_starts() == 1
 
 
 @pytest.mark.parametrize("behaviour", ["exit", "bug", "decline"])
 def test_under_a_timeout_a_factory_gets_its_in_process_verdict(behaviour: str, port: Callable[..., Port]) -> None:
     """`sys.exit` or an exception in the factory breaks the vocabulary (every case an error, with the
-    factory's reason), `Unsupported` declines it: over the protocol as in process."""
+    factory's reason), `Unsupported` declines it: over the protocol as in process, each vocabulary in
+    a process of its own."""
     tested = port(behaviour)
     with pytest.raises((Broken, Unsupported)) as in_process:
         resolve_python(tested.spec).open(VOCAB)
     worker = tested.worker()
     try:
-        for _ in range(2):  # twice to the same worker: a factory that broke does not end it
+        for _ in range(2):
             with pytest.raises((Broken, Unsupported)) as over:
                 worker.open(VOCAB)
     finally:
         worker.close()
     assert (type(over.value), str(over.value)) == (type(in_process.value), str(in_process.value))
-    assert tested.worker_starts() == 1
+    assert tested.worker_starts() == 2
 
 
 def test_a_port_breaking_on_every_input_is_neither_restarted_nor_given_up(port: Callable[..., Port]) -> None:

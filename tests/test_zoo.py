@@ -1,6 +1,6 @@
-"""Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` in
-process, with `--timeout` (a worker process), as a `cmd:` program of protocol 2 and of protocol 1,
-and through the pytest plugin without and with xdist. Each port's verdict line, which holds every
+"""Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` (worker
+processes), `--jobs 2`, `--in-process`, as a `cmd:` program of protocol 2 and of protocol 1, and
+through the pytest plugin without and with xdist. Each port's verdict line, which holds every
 count and the coverage, and its exit status must be the same on every front end, and the one the
 verdict contract gives it.
 
@@ -58,7 +58,10 @@ ZOO: dict[str, tuple[int, str]] = {
     "refuses_everything": (1, "FAIL: .* failed"),
     "declines_every_input": (1, "nothing judged in gpt-2 (bos|plain|special): .*no input at all"),
     "only_the_empty_input": (1, "gpt-2 (bos|plain|special): 1 of \\d+ cases passed"),
-    "declines_invalid_utf8": (0, "PASS: .* unsupported"),
+    "declines_invalid_utf8": (0, "PASS: .* unsupported; .*declined as verified classes"),
+    "declines_digits": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
+    "declines_newlines": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
+    "lies_about_its_class": (1, "FAIL: .* error"),
     "declines_parse_special": (1, "nothing judged in gpt-2 (bos|special): .*parse_special is not implemented"),
     "printing": (0, "PASS: "),
     "facts_of_the_wrong_type": (1, "FAIL: \\d+ passed, 5 error"),
@@ -72,6 +75,7 @@ PROTOCOL_1 = ("right", "wrong", "refuses_everything")
 XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab")
 
 VERDICT_LINE = re.compile(r"^(?:PASS|FAIL): .*$", re.M)
+NOT_CONTAINED = "; NOT CONTAINED: the implementation ran in tokconf's process (--in-process)"
 
 
 def _verdict_line(output: str) -> str:
@@ -111,8 +115,12 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
     front_ends = {
         "--timeout": _cli(capsys, recordings, impl, "--timeout", "30"),
+        "--jobs 2": _cli(capsys, recordings, impl, "--jobs", "2"),
         "cmd: protocol 2": _cli(capsys, recordings, worker),
     }
+    status_in_process, line_in_process = _cli(capsys, recordings, impl, "--in-process")
+    assert NOT_CONTAINED in line_in_process  # the same verdict, said to be of a run the port could have changed
+    assert (status_in_process, line_in_process.replace(NOT_CONTAINED, "")) == (status, line)
     if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
         adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, recordings, adapter)[0] == status
@@ -152,11 +160,50 @@ def test_the_refused_vocabulary_alone_never_passes(recordings: Path, capsys: pyt
 
 @pytest.mark.usefixtures("zoo_path")
 def test_min_coverage_is_the_share_each_unit_must_pass(recordings: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """declines_invalid_utf8 passes under the default share, and not when every case must pass."""
-    impl = "zoo_ports:declines_invalid_utf8"
-    assert _cli(capsys, recordings, impl)[0] == 0
-    status, line = _cli(capsys, recordings, impl, "--min-coverage", "100")
+    """Verified declines (not UTF-8, NUL) never count; unverified ones (declines_digits's) do, unless
+    `--min-coverage` loosens the share explicitly; `--strict` fails any decline at all."""
+    assert _cli(capsys, recordings, "zoo_ports:declines_invalid_utf8")[0] == 0
+    assert _cli(capsys, recordings, "zoo_ports:declines_invalid_utf8", "--strict")[0] == 1
+    status, line = _cli(capsys, recordings, "zoo_ports:declines_digits")
     assert status == 1 and "below the 100% a claim needs" in capsys.readouterr().out + line
+    assert _cli(capsys, recordings, "zoo_ports:declines_digits", "--min-coverage", "50")[0] == 0
     with pytest.raises(SystemExit):
         main(["check", "--min-coverage", "101"])
     assert "must be from 0 to 100" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def two_vocabs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Slices of two vocabularies a port loads: gpt-2's and llama-bpe's."""
+    folder = tmp_path_factory.mktemp("two-vocabs")
+    for name in ("gpt-2", "llama-bpe"):
+        whole = load(B11192 / f"{name}.yaml")
+        write(
+            folder / f"{name}.yaml",
+            Recording(whole.provenance, whole.facts, [c for c in whole.cases if KEEP.search(c.id)]),
+        )
+    return folder
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end(
+    two_vocabs: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with one
+    tokenizer cache for its whole process gets the same counts and exit status whatever the scheduling,
+    and fails, by that check's row alone."""
+    impl = "zoo_ports:stateful"
+    status, line = _cli(capsys, two_vocabs, impl)
+    assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
+    failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
+    assert failed == {("llama-bpe", "interleave")}
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(two_vocabs)]
+    distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
+    front_ends = {
+        "--jobs 2": _cli(capsys, two_vocabs, impl, "--jobs", "2"),
+        "cmd: protocol 2": _cli(capsys, two_vocabs, worker),
+        "pytest -n 2": (distributed.ret, _verdict_line(distributed.stdout.str())),
+    }
+    assert front_ends == dict.fromkeys(front_ends, (status, line))
+    assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0  # the same check, passed by a port without state

@@ -1,5 +1,6 @@
 """A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
-declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing.
+declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing,
+declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies.
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
@@ -59,14 +60,58 @@ class OnlyTheEmptyInput(ReferencePort):
 
 
 class DeclinesInvalidUtf8(ReferencePort):
-    """A `str` API: declines what is not UTF-8, and is right on the rest (passes: well covered)."""
+    """A `str` API on C strings: declines what is not UTF-8 (no class named: tokconf sees it is not),
+    and what holds NUL (said so), and is right on the rest: passes, those classes being verified."""
 
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:
             raise Unsupported("not valid UTF-8") from None
+        if b"\x00" in data:
+            raise Unsupported("C strings end at NUL", input_class="nul")
         return super().encode(data, add_special, parse_special)
+
+
+class DeclinesDigits(ReferencePort):
+    """Wrong on every input holding a digit, and declines exactly those, as `other` with a reason of its
+    own choosing: unverified declines count against coverage, so it fails."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if any(48 <= byte <= 57 for byte in data):
+            raise Unsupported("input is not valid UTF-8")  # a lie about valid UTF-8: shown as its words, class other
+        return super().encode(data, add_special, parse_special)
+
+
+class DeclinesNewlines(ReferencePort):
+    """Wrong on every input holding a newline, and declines exactly those: fails as DeclinesDigits."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if b"\n" in data:
+            raise Unsupported("multi-line input")
+        return super().encode(data, add_special, parse_special)
+
+
+class LiesAboutItsClass(ReferencePort):
+    """Declines inputs holding a digit as `invalid-utf8`, which they are not: errors."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if any(48 <= byte <= 57 for byte in data):
+            raise Unsupported("cannot decode", input_class="invalid-utf8")
+        return super().encode(data, add_special, parse_special)
+
+
+_FIRST: list[ReferencePort] = []
+
+
+class Stateful(ReferencePort):
+    """Keeps the first vocabulary it loads for the whole process (one tokenizer cache per process): right
+    whenever its process holds one vocabulary, wrong once a second is loaded into it, as an application
+    loading two models would see. Fails in every front end: by the interleaving check."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        first = _FIRST[0] if len(data) > 3 else self
+        return ReferencePort.encode(first, data, add_special, parse_special)
 
 
 class DeclinesParseSpecial(ReferencePort):
@@ -109,6 +154,12 @@ def _port(kind: type[ReferencePort]) -> object:
     return factory
 
 
+def stateful(path: Path) -> object:
+    port = Stateful(from_gguf(path).tokenizer)
+    _FIRST[:] = _FIRST or [port]
+    return port
+
+
 def crashing_at_load(path: Path) -> object:
     """A bug while reading the vocabulary: every case of it an error."""
     raise KeyError("tokenizer.ggml.merges")
@@ -123,3 +174,8 @@ right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Ra
 declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
 declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
 printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
+declines_digits, declines_newlines, lies_about_its_class = (
+    _port(DeclinesDigits),
+    _port(DeclinesNewlines),
+    _port(LiesAboutItsClass),
+)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from ..core.facts import Fact, VocabFacts
-from ..core.outcome import MODES, Mode, Outcome
-from ..implementations.base import Broken, Decoder, Implementation, Session, Unsupported, VocabInfo
+from ..core.outcome import MODES, DeclineContext, InputClass, Mode, Outcome, Refusal, RefusalKind, Request
+from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Session, Unsupported, VocabInfo
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
 from ..recordings.format import RecordedCase, Recording, load
 from ..synth.files import recorded_vocab
@@ -87,6 +87,12 @@ class CaseResult:
     # can: a port whose vocabulary differs from the GGUF's is then shown its own pieces.
     actual_pieces: tuple[bytes, ...] | None = None
     standing: Standing = Standing.LOADED  # the vocabulary's, which decides whether it is in scope
+    declined: InputClass | None = None  # an unsupported case's input class, verified on its input
+
+    @property
+    def verified_decline(self) -> bool:
+        """Declined as a class tokconf verified on the input: counted apart, not against coverage."""
+        return self.verdict is Verdict.UNSUPPORTED and self.declined is not None and self.declined.verified
 
 
 @dataclass
@@ -166,6 +172,8 @@ def check_recording(
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
+    context = DeclineContext(frozenset(t for t in facts.get("special_texts", {}).values() if t),
+                             session.max_input_bytes)  # fmt: skip
     exposed = session.decoder()
     decoder = _Remembered(exposed) if exposed is not None else None
     try:
@@ -173,8 +181,10 @@ def check_recording(
             if stop.reached:
                 return
             chunk = wanted[start : start + CHUNK]
-            answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in chunk])
-            for (case, mode), actual in zip(chunk, answers, strict=True):
+            requests = [(case.data, *MODES[mode]) for case, mode in chunk]
+            answers = session.encode_many(requests)
+            for (case, mode), request, answer in zip(chunk, requests, answers, strict=True):
+                actual = verified(answer, request, context)
                 result = _judged(name, mode, case.id, case.data, case.outcomes[mode], actual, xfails)
                 stop.problems += result.verdict.is_problem
                 if result.verdict is Verdict.FAILED and isinstance(actual, list) and decoder is not None:
@@ -190,6 +200,19 @@ def check_recording(
         session.close()
 
 
+def verified(answer: Outcome, request: Request, context: DeclineContext) -> Outcome:
+    """An answer whose decline is checked on its input: a class the input is not of is an error, in
+    every front end (a Python `Unsupported`, a worker's, a `cmd:` program's `unsupported`)."""
+    if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED or answer.declined is None:
+        return answer
+    if answer.declined.fits(request, context):
+        return answer
+    cls = answer.declined.value
+    limit = f" (declared limit: {context.max_bytes} bytes)" if answer.declined is InputClass.TOO_LONG else ""
+    why = f"declined the input as {cls}{limit}, which it is not ({len(request[0])} bytes); it said: {answer.reason}"
+    return Refusal(why, RefusalKind.BROKEN)
+
+
 def _not_loaded(
     recording: Recording,
     wanted: list[tuple[RecordedCase, Mode]],
@@ -199,14 +222,18 @@ def _not_loaded(
 ) -> Iterator[CaseResult]:
     """Every selected check of a vocabulary the implementation did not open, with one verdict: both
     refusing a vocabulary llama.cpp refuses to load is agreement (passed, but never coverage: see the
-    contract); a declared `Unsupported` is unsupported; anything else broke, and is an error. Facts
-    and decoding checks get the same verdict, so every front end counts the same items."""
+    contract); a llama.cpp refusing one the recorded build loaded failed (`LoadRefused`); a declared
+    `Unsupported` is unsupported; anything else broke, and is an error. Facts and decoding checks get
+    the same verdict, so every front end counts the same items."""
     name, facts = recording.vocab_name, recording.facts
     reason = str(why)
     if "load_error" in facts:
         standing = Standing.LLAMA_REFUSES
         verdict = Verdict.PASSED if isinstance(why, Unsupported) else Verdict.ERROR
         reason = f"llama.cpp refuses to load it too ({facts['load_error']})" if verdict is Verdict.PASSED else reason
+    elif isinstance(why, LoadRefused):  # the most important difference two llama.cpps can have
+        standing, verdict = Standing.LOADED, Verdict.FAILED
+        reason = f"refused to load a vocabulary llama.cpp b{recording.build} loads: {why}"
     elif isinstance(why, Unsupported):
         standing, verdict = Standing.DECLINED, Verdict.UNSUPPORTED
     else:
@@ -266,7 +293,8 @@ def _judged(
     vocab: str, mode: Mode, case: str, data: bytes, expected: Outcome, actual: Outcome, xfails: ExpectedFailures
 ) -> CaseResult:
     judged, reason = _listed(vocab, mode, case, *judge(expected, actual), xfails)
-    return CaseResult(vocab, mode, case, judged, data, expected, actual, reason)
+    declined = actual.declined if isinstance(actual, Refusal) and judged is Verdict.UNSUPPORTED else None
+    return CaseResult(vocab, mode, case, judged, data, expected, actual, reason, declined=declined)
 
 
 def _listed(vocab: str, section: Section, case: str, verdict: Verdict, reason: str, xfails: ExpectedFailures

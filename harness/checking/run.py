@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -17,8 +18,9 @@ from ..implementations.resolve import resolve
 from ..recordings.format import VocabGroup, read_provenance, recording_files
 from ..synth.files import recorded_vocab
 from .contract import Decision, Gate
-from .engine import CaseResult, Selection, Stop, check_file
+from .engine import CaseResult, CheckedFile, Selection, Stop, check_file
 from .explain import Cause, Explanation, explain_file
+from .interleave import Replay, interleave, replayable, sample
 from .summary import Summary
 from .xfail import ExpectedFailures
 
@@ -31,6 +33,7 @@ class CheckRun:
 
     impl_name: str
     ended: Decision | None = None  # the verdict, set when the run has ended (`decision`)
+    contained: bool = True  # False: a port ran in tokconf's process (--in-process); the verdict line says so
     stopped: bool = False  # --maxfail was reached: part of the recordings was not checked
     maxfail: int | None = None
     summary: Summary = field(default_factory=Summary)
@@ -80,32 +83,38 @@ def check_paths(
     explain: bool = False,
     gate: Gate | None = None,
     jobs: int = 1,
+    load_timeout: float | None = None,
+    in_process: bool = False,
 ) -> CheckRun:
     """Check an implementation (an `--impl` value, or one made already) against every selected
     recording under `paths`; with `maxfail`, stop asking once that many problems were found; with
     `explain`, group each vocab's failures into causes (`tokconf.checking.explain`). With `jobs` above
     one (and an `--impl` value, and no `maxfail`), that many processes check a recording each at a
-    time. The run ends with its verdict under `gate` (default: `Gate()`, every vocabulary the
-    implementation loads)."""
+    time. A Python implementation runs in worker processes unless `in_process`
+    (`tokconf.implementations.resolve`). When the whole run was checked, the vocabularies are loaded
+    into one process of the implementation and replayed (`tokconf.checking.interleave`). The run ends
+    with its verdict under `gate` (default: `Gate()`, every vocabulary the implementation loads)."""
     files = [p for p in recording_files(paths) if selection.wants_vocab(p.stem)]
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
         raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
-    implementation = resolve(impl, timeout) if isinstance(impl, str) else impl  # a wrong --impl fails first
+    running = _Running(timeout, load_timeout, in_process)
+    implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
     vocabs = provision(files, vocab_dir)
-    task = _Task(impl, selection, xfails, vocab_dir, timeout, explain, vocabs)
+    task = _Task(impl, selection, xfails, vocab_dir, running, explain, vocabs)
     if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
-        implementation.close()  # each process resolves its own
         try:
             with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
                 checked = list(_reported(pool.map(task, files), progress))
-        except BrokenProcessPool:  # the implementation ended a checking process (os._exit, a crash in C)
+        except BrokenProcessPool:  # an implementation in process (--in-process) ended a checking process
+            implementation.close()
             raise TokconfError(
                 f"a process checking recordings with {impl} died: no verdict",
-                "a Python implementation: run it with --timeout, in a worker process it cannot take down",
+                "run it without --in-process: in worker processes it cannot take down",
             ) from None
         changed = sorted({one.impl_name for one in checked} - {implementation.name})
         if changed:  # a library rebuilt or replaced during the run: one verdict must be of one implementation
+            implementation.close()
             raise TokconfError(f"{impl} changed during the run (it became {changed[0]})", "run the check again")
         run = CheckRun(implementation.name, explained=explain)
     else:
@@ -119,8 +128,15 @@ def check_paths(
                     break
                 checked += _reported([task.check(path, implementation, stop)], progress)
                 run.stopped |= stop.reached
-        finally:
+        except BaseException:
             implementation.close()
+            raise
+    try:
+        replays = [one.replay for one in checked if one.replay is not None] if not run.stopped else []
+        checked += _interleaved(implementation, replays, progress)
+    finally:
+        implementation.close()
+    run.contained = implementation.contained
     for one in checked:
         run.vocabs[one.vocab_name] = one.vocab
         run.summary.add(one.results, one.group)
@@ -132,8 +148,23 @@ def check_paths(
             run.explain_errors += [one.explanation.error] * bool(one.explanation.error)
     stale = [entry.pattern for entry in xfails.unmatched(set(run.vocabs))]
     unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
-    run.ended = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
+    decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
+    run.ended = dataclasses.replace(decision, contained=run.contained)
     return run
+
+
+def _interleaved(implementation: Implementation, replays: list[Replay], progress: Callable[[str], None]
+                 ) -> list[_Checked]:  # fmt: skip
+    """The interleaving check's results, one `_Checked` per vocabulary (the table's rows)."""
+    results = interleave(implementation, replays)
+    if results:
+        progress(f"interleaved: {len(results)} checked in one process of {implementation.name}")
+    replayed = {replay.vocab_name: replay for replay in replays}
+    by_vocab: dict[str, list[CaseResult]] = {}
+    for result in results:
+        by_vocab.setdefault(result.vocab, []).append(result)
+    return [_Checked(implementation.name, vocab, replayed[vocab].group, replayed[vocab].vocab.path, found, None,
+                     set(), None) for vocab, found in by_vocab.items()]  # fmt: skip
 
 
 @dataclass
@@ -147,6 +178,7 @@ class _Checked:
     results: list[CaseResult]
     explanation: Explanation | None
     matched: set[str]  # the expected-failure entries its results matched
+    replay: Replay | None  # its sample for the interleaving check
 
 
 @dataclass
@@ -157,7 +189,7 @@ class _Task:
     selection: Selection
     xfails: ExpectedFailures
     vocab_dir: Path | None
-    timeout: float | None
+    running: _Running
     explain: bool
     vocabs: dict[Path, Path]
 
@@ -167,16 +199,34 @@ class _Task:
         explanation = explain_file(checked, implementation) if self.explain else None
         recording = checked.recording
         return _Checked(implementation.name, recording.vocab_name, recording.group, checked.vocab, checked.results,
-                        explanation, set(self.xfails.matched))  # fmt: skip
+                        explanation, set(self.xfails.matched), _replay(checked))  # fmt: skip
 
     def __call__(self, path: Path) -> _Checked:
         """In a pool's process: the implementation resolved for this file alone, and closed after it."""
         assert isinstance(self.impl, str)
-        implementation = resolve(self.impl, self.timeout)
+        implementation = self.running.resolve(self.impl)
         try:
             return self.check(path, implementation)
         finally:
             implementation.close()
+
+
+@dataclass(frozen=True)
+class _Running:
+    """How an `--impl` value is run: the per-answer and loading timeouts, in tokconf's process or not."""
+
+    timeout: float | None
+    load_timeout: float | None
+    in_process: bool
+
+    def resolve(self, spec: str) -> Implementation:
+        return resolve(spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process)
+
+
+def _replay(checked: CheckedFile) -> Replay | None:
+    return sample(
+        checked.recording, checked.vocab, [(str(r.section), r.case) for r in checked.results if replayable(r)]
+    )
 
 
 def _reported(checked: Iterable[_Checked], progress: Callable[[str], None]) -> Iterator[_Checked]:

@@ -7,14 +7,16 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
+from ..core.outcome import InputClass
 from ..recordings.format import VocabGroup
 from .contract import Decision, Gate, Section, Standing, Verdict, decide
 from .engine import CaseResult
 
 
 class Summary:
-    """Counts per vocab x section, each vocab's group and standing, the reasons of unsupported cases
-    per vocab x section, and the problems kept for details; `decide` applies the verdict contract."""
+    """Counts per vocab x section, each vocab's group and standing, the declines per input class and
+    the reasons of the unverified ones per vocab x section, and the problems kept for details;
+    `decide` applies the verdict contract."""
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
@@ -22,10 +24,12 @@ class Summary:
         self.standing: dict[str, Standing] = {}
         self.problems: list[CaseResult] = []
         self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
+        self.declines: dict[tuple[str, Section], Counter[InputClass]] = defaultdict(Counter)
 
     def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
         for result in results:
-            self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason)
+            self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason,
+                       result.declined)  # fmt: skip
             if result.verdict.is_problem:
                 self.problems.append(result)
 
@@ -37,11 +41,17 @@ class Summary:
         group: VocabGroup,
         standing: Standing = Standing.LOADED,
         reason: str = "",
+        declined: InputClass | None = None,
     ) -> None:
+        """One verdict; an unsupported case's input class (`declined`) when it declined an input."""
         self.counts[(vocab, section)][verdict] += 1
         self.groups[vocab] = group
         self.standing[vocab] = standing
-        if verdict is Verdict.UNSUPPORTED:
+        if verdict is not Verdict.UNSUPPORTED:
+            return
+        if declined is not None:
+            self.declines[(vocab, section)][declined] += 1
+        if declined is None or not declined.verified:  # a verified class says it all; a reason of its own does not
             self.unsupported_reasons[(vocab, section)][reason] += 1
 
     def totals(self) -> Counter[Verdict]:
@@ -52,4 +62,6 @@ class Summary:
 
     def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
         """The run's verdict under the contract (`tokconf.checking.contract.decide`)."""
-        return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases)
+        verified = {unit: sum(n for c, n in found.items() if c.verified) for unit, found in self.declines.items()}
+        return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases,
+                      verified)  # fmt: skip

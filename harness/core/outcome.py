@@ -41,12 +41,77 @@ class RefusalKind(enum.Enum):
     BROKEN = "broken"  # the implementation broke (crashed, hung, spoke garbage): an error, never a pass
 
 
+MIN_DECLARED_LIMIT = 1024  # the smallest input length limit (bytes) a port may declare: a lower one declines text
+
+
+class InputClass(enum.Enum):
+    """What an implementation may say it cannot be given (docs/line-protocol.md, `tokconf.Unsupported`'s
+    `input_class`). Every class but `other` is a property of the input tokconf checks on the input
+    itself, so a decline of that class is *verified*: it is counted apart and does not count against
+    coverage. A decline whose class does not fit its input is an error; `other` fits anything, and
+    every case it declines counts against coverage (a port that declines exactly the inputs it gets
+    wrong must not pass)."""
+
+    INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
+    NUL = "nul"  # the input holds a NUL byte (a port on C strings)
+    SPECIAL_TEXT = "special-text"  # parse_special off and the input holds a special token's text
+    TOO_LONG = "too-long"  # the input is longer than the byte limit the port declared
+    PARSE_SPECIAL = "parse-special"  # requests with parse_special true
+    ADD_SPECIAL = "add-special"  # requests with add_special true
+    OTHER = "other"  # any input, for a reason of the port's own: not verified
+
+    @property
+    def verified(self) -> bool:
+        return self is not InputClass.OTHER
+
+    def fits(self, request: Request, context: DeclineContext) -> bool:
+        """Whether the input is of this class, as tokconf can tell from the input alone."""
+        data, add_special, parse_special = request
+        if self is InputClass.INVALID_UTF8:
+            return not is_utf8(data)
+        if self is InputClass.NUL:
+            return b"\x00" in data
+        if self is InputClass.SPECIAL_TEXT:
+            return not parse_special and any(text in data for text in context.special_texts)
+        if self is InputClass.TOO_LONG:
+            return context.max_bytes is not None and len(data) > context.max_bytes
+        if self is InputClass.PARSE_SPECIAL:
+            return parse_special
+        if self is InputClass.ADD_SPECIAL:
+            return add_special
+        return True
+
+    @classmethod
+    def named(cls, name: str) -> InputClass | None:
+        return next((c for c in cls if c.value == name), None)
+
+    @classmethod
+    def of_input(cls, data: bytes) -> InputClass:
+        """The class a decline that names none is counted under: a property of the input that needs no
+        declaring (not UTF-8, holds NUL), or else `other`."""
+        if not is_utf8(data):
+            return cls.INVALID_UTF8
+        return cls.NUL if b"\x00" in data else cls.OTHER
+
+
+@dataclass(frozen=True)
+class DeclineContext:
+    """What verifying a decline needs beyond the input: the vocabulary's special-token texts (from the
+    recording's facts: llama.cpp's CONTROL and USER_DEFINED texts, which `tokenizer_st_partition`
+    cuts out) and the input length limit the implementation declared."""
+
+    special_texts: frozenset[bytes] = frozenset()
+    max_bytes: int | None = None
+
+
 @dataclass(frozen=True)
 class Refusal:
-    """No ids: `reason` is stable text (a recording stores only the reasons of llama.cpp's refusals)."""
+    """No ids: `reason` is stable text (a recording stores only the reasons of llama.cpp's refusals).
+    An unsupported answer carries the class of input it declined (`declined`)."""
 
     reason: str
     kind: RefusalKind = RefusalKind.REFUSED
+    declined: InputClass | None = None
 
 
 Outcome = list[int] | Refusal

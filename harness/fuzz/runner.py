@@ -41,6 +41,8 @@ class Asked:
     found_dir: Path
     timeout: float | None
     engine: Engine
+    load_timeout: float | None = None
+    in_process: bool = False
 
     @classmethod
     def of(cls, value: Callable[[str], Any], seed: int, database: str, engine: Engine) -> Asked:
@@ -57,6 +59,8 @@ class Asked:
             found_dir=value("found-dir"),
             timeout=value("timeout"),
             engine=engine,
+            load_timeout=value("load-timeout"),
+            in_process=bool(value("in-process")),
         )
 
 
@@ -87,7 +91,8 @@ class Runner:
 
     @functools.cached_property
     def impl(self) -> Implementation:
-        return resolve(self.asked.impl, self.asked.timeout)
+        asked = self.asked
+        return resolve(asked.impl, asked.timeout, load_timeout=asked.load_timeout, in_process=asked.in_process)
 
     def vocabs(self) -> list[Path]:
         return resolve_vocabs(list(self.asked.vocabs), self.build)

@@ -13,16 +13,33 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.facts import ExposedFacts, VocabFacts
-from ..core.outcome import Outcome, Request
+from ..core.outcome import InputClass, Outcome, Request
 
 
 class Unsupported(Exception):
     """The implementation declares that it does not handle this vocabulary, or this input: counted as
     unsupported, never judged and never passed (docs/checking.md, "The verdict contract").
 
-    Raised by a factory for a whole vocabulary, or by `encode` for one input it cannot be given (a
-    `str` API handed invalid UTF-8). Nothing else is a declaration: any other exception a factory or
-    `encode` raises is an error."""
+    Raised by a factory for a whole vocabulary, or by `encode` for one input it cannot be given, with
+    the class of that input (`input_class`: an `InputClass` or its name, e.g. `"invalid-utf8"` for a
+    `str` API handed invalid UTF-8). tokconf checks the class on the input: one that does not fit is
+    an error, and only `other` (the default for an input that is valid UTF-8 without NUL) counts
+    against coverage. The message is shown as the port's words beside the class. Nothing else is a
+    declaration: any other exception a factory or `encode` raises is an error."""
+
+    def __init__(self, *args: object, input_class: InputClass | str | None = None) -> None:
+        super().__init__(*args)
+        named = InputClass.named(input_class) if isinstance(input_class, str) else input_class
+        if isinstance(input_class, str) and named is None:
+            known = ", ".join(c.value for c in InputClass)
+            raise ValueError(f"Unsupported(input_class={input_class!r}): not an input class ({known})")
+        self.input_class = named
+
+
+class LoadRefused(Unsupported):
+    """A llama.cpp (a build, a library, or a program that says it wraps one) refused to load the
+    vocabulary. Where the recorded build loaded it, that is the most important difference there is
+    between the two llama.cpps: a failure, never "not claimed"."""
 
 
 class Refused(Exception):
@@ -74,7 +91,11 @@ class Decoder(Protocol):
 
 
 class Session(Protocol):
-    """One vocabulary loaded into an implementation."""
+    """One vocabulary loaded into an implementation. `max_input_bytes`: the input length limit it
+    declared (inputs longer than that it may decline as `too-long`), or None."""
+
+    @property
+    def max_input_bytes(self) -> int | None: ...
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]: ...
 
@@ -113,7 +134,12 @@ class VocabInfo:
 
 
 class Implementation(Protocol):
+    """`contained`: its code cannot reach the process that judges it (a worker, a `cmd:` program, a
+    llama.cpp worker), so nothing it does changes a verdict; False only for a Python implementation
+    run in tokconf's process (`--in-process`), which the verdict line says."""
+
     name: str
+    contained: bool
 
     def open(self, vocab: VocabInfo) -> Session: ...
 

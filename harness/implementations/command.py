@@ -1,14 +1,20 @@
 """`cmd:PROGRAM ARGS…`: a tokenizer in any language, over JSON lines (docs/line-protocol.md).
 
-The program is one long-lived process (`tokconf.implementations.transport`), spoken to in typed
-messages (`tokconf.implementations.protocol`). Anything it does wrong — crash, hang past the per-case
-timeout, a line that is not JSON, an answer for another request, a line nobody asked for — becomes
-that case's error with what it said, and the program is restarted (and the vocabulary reloaded) for
-the next case; a vocabulary whose cases keep breaking it is given up on (`Breakage`).
+Each vocabulary is checked by a fresh process of the program (`tokconf.implementations.transport`),
+spoken to in typed messages (`tokconf.implementations.protocol`), so what one vocabulary leaves behind
+in the program cannot change another's answers, however the run is scheduled (`--jobs`, pytest-xdist);
+`tokconf.checking.interleave` then loads several into one process, on purpose, to catch exactly that.
+Anything it does wrong — crash, hang past the per-answer timeout, a line that is not JSON, an answer
+for another request, a line nobody asked for — becomes that case's error with what it said, and the
+program is restarted (and the vocabulary reloaded) for the next case; a vocabulary whose cases keep
+breaking it is given up on (`Breakage`).
 
 Protocol 2 adds what protocol 1 programs could not be checked on: the vocab facts (`facts`) and
-decoding (`token_to_piece`, `detokenize`), each declared by the program when it loads a vocabulary.
-A program that answers the handshake without `"protocol": 2` is spoken to in protocol 1.
+decoding (`token_to_piece`, `detokenize`), each declared by the program when it loads a vocabulary;
+and `encode_batch` for a program that declares it (tokconf's Python worker does): many inputs in one
+request line, answered one line each, each within its own timeout, so a batch costs no round trips
+and still finds the input that hangs or crashes. A program that answers the handshake without
+`"protocol": 2` is spoken to in protocol 1.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ from typing import Any, TypeVar
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
-from .base import Broken, Decoder, Session, Unsupported, VocabInfo
+from .base import Broken, Decoder, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
     DECODING_OPS,
     PROTOCOL,
@@ -34,12 +40,14 @@ from .protocol import (
     Facts,
     Fault,
     Hello,
+    HelloRefused,
     LoadDeclined,
     Loaded,
     Op,
     OutOfStep,
     Refuses,
     answer_to,
+    batch_fields,
     encode_fields,
     encode_outcome,
     load_fields,
@@ -49,12 +57,15 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import Program, ProgramFailed
+from .transport import Program, ProgramFailed, Wait
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)
 PIECES_PER_REQUEST = 4096
+BATCH = 256  # inputs per encode_batch request: few round trips, and a crash costs a restart, not the batch
 PROGRESS_SECONDS = 5.0
+DEFAULT_TIMEOUT = 10.0  # seconds for each answer, when no --timeout is given
+DEFAULT_LOAD_TIMEOUT = 600.0  # seconds to start and load one vocabulary (262k tokens, a loaded machine)
 
 T = TypeVar("T")
 
@@ -90,31 +101,109 @@ class DecodingFailed(Exception):
     decoding check is an error."""
 
 
-class CommandSession:
-    """One vocabulary loaded into the program; the program is restarted after any failure, and given
-    up on (its remaining cases errors, with the reason once) when `Breakage` is exhausted."""
+@dataclass(frozen=True)
+class Launcher:
+    """How to start the program: a command line (with extra environment), or, for a Python object
+    that cannot be named in a fresh interpreter, this process forked into `target`."""
 
-    def __init__(self, owner: CommandImplementation, vocab: VocabInfo) -> None:
+    argv: tuple[str, ...]
+    env: Mapping[str, str] | None = None
+    target: Callable[[], int] | None = None
+    label: str | None = None  # what messages call it (a worker: its --impl value), else its command line
+
+    def start(self, timeout: float) -> Program:
+        if self.target is not None:
+            return Program.forked(self.argv[0], self.target, timeout)
+        return Program(list(self.argv), timeout, self.env)
+
+    @property
+    def shown(self) -> str:
+        return self.label or shlex.join(self.argv)
+
+
+class Conversation:
+    """One running process of the program, greeted: its pipes, its request ids and its handshake.
+    Starting and the handshake have the load timeout (an interpreter and its imports), every other
+    answer the per-answer one. ProgramFailed, BadAnswer or HelloRefused when the handshake fails (the
+    process has then ended)."""
+
+    def __init__(self, launcher: Launcher, answer: Wait, load: Wait) -> None:
+        self.answer_wait, self.load_wait = answer, load
+        self.program = launcher.start(answer.seconds)
+        self._ids = itertools.count()
+        try:
+            self.hello = Hello.parse(self.exchange(Op.HELLO, {"protocol": PROTOCOL}, load))
+        except (ProgramFailed, BadAnswer, HelloRefused):
+            self.program.end()
+            raise
+
+    def exchange(self, op: Op, fields: Mapping[str, Any], wait: Wait | None = None) -> dict[str, Any]:
+        request_id = self.send(op, fields, wait)
+        return self.receive(request_id, wait)
+
+    def send(self, op: Op, fields: Mapping[str, Any], wait: Wait | None = None, answers: int = 1) -> int:
+        """Write a request that `answers` lines answer; the id of the first (the next ones follow)."""
+        request_id = next(self._ids)
+        for _ in range(answers - 1):
+            next(self._ids)
+        self.program.send(request_line(request_id, op, fields), wait or self.answer_wait)
+        return request_id
+
+    def receive(self, request_id: int, wait: Wait | None = None) -> dict[str, Any]:
+        line = self.program.receive(wait or self.answer_wait)
+        try:
+            return answer_to(line, request_id)
+        except OutOfStep as lost:
+            self.program.end()
+            raise ProgramFailed(str(lost)) from None
+
+    @property
+    def running(self) -> bool:
+        return self.program.running
+
+    def close(self) -> None:
+        self.program.close()
+
+
+class CommandSession:
+    """One vocabulary loaded into a process of the program of its own; the process is restarted after
+    any failure, and given up on (its remaining cases errors, with the reason once) when `Breakage` is
+    exhausted. Closing the session ends the process."""
+
+    def __init__(
+        self,
+        owner: CommandImplementation,
+        vocab: VocabInfo,
+        conversation: Conversation,
+        keep: Callable[[Conversation], None] | None = None,
+    ) -> None:
+        """`keep`: given the process at the end instead of ending it (`SharedProcess`)."""
         self.owner = owner
         self.vocab = vocab
+        self.conversation = conversation
+        self.keep = keep
         self.dead: str | None = None  # why no more is asked: every later case is an error with it
         self.breakage = Breakage()
         self.loaded = Loaded()
 
+    @property
+    def max_input_bytes(self) -> int | None:
+        return self.loaded.max_bytes if self.loaded.max_bytes is not None else self.owner.hello.max_bytes
+
     def load(self) -> None:
-        """Load the vocabulary: Unsupported when the program declines it, Broken when it breaks or
-        names another vocabulary."""
+        """Load the vocabulary: Unsupported when the program declines it (LoadRefused when the program
+        is llama.cpp), Broken when it breaks or names another vocabulary."""
         name = self.vocab.path.name
         try:
-            answer = parse_load(
-                self.owner.ask(Op.LOAD, load_fields(self.vocab, self.owner.protocol)), self.owner.protocol
-            )
+            fields = load_fields(self.vocab, self.owner.protocol)
+            answer = parse_load(self.conversation.exchange(Op.LOAD, fields, self.conversation.load_wait),
+                                self.owner.protocol)  # fmt: skip
         except ProgramFailed as failure:
             raise Broken(f"the program failed loading {name}: {failure}") from None
         except BadAnswer as bad:
             raise Broken(f"loading {name}: {bad}") from None
         if isinstance(answer, LoadDeclined):
-            raise Unsupported(answer.reason)
+            raise (LoadRefused if self.owner.hello.llama_cpp else Unsupported)(answer.reason)
         if isinstance(answer, Fault):
             raise Broken(answer.reason)
         if differences := answer.differences(self.vocab):
@@ -123,45 +212,82 @@ class CommandSession:
         self.loaded = answer
 
     def ask(self, op: Op, fields: Mapping[str, Any]) -> dict[str, Any]:
-        """One request for this vocabulary. A failure (the program has ended) restarts it and reloads
+        """One request for this vocabulary. A failure (the process has ended) restarts it and reloads
         the vocabulary, or gives up on the vocabulary, and is raised as ProgramFailed."""
         if self.dead is not None:
             raise ProgramFailed(self.dead)
         try:
-            answer = self.owner.ask(op, fields)
+            answer = self.conversation.exchange(op, fields)
         except ProgramFailed as failure:
-            self.breakage.note(True)
-            if self.breakage.exhausted:
-                self.dead = self.breakage.given_up(str(failure))
-            else:
-                self._reload()
+            self._broke(failure)
             raise
         self.breakage.note(False)
         return answer
 
-    def _reload(self) -> None:
+    def _broke(self, failure: ProgramFailed) -> None:
+        """The process ended on a request: count it, then give up or start again."""
+        self.breakage.note(True)
+        if self.breakage.exhausted:
+            self.dead = self.breakage.given_up(str(failure))
+            return
+        try:
+            self.conversation = self.owner.start()
+        except ProgramFailed as again:
+            self.dead = f"the program could not be restarted: {again}"
+            return
         try:
             self.load()
         except (Unsupported, Broken) as why:  # it loaded the vocabulary before, and now does not
             self.dead = f"after a restart, the program did not load {self.vocab.path.name}: {why}"
 
+    def _outcome(self, answer: dict[str, Any]) -> Outcome:
+        return encode_outcome(parse_encode(answer, self.owner.protocol), self.owner.hello.unsupported)
+
     def encode_one(self, request: Request) -> Outcome:
         try:
-            answer = self.ask(Op.ENCODE, encode_fields(request))
-            return encode_outcome(parse_encode(answer, self.owner.protocol), request, self.owner.hello.unsupported)
+            return self._outcome(self.ask(Op.ENCODE, encode_fields(request)))
         except (ProgramFailed, BadAnswer) as failure:
             return Refusal(str(failure), RefusalKind.BROKEN)
 
+    def encode_batch(self, requests: list[Request]) -> list[Outcome]:
+        """The answers to the first of `requests`, in one request line: all of them, or those up to and
+        including the one the process ended on (its error; the caller asks the rest again). Each
+        answer is counted toward the give-up as a single request's is."""
+        if self.dead is not None:
+            return [Refusal(self.dead, RefusalKind.BROKEN)] * len(requests)
+        try:
+            first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests), answers=len(requests))
+        except ProgramFailed as failure:
+            self._broke(failure)
+            return [Refusal(str(failure), RefusalKind.BROKEN)]
+        out: list[Outcome] = []
+        for index in range(len(requests)):
+            try:
+                answer = self.conversation.receive(first + index)
+            except ProgramFailed as failure:
+                self._broke(failure)
+                return [*out, Refusal(str(failure), RefusalKind.BROKEN)]
+            self.breakage.note(False)
+            try:
+                out.append(self._outcome(answer))
+            except BadAnswer as bad:
+                out.append(Refusal(str(bad), RefusalKind.BROKEN))
+        return out
+
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
-        """One request at a time, with a progress line every few seconds (a live one on a terminal)."""
+        """In batches where the program takes them, else one request at a time, with a progress line
+        every few seconds (a live one on a terminal)."""
         live = sys.stderr.isatty()
         shown = time.monotonic()
         out: list[Outcome] = []
-        for request in requests:
-            out.append(self.encode_one(request))
+        while len(out) < len(requests):
+            if self.owner.hello.batch:
+                out += self.encode_batch(requests[len(out) : len(out) + BATCH])
+            else:
+                out.append(self.encode_one(requests[len(out)]))
             if time.monotonic() - shown >= PROGRESS_SECONDS:
                 shown = time.monotonic()
-                line = f"  {self.vocab.path.name}: {len(out)}/{len(requests)} answered by {self.owner.argv[0]}"
+                line = f"  {self.vocab.path.name}: {len(out)}/{len(requests)} answered by {self.owner.launcher.argv[0]}"
                 print(line, end="\r" if live else "\n", file=sys.stderr, flush=True)
         return out
 
@@ -185,7 +311,12 @@ class CommandSession:
         return answer.values
 
     def close(self) -> None:
-        """The program stays up for the next vocabulary."""
+        """The end of this vocabulary: its process ends (killed with its group if it does not exit), or
+        is kept for the next vocabulary (`keep`)."""
+        if self.keep is not None:
+            self.keep(self.conversation)
+        else:
+            self.conversation.close()
 
 
 class CommandDecoder:
@@ -222,66 +353,116 @@ class CommandDecoder:
 
 
 class CommandImplementation:
-    """`cmd:PROGRAM ARGS…`, started once, and again only after it failed (restarted when next asked)."""
+    """`cmd:PROGRAM ARGS…`, or tokconf's worker serving a Python implementation: one process of the
+    program per vocabulary. The first is started at once, so a program that cannot start or answer
+    the handshake is a usage error before any vocabulary, and serves the first vocabulary."""
 
-    def __init__(self, command: str, timeout: float, label: str = "cmd") -> None:
+    contained = True
+
+    def __init__(self, launcher: Launcher, timeout: float, load_timeout: float, label: str = "cmd") -> None:
+        self.launcher = launcher
+        self.answer_wait = Wait(timeout)
+        self.load_wait = Wait(load_timeout, "--load-timeout")
         try:
-            self.argv = shlex.split(command)
+            first = Conversation(launcher, self.answer_wait, self.load_wait)
+        except HelloRefused as refused:
+            raise TokconfError(refused.problem, refused.hint or "") from None
+        except (ProgramFailed, BadAnswer) as failure:
+            says = "failed the handshake" if isinstance(failure, ProgramFailed) else "answered the handshake wrongly"
+            raise TokconfError(f"{launcher.shown} {says}: {failure}", "see docs/line-protocol.md, section 1") from None
+        self._spare: Conversation | None = first
+        self._started = [first]  # every process started, ended at the latest by `close`
+        self.hello = first.hello
+        self.name = f"{self.hello.name or launcher.argv[0]} ({label})"
+
+    @classmethod
+    def of_command(
+        cls, command: str, timeout: float = DEFAULT_TIMEOUT, load_timeout: float = DEFAULT_LOAD_TIMEOUT
+    ) -> CommandImplementation:
+        """`cmd:COMMAND`, split as a shell would."""
+        try:
+            argv = shlex.split(command)
         except ValueError as error:  # an unclosed quote
             raise TokconfError(
                 f"--impl cmd:{command}: {error}", "quote the program and its arguments as a shell would"
             ) from None
-        if not self.argv:
+        if not argv:
             raise TokconfError("--impl cmd: needs a program", "e.g. --impl 'cmd:./my-tokenizer --serve'")
-        self.timeout = timeout
-        self._ids = itertools.count()
-        self._program = Program(self.argv, timeout)
-        try:
-            self.hello = self._greet()
-        except (ProgramFailed, BadAnswer) as failure:
-            self.close()
-            says = "failed the handshake" if isinstance(failure, ProgramFailed) else "answered the handshake wrongly"
-            raise TokconfError(
-                f"{shlex.join(self.argv)} {says}: {failure}", "see docs/line-protocol.md, section 1"
-            ) from None
-        self.name = f"{self.hello.name or self.argv[0]} ({label})"
+        return cls(Launcher(tuple(argv)), timeout, load_timeout)
 
     @property
     def protocol(self) -> int:
         """The version the program speaks."""
         return self.hello.protocol
 
-    def _exchange(self, op: Op, fields: Mapping[str, Any]) -> dict[str, Any]:
-        request_id = next(self._ids)
-        line = self._program.exchange(request_line(request_id, op, fields))
+    def start(self) -> Conversation:
+        """A new process of the program, greeted; ProgramFailed if it cannot be."""
         try:
-            return answer_to(line, request_id)
-        except OutOfStep as lost:
-            self._program.end()
-            raise ProgramFailed(str(lost)) from None
-
-    def _greet(self) -> Hello:
-        return Hello.parse(self._exchange(Op.HELLO, {"protocol": PROTOCOL}))
-
-    def ask(self, op: Op, fields: Mapping[str, Any]) -> dict[str, Any]:
-        """One request and its answer, with the right id; the program is started again first when the
-        last one ended. ProgramFailed when either fails (the program has then ended)."""
-        if not self._program.running:
-            try:
-                self._program = Program(self.argv, self.timeout)
-                self._greet()
-            except (TokconfError, ProgramFailed, BadAnswer) as failure:
-                self._program.end()
-                why = failure.problem if isinstance(failure, TokconfError) else str(failure)
-                raise ProgramFailed(f"the program could not be restarted: {why}") from None
-        return self._exchange(op, fields)
+            started = Conversation(self.launcher, self.answer_wait, self.load_wait)
+            self._started = [*(one for one in self._started if one.running), started]
+            return started
+        except (TokconfError, HelloRefused) as failure:
+            raise ProgramFailed(failure.problem if isinstance(failure, TokconfError) else str(failure)) from None
+        except BadAnswer as bad:
+            raise ProgramFailed(str(bad)) from None
 
     def open(self, vocab: VocabInfo) -> Session:
+        conversation, self._spare = self._spare, None
+        return self.session(vocab, conversation)
+
+    def session(
+        self, vocab: VocabInfo, conversation: Conversation | None, keep: Callable[[Conversation], None] | None = None
+    ) -> CommandSession:
+        """The vocabulary loaded into `conversation`'s process (None: a new one)."""
         if vocab.vocab_type not in self.hello.vocab_types:
+            if conversation is not None:
+                (keep or Conversation.close)(conversation)
             raise Unsupported(f"the program supports {list(self.hello.vocab_types)}, not {vocab.vocab_type}")
-        session = CommandSession(self, vocab)
-        session.load()
+        if conversation is None:
+            try:
+                conversation = self.start()
+            except ProgramFailed as failure:
+                raise Broken(f"the program could not be started for {vocab.path.name}: {failure}") from None
+        session = CommandSession(self, vocab, conversation, keep)
+        try:
+            session.load()
+        except BaseException:
+            session.close()
+            raise
         return session
 
+    def shared(self) -> SharedProcess:
+        """This implementation with every vocabulary loaded into one process, in turn."""
+        return SharedProcess(self)
+
     def close(self) -> None:
-        self._program.close()
+        """The end of the run: every process of the program still running ends (a session not closed)."""
+        self._spare = None
+        for conversation in self._started:
+            conversation.close()
+        self._started = []
+
+
+class SharedProcess:
+    """One process of the program for every vocabulary opened, one after another: what an application
+    that loads two models does, and what the interleaving check (`tokconf.checking.interleave`) asks
+    on purpose. A process that ended is replaced for the next vocabulary."""
+
+    contained = True
+
+    def __init__(self, owner: CommandImplementation) -> None:
+        self.owner = owner
+        self.name = owner.name
+        self._process: Conversation | None = None
+
+    def _keep(self, conversation: Conversation) -> None:
+        self._process = conversation
+
+    def open(self, vocab: VocabInfo) -> Session:
+        process, self._process = self._process, None
+        return self.owner.session(vocab, process if process is not None and process.running else None, self._keep)
+
+    def close(self) -> None:
+        if self._process is not None:
+            self._process.close()
+            self._process = None

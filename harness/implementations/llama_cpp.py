@@ -13,10 +13,12 @@ from ..live.client import LibllamaOracle, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
 from ..llama.build import Build, require_build
 from ..llama.local import local_build
-from .base import Decoder, Session, Unsupported, VocabInfo
+from .base import Decoder, LoadRefused, Session, VocabInfo
 
 
 class LlamaCppSession:
+    max_input_bytes: int | None = None  # llama.cpp declines nothing
+
     def __init__(self, oracle: LibllamaOracle) -> None:
         self.oracle = oracle
         self._facts = oracle.facts()
@@ -38,6 +40,8 @@ class LlamaCppImplementation:
     """A live llama.cpp, one worker per vocabulary. `library` is what a local one says about itself
     (None for a published build, whose number says it all)."""
 
+    contained = True  # libllama runs in a worker process
+
     def __init__(self, build: Build, name: str, library: LibraryInfo | None = None) -> None:
         self.build = build
         self.name = name
@@ -45,12 +49,12 @@ class LlamaCppImplementation:
 
     def open(self, vocab: VocabInfo) -> Session:
         """A worker for the vocabulary. One this build refuses to load (`llama_model_load` fails: a pre
-        name it does not know) is declined with llama.cpp's reason, as a port declines it: that agrees
-        with a recording of the same refusal, and is unsupported (never a pass) against one that loaded."""
+        name it does not know) is `LoadRefused` with llama.cpp's reason: that agrees with a recording of
+        the same refusal, and fails against one that loaded (the check engine)."""
         try:
             return LlamaCppSession(LibllamaOracle(self.build, vocab.path))  # the worker closes itself on a refusal
         except VocabRefused as refused:
-            raise Unsupported(f"{self.name} refuses to load it: {refused.reason}") from None
+            raise LoadRefused(f"{self.name} refuses to load it: {refused.reason}") from None
 
     def close(self) -> None:
         """Each session owns its worker."""

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.facts import ExposedFacts, Fact, is_token_id
-from ..core.outcome import Outcome, Refusal, RefusalKind, Request, is_utf8
+from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
@@ -35,6 +35,7 @@ class Op(enum.Enum):
     HELLO = "hello"
     LOAD = "load"
     ENCODE = "encode"
+    ENCODE_BATCH = "encode_batch"  # protocol 2, only to a program whose handshake said `"batch": true`
     FACTS = "facts"  # protocol 2, each of these three only when `load` listed it in `ops`
     TOKEN_TO_PIECE = "token_to_piece"
     DETOKENIZE = "detokenize"
@@ -44,33 +45,18 @@ OPTIONAL_OPS = frozenset({Op.FACTS, Op.TOKEN_TO_PIECE, Op.DETOKENIZE})
 DECODING_OPS = frozenset({Op.TOKEN_TO_PIECE, Op.DETOKENIZE})
 
 
-class InputClass(enum.Enum):
-    """What a protocol 2 program may declare, in its handshake, that it cannot be given: such inputs
-    are answered `{"unsupported": CLASS}` and counted per class, never passed. An unsupported answer
-    that was not declared, or that does not fit the input, is an error."""
-
-    INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
-    NUL = "nul"  # the input holds a NUL byte (a port on C strings)
-    PARSE_SPECIAL = "parse-special"  # requests with parse_special true
-    ADD_SPECIAL = "add-special"  # requests with add_special true
-    OTHER = "other"  # any input, with a `reason` (shown and counted apart)
-
-    def fits(self, request: Request) -> bool:
-        data, add_special, parse_special = request
-        if self is InputClass.INVALID_UTF8:
-            return not is_utf8(data)
-        if self is InputClass.NUL:
-            return b"\x00" in data
-        if self is InputClass.PARSE_SPECIAL:
-            return parse_special
-        if self is InputClass.ADD_SPECIAL:
-            return add_special
-        return True
-
-
 class OutOfStep(Exception):
     """A line that cannot be the answer to the request in flight (not a JSON object, another id): the
     program and tokconf no longer agree on what is being answered, so the program is restarted."""
+
+
+class HelloRefused(Exception):
+    """The handshake was answered with an `error` (and perhaps a `hint`): the program cannot serve at
+    all (tokconf's worker: the `--impl` module cannot be imported). A usage error, said as such."""
+
+    def __init__(self, problem: str, hint: str | None) -> None:
+        super().__init__(problem)
+        self.problem, self.hint = problem, hint
 
 
 class BadAnswer(Exception):
@@ -85,6 +71,12 @@ class BadAnswer(Exception):
 def request_line(request_id: int, op: Op, fields: Mapping[str, Any]) -> bytes:
     """One request, as the line written to the program."""
     return (json.dumps({"op": op.value, "id": request_id, **fields}) + "\n").encode()
+
+
+def batch_fields(requests: list[Request]) -> dict[str, Any]:
+    """An `encode_batch` request's fields: its inputs, each as an `encode` request's. The answers are
+    one line per input, in order, the first carrying the batch's id and each next one the id after."""
+    return {"requests": [encode_fields(request) for request in requests]}
 
 
 def load_fields(vocab: VocabInfo, protocol: int) -> dict[str, Any]:
@@ -167,20 +159,30 @@ class Fault:
 
 @dataclass(frozen=True)
 class Hello:
-    """The handshake's answer: what the program speaks and supports."""
+    """The handshake's answer: what the program speaks and supports. Protocol 2 adds the input classes
+    it cannot be given, whether it takes `encode_batch`, the input length limit (`max_bytes`) past
+    which it may decline inputs as `too-long`, and whether it is (or wraps) llama.cpp, whose refusal
+    to load a vocabulary the recorded build loaded is then a failure."""
 
     protocol: int  # 1 or 2: a program that does not say 2 is spoken to in protocol 1
     name: str | None
     vocab_types: tuple[str, ...]
     unsupported: frozenset[InputClass] = frozenset()  # protocol 2: input classes it cannot be given
+    batch: bool = False
+    max_bytes: int | None = None
+    llama_cpp: bool = False
 
     def fields(self) -> dict[str, Any]:
         unsupported = [c.value for c in InputClass if c in self.unsupported]
-        return {"protocol": self.protocol, "name": self.name, "vocab_types": list(self.vocab_types),
-                "unsupported": unsupported}  # fmt: skip
+        found: dict[str, Any] = {"protocol": self.protocol, "name": self.name, "vocab_types": list(self.vocab_types)}
+        found |= {"unsupported": unsupported, "batch": self.batch, "llama_cpp": self.llama_cpp}
+        return found | ({"max_bytes": self.max_bytes} if self.max_bytes is not None else {})
 
     @classmethod
     def parse(cls, answer: Mapping[str, Any]) -> Hello:
+        if "error" in answer and "vocab_types" not in answer:
+            hint = answer.get("hint")
+            raise HelloRefused(str(answer["error"]), hint if isinstance(hint, str) else None)
         protocol = 2 if answer.get("protocol") == PROTOCOL and type(answer["protocol"]) is int else 1
         name = answer.get("name")
         if name is not None and not isinstance(name, str):
@@ -196,7 +198,24 @@ class Hello:
             raise BadAnswer(
                 f"the hello answer's `unsupported` must list input classes ({', '.join(classes)}), not {names!r}"
             )
-        return cls(protocol, name, tuple(types), frozenset(classes[n] for n in names))
+        flags = {key: answer.get(key, False) for key in ("batch", "llama_cpp")}
+        if not all(type(value) is bool for value in flags.values()):
+            raise BadAnswer(f"the hello answer's `batch` and `llama_cpp` must be true or false: {_shown(answer)}")
+        declared = frozenset(classes[n] for n in names)
+        return cls(protocol, name, tuple(types), declared, flags["batch"], max_bytes(answer, "hello"),
+                   flags["llama_cpp"])  # fmt: skip
+
+
+def max_bytes(answer: Mapping[str, Any], what: str) -> int | None:
+    """A declared input length limit: a count of bytes of at least `MIN_DECLARED_LIMIT` (a smaller one
+    would decline ordinary text as verified), or None when not declared."""
+    limit = answer.get("max_bytes")
+    if limit is None:
+        return None
+    if type(limit) is not int or limit < MIN_DECLARED_LIMIT:
+        raise BadAnswer(f"the {what} answer's `max_bytes` must be a count of at least {MIN_DECLARED_LIMIT}: "
+                        f"{_shown(answer)}")  # fmt: skip
+    return limit
 
 
 @dataclass(frozen=True)
@@ -207,9 +226,11 @@ class Loaded:
     ops: frozenset[Op] = frozenset()
     n_tokens: int | None = None
     special_ids: Mapping[str, int] = field(default_factory=dict)
+    max_bytes: int | None = None  # an input length limit for this vocabulary (else the handshake's)
 
     def fields(self) -> dict[str, Any]:
-        return {"ok": True, "ops": [op.value for op in Op if op in self.ops]}
+        limit = {"max_bytes": self.max_bytes} if self.max_bytes is not None else {}
+        return {"ok": True, "ops": [op.value for op in Op if op in self.ops], **limit}
 
     def differences(self, vocab: VocabInfo) -> list[str]:
         """How what the program says it loaded differs from llama.cpp's vocabulary (nothing when it
@@ -236,7 +257,8 @@ class Loaded:
         special_ids = answer.get("special_ids", {})
         if not isinstance(special_ids, dict) or not all(is_token_id(i, allow_none=True) for i in special_ids.values()):
             raise BadAnswer(f"the load answer's `special_ids` must map names to token ids: {_shown(answer)}")
-        return cls(frozenset(optional[op] for op in ops if op in optional), n_tokens, special_ids)
+        return cls(frozenset(optional[op] for op in ops if op in optional), n_tokens, special_ids,
+                   max_bytes(answer, "load"))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -314,17 +336,17 @@ def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
     if key == "fault":
         return Fault(_text(answer, "fault", "encode"))
     name = _text(answer, "unsupported", "encode")
-    cls = next((c for c in InputClass if c.value == name), None)
+    cls = InputClass.named(name)
     if cls is None:
         raise BadAnswer(f"answered unsupported ({name!r}), which is no input class of docs/line-protocol.md")
     reason = answer.get("reason")
     return CannotTake(cls, reason if isinstance(reason, str) else None)
 
 
-def encode_outcome(answer: EncodeAnswer, request: Request, declared: frozenset[InputClass]) -> Outcome:
-    """What an encode answer means for the verdict. An `unsupported` answer is counted under its class
-    only when the handshake declared that class and it fits the input (a gate must not be passed by
-    declining inputs); otherwise it is an error."""
+def encode_outcome(answer: EncodeAnswer, declared: frozenset[InputClass]) -> Outcome:
+    """What an encode answer means for the verdict. An `unsupported` answer must name a class the
+    handshake declared (else it is an error); whether the class fits the input is checked where every
+    front end's declines are (`tokconf.checking.engine`)."""
     if isinstance(answer, Ids):
         return answer.ids
     if isinstance(answer, Refuses):
@@ -336,9 +358,7 @@ def encode_outcome(answer: EncodeAnswer, request: Request, declared: frozenset[I
         names = ", ".join(c.value for c in InputClass if c in declared) or "none"
         why = f"answered unsupported ({cls.value!r}) without declaring it in the handshake (declared: {names})"
         return Refusal(why, RefusalKind.BROKEN)
-    if not cls.fits(request):
-        return Refusal(f"answered unsupported ({cls.value}) for an input that is not {cls.value}", RefusalKind.BROKEN)
-    return Refusal(answer.reason or f"{cls.value} (declared unsupported)", RefusalKind.UNSUPPORTED)
+    return Refusal(answer.reason or f"{cls.value} (declared unsupported)", RefusalKind.UNSUPPORTED, cls)
 
 
 @dataclass(frozen=True)

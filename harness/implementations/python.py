@@ -16,6 +16,7 @@ current folder on it, the `tokconf` script does not (set `PYTHONPATH=.` or insta
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from typing import Any
 
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact, is_token_id
-from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
 
 
@@ -55,8 +56,9 @@ class PythonSession:
     """An object from a Python factory; `Refused` from `encode` is a refusal, `Unsupported` declines
     the input, anything else is an error. Every call into the object goes through `_call`."""
 
-    def __init__(self, tokenizer: Any) -> None:
+    def __init__(self, tokenizer: Any, max_input_bytes: int | None = None) -> None:
         self.tokenizer = tokenizer
+        self.max_input_bytes = max_input_bytes
 
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
         try:
@@ -71,7 +73,8 @@ class PythonSession:
                 out.append(Refusal(str(error) or "refused"))
                 continue
             except Unsupported as error:
-                out.append(Refusal(str(error) or "unsupported", RefusalKind.UNSUPPORTED))
+                declined = getattr(error, "input_class", None) or InputClass.of_input(data)
+                out.append(Refusal(str(error) or declined.value, RefusalKind.UNSUPPORTED, declined))
                 continue
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
@@ -145,11 +148,14 @@ class _BrokenDecoder:
 
 
 class PythonImplementation:
-    """`module:factory` or an entry point: a factory called with the GGUF path."""
+    """`module:factory` or an entry point: a factory called with the GGUF path, in this process.
+    `contained` is False when that is a port's code in tokconf's own process (`--in-process`): it can
+    then change the run, and the verdict line says so."""
 
-    def __init__(self, name: str, factory: Callable[[Path], Any]) -> None:
+    def __init__(self, name: str, factory: Callable[[Path], Any], contained: bool = True) -> None:
         self.name = name
         self.factory = factory
+        self.contained = contained
 
     def open(self, vocab: VocabInfo) -> Session:
         """The factory's object for the vocabulary: `Unsupported` declines it, anything else raised
@@ -164,10 +170,24 @@ class PythonImplementation:
             raise Broken(f"{self.name} failed loading {vocab.path.name}: {_raised('the factory', error)}") from None
         if tokenizer is None:
             raise Broken(f"{self.name} returned no tokenizer for {vocab.path.name} (raise Unsupported to decline it)")
-        return PythonSession(tokenizer)
+        return PythonSession(tokenizer, _declared_limit(self.name, tokenizer))
 
     def close(self) -> None:
         """Nothing shared across vocabularies."""
+
+
+def _declared_limit(name: str, tokenizer: Any) -> int | None:
+    """The object's `max_input_bytes`: longer inputs it may decline as `too-long`. A limit below
+    `MIN_DECLARED_LIMIT` would decline ordinary text as verified, so it is no declaration but a bug."""
+    try:
+        limit = _call("max_input_bytes", getattr, tokenizer, "max_input_bytes", None)
+    except Exception as error:
+        raise Broken(_raised("max_input_bytes", error)) from None
+    if limit is None:
+        return None
+    if type(limit) is not int or limit < MIN_DECLARED_LIMIT:
+        raise Broken(f"{name}: max_input_bytes must be an int of at least {MIN_DECLARED_LIMIT}, not {limit!r}")
+    return limit
 
 
 def _raised(where: str, error: Exception) -> str:
@@ -199,4 +219,75 @@ def load_factory(spec: str) -> Callable[[Path], Any]:
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise TokconfError(f"--impl {spec}: {module_name} has no callable {attribute!r}", "name a factory function")
+    return factory  # type: ignore[no-any-return]
+
+
+ENTRY_POINT_GROUP = "tokconf.implementations"
+FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD, llama.cpp:PATH or a registered name"
+
+
+def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def resolve_python(spec: str) -> PythonImplementation:
+    """`module:factory`, a registered name, or `NAME:ARG` for a registered name that takes an argument."""
+    points = _entry_points()
+    name, colon, argument = spec.partition(":")
+    if colon and name in points:
+        loaded = _load(spec, points[name])
+        takes = _argument_of(loaded)
+        if takes is not None:
+            return PythonImplementation(spec, _factory_for(spec, name, loaded, argument, takes))
+        if not _may_be_module(name):
+            raise TokconfError(f"--impl {spec}: {name} takes no argument", f"use --impl {name}")
+    if colon:
+        return PythonImplementation(spec, load_factory(spec))
+    if spec in points:
+        loaded = _load(spec, points[spec])
+        takes = _argument_of(loaded)
+        if takes is not None:
+            raise TokconfError(f"--impl {spec}: {spec} needs an argument", f"use --impl {spec}:{takes}")
+        return PythonImplementation(spec, loaded)
+    known = ", ".join(sorted(points)) or "none installed"
+    raise TokconfError(f"unknown implementation {spec!r}", f"use {FORMS} ({known})")
+
+
+def _load(spec: str, point: importlib.metadata.EntryPoint) -> Any:
+    """The object an entry point names; its import failing is the user's to fix (a missing extra)."""
+    try:
+        return point.load()
+    except ImportError as error:
+        raise TokconfError(
+            f"--impl {spec}: cannot import {point.value}: {error}", "install it (peers: pip install -e '.[peers]')"
+        ) from None
+    except (Exception, SystemExit) as error:
+        raise TokconfError(f"--impl {spec}: importing {point.value} failed: {type(error).__name__}: {error}") from None
+
+
+def _argument_of(loaded: Any) -> str | None:
+    """What a registered entry point takes as ARG (its `argument` attribute), or None if it takes none."""
+    takes = getattr(loaded, "argument", None)
+    return takes if isinstance(takes, str) and callable(loaded) else None
+
+
+def _may_be_module(name: str) -> bool:
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _factory_for(spec: str, name: str, loaded: Any, argument: str, takes: str) -> Callable[[Path], Any]:
+    """`loaded(argument)`: the factory; whatever it raises is a usage error, said with the form."""
+    if not argument:
+        raise TokconfError(f"--impl {spec}: {name} needs an argument", f"use --impl {name}:{takes}")
+    try:
+        factory = loaded(argument)
+    except TokconfError:
+        raise
+    except (Exception, SystemExit) as error:
+        raise TokconfError(
+            f"--impl {spec}: {name} cannot use {argument!r}: {type(error).__name__}: {error}",
+            f"use --impl {name}:{takes}",
+        ) from None
+    if not callable(factory):
+        raise TokconfError(f"--impl {spec}: {name}({argument!r}) returned no factory, but {factory!r}")
     return factory  # type: ignore[no-any-return]

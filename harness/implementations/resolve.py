@@ -13,8 +13,7 @@ value whose part before the colon is not a registered name taking an argument is
 
 from __future__ import annotations
 
-import importlib.metadata
-import shlex
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -22,25 +21,25 @@ from typing import Any
 
 from ..core.errors import TokconfError
 from .base import Implementation
-from .command import CommandImplementation
+from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementation, Launcher
 from .llama_cpp import local, published
-from .python import PythonImplementation, load_factory
+from .python import PythonImplementation, resolve_python
+from .serve import SYS_PATH, forked
 
-ENTRY_POINT_GROUP = "tokconf.implementations"
-DEFAULT_TIMEOUT = 10.0  # seconds a cmd: program has for each request, when no --timeout is given
-FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD, llama.cpp:PATH or a registered name"
-
-
-def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+IN_PROCESS_ALWAYS = "reference"  # tokconf's own code: trusted, and the main job's speed
 
 
-def resolve(spec: str, timeout: float | None) -> Implementation:
-    """Turn an `--impl` value into an implementation. With a `timeout`, a Python implementation runs
-    in a worker process (`tokconf.implementations.serve`, given the same value), where the timeout can
-    be enforced; without one it runs in this process, and `cmd:` programs get `DEFAULT_TIMEOUT`."""
+def resolve(
+    spec: str, timeout: float | None = None, *, load_timeout: float | None = None, in_process: bool = False
+) -> Implementation:
+    """Turn an `--impl` value into an implementation. A Python implementation (but the reference) runs
+    in worker processes (`tokconf.implementations.serve`, given the same value), one per vocabulary,
+    and is imported there only: its code never runs in this process, which judges it. With
+    `in_process` it is imported and called here (for debugging), and says it is not contained.
+    `timeout`: seconds for each answer; `load_timeout`: for starting and loading one vocabulary."""
+    answer, load = timeout or DEFAULT_TIMEOUT, load_timeout or DEFAULT_LOAD_TIMEOUT
     if spec.startswith("cmd:"):
-        return CommandImplementation(spec[4:], timeout or DEFAULT_TIMEOUT)
+        return CommandImplementation.of_command(spec[4:], answer, load)
     if spec.startswith("llama.cpp@"):
         number = spec.removeprefix("llama.cpp@")
         if not number.isdigit():
@@ -53,71 +52,23 @@ def resolve(spec: str, timeout: float | None) -> Implementation:
                 f"--impl {spec}: expected llama.cpp:PATH", "PATH: a built libllama.so or a llama.cpp source tree"
             )
         return local(Path(path))
-    python = resolve_python(spec)  # imported here too, so a wrong name fails before a worker starts
-    if timeout is None:
+    if spec == IN_PROCESS_ALWAYS:
+        return resolve_python(spec)
+    if in_process:
+        python = resolve_python(spec)
+        python.contained = False
         return python
-    worker = shlex.join([sys.executable, "-m", "tokconf.implementations.serve", spec])
-    return CommandImplementation(worker, timeout, label=f"in a worker, timeout {timeout:g} s")
+    worker = (sys.executable, "-P", "-m", "tokconf.implementations.serve", spec)  # -P: the path is the caller's
+    launcher = Launcher(worker, {SYS_PATH: json.dumps(sys.path)}, label=f"--impl {spec} (its worker process)")
+    return CommandImplementation(launcher, answer, load, label="worker")
 
 
-def resolve_python(spec: str) -> PythonImplementation:
-    """`module:factory`, a registered name, or `NAME:ARG` for a registered name that takes an argument."""
-    points = _entry_points()
-    name, colon, argument = spec.partition(":")
-    if colon and name in points:
-        loaded = _load(spec, points[name])
-        takes = _argument_of(loaded)
-        if takes is not None:
-            return PythonImplementation(spec, _factory_for(spec, name, loaded, argument, takes))
-        if not _may_be_module(name):
-            raise TokconfError(f"--impl {spec}: {name} takes no argument", f"use --impl {name}")
-    if colon:
-        return PythonImplementation(spec, load_factory(spec))
-    if spec in points:
-        loaded = _load(spec, points[spec])
-        takes = _argument_of(loaded)
-        if takes is not None:
-            raise TokconfError(f"--impl {spec}: {spec} needs an argument", f"use --impl {spec}:{takes}")
-        return PythonImplementation(spec, loaded)
-    known = ", ".join(sorted(points)) or "none installed"
-    raise TokconfError(f"unknown implementation {spec!r}", f"use {FORMS} ({known})")
-
-
-def _load(spec: str, point: importlib.metadata.EntryPoint) -> Any:
-    """The object an entry point names; its import failing is the user's to fix (a missing extra)."""
-    try:
-        return point.load()
-    except ImportError as error:
-        raise TokconfError(
-            f"--impl {spec}: cannot import {point.value}: {error}", "install it (peers: pip install -e '.[peers]')"
-        ) from None
-    except (Exception, SystemExit) as error:
-        raise TokconfError(f"--impl {spec}: importing {point.value} failed: {type(error).__name__}: {error}") from None
-
-
-def _argument_of(loaded: Any) -> str | None:
-    """What a registered entry point takes as ARG (its `argument` attribute), or None if it takes none."""
-    takes = getattr(loaded, "argument", None)
-    return takes if isinstance(takes, str) and callable(loaded) else None
-
-
-def _may_be_module(name: str) -> bool:
-    return all(part.isidentifier() for part in name.split("."))
-
-
-def _factory_for(spec: str, name: str, loaded: Any, argument: str, takes: str) -> Callable[[Path], Any]:
-    """`loaded(argument)`: the factory; whatever it raises is a usage error, said with the form."""
-    if not argument:
-        raise TokconfError(f"--impl {spec}: {name} needs an argument", f"use --impl {name}:{takes}")
-    try:
-        factory = loaded(argument)
-    except TokconfError:
-        raise
-    except (Exception, SystemExit) as error:
-        raise TokconfError(
-            f"--impl {spec}: {name} cannot use {argument!r}: {type(error).__name__}: {error}",
-            f"use --impl {name}:{takes}",
-        ) from None
-    if not callable(factory):
-        raise TokconfError(f"--impl {spec}: {name}({argument!r}) returned no factory, but {factory!r}")
-    return factory  # type: ignore[no-any-return]
+def contained_factory(
+    name: str, factory: Callable[[Path], Any], timeout: float | None = None, load_timeout: float | None = None
+) -> Implementation:
+    """A factory object (`tokconf.check(load)`): served by this process forked, one fork per vocabulary,
+    so its calls cannot reach the caller's verdict (its import already happened here, by the caller)."""
+    impl = PythonImplementation(name, factory)
+    launcher = Launcher((name,), target=forked(impl), label=f"{name} (its forked worker process)")
+    return CommandImplementation(launcher, timeout or DEFAULT_TIMEOUT, load_timeout or DEFAULT_LOAD_TIMEOUT,
+                                 label="forked worker")  # fmt: skip

@@ -2,10 +2,14 @@
 
     python -m tokconf.implementations.serve MODULE:FACTORY
 
-`tokconf check --timeout N --impl MODULE:FACTORY` runs a Python implementation this way, in a
-process of its own, so the per-case deadline, the restart after a crash and the give-up after
-repeated failures of `cmd:` programs (`tokconf.implementations.command`) apply to it too: a Python
-call cannot be interrupted from inside the process that runs it, but a process can be killed.
+Every Python implementation but tokconf's own reference runs this way unless `--in-process`: in a
+process of its own, one per vocabulary, so nothing its code does (patching tokconf, `os._exit`,
+`atexit`, threads, signal handlers, printing) reaches the process that judges it, and the per-answer
+deadline, the restart after a crash and the give-up after repeated failures of `cmd:` programs
+(`tokconf.implementations.command`) apply to it too: a Python call cannot be interrupted from inside
+the process that runs it, but a process can be killed. The module is imported here, never in the
+judging process: a wrong name is the handshake's `error` answer, said as a usage error. The caller's
+`sys.path` comes in `TOKCONF_SYS_PATH` (JSON), so a module the caller could import is found here too.
 
 The verdicts are the ones the in-process adapter (`tokconf.implementations.python`) decides, sent as
 the protocol's answers (`tokconf.implementations.protocol`): `Unsupported` from the factory declines
@@ -22,10 +26,11 @@ import base64
 import json
 import os
 import sys
+from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ..core.errors import TokconfError
-from ..core.outcome import Outcome, Refusal, RefusalKind, is_utf8
+from ..core.outcome import InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import Broken, Decoder, Session, Unsupported
 from .protocol import (
     DECODING_OPS,
@@ -35,37 +40,40 @@ from .protocol import (
     Fault,
     Hello,
     Ids,
-    InputClass,
     LoadDeclined,
     Loaded,
     Op,
     Refuses,
     vocab_of,
 )
-from .python import PythonImplementation
-from .resolve import resolve_python
+from .python import PythonImplementation, resolve_python
 
 VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
-DECLARED = frozenset({InputClass.INVALID_UTF8, InputClass.OTHER})  # what a Python `Unsupported` from encode may be
+DECLARED = frozenset(InputClass)  # a Python `Unsupported` may name any class: the judge checks it fits the input
+SYS_PATH = "TOKCONF_SYS_PATH"  # the caller's sys.path, as JSON
 
 
 def _said(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _encode_answer(outcome: Outcome, data: bytes) -> dict[str, Any]:
+def _encode_answer(outcome: Outcome) -> dict[str, Any]:
     """An in-process verdict as the answer that gives the same verdict over the protocol."""
     if not isinstance(outcome, Refusal):
         return Ids(outcome).fields()
-    if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: any input, its own reason
-        return CannotTake(InputClass.OTHER if is_utf8(data) else InputClass.INVALID_UTF8, outcome.reason).fields()
+    if outcome.kind is RefusalKind.UNSUPPORTED:  # `Unsupported` from encode: its class, its own words
+        return CannotTake(outcome.declined or InputClass.OTHER, outcome.reason).fields()
     if outcome.kind is RefusalKind.BROKEN:
         return Fault(outcome.reason).fields()
     return Refuses(outcome.reason).fields()
 
 
+def _request(fields: dict[str, Any]) -> Request:
+    return base64.b64decode(fields["text_b64"]), bool(fields["add_special"]), bool(fields["parse_special"])
+
+
 class Server:
-    """Answers one request at a time for one Python implementation."""
+    """Answers the requests for one Python implementation, in order."""
 
     def __init__(self, impl: PythonImplementation) -> None:
         self.impl = impl
@@ -73,21 +81,30 @@ class Server:
         self.decoder: Decoder | None = None
         self.pieces: dict[bool, list[bytes]] = {}
 
+    def answers(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
+        """The answer lines to one request, each with its id: one, or one per input of a batch, each
+        given as soon as it is known (its deadline is its own)."""
+        if request.get("op") == Op.ENCODE_BATCH.value and self.session is not None:
+            for offset, fields in enumerate(request["requests"]):
+                [outcome] = self.session.encode_many([_request(fields)])
+                yield {**_encode_answer(outcome), "id": request["id"] + offset}
+            return
+        yield {**self.answer(request), "id": request["id"]}
+
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
         try:
             op = Op(request["op"])
         except ValueError:
             return Refuses(f"unknown op {request['op']!r}").fields()
         if op is Op.HELLO:
-            return Hello(PROTOCOL, self.impl.name, VOCAB_TYPES, DECLARED).fields()
+            return Hello(PROTOCOL, self.impl.name, VOCAB_TYPES, DECLARED, batch=True).fields()
         if op is Op.LOAD:
             return self._load(request)
         if self.session is None:
             return Refuses(f"{op.value}: no vocabulary loaded").fields()
         if op is Op.ENCODE:
-            data = base64.b64decode(request["text_b64"])
-            [outcome] = self.session.encode_many([(data, bool(request["add_special"]), bool(request["parse_special"]))])
-            return _encode_answer(outcome, data)
+            [outcome] = self.session.encode_many([_request(request)])
+            return _encode_answer(outcome)
         if op is Op.FACTS:
             return self._facts(self.session)
         if self.decoder is None:
@@ -123,7 +140,8 @@ class Server:
         except (Exception, SystemExit) as error:  # what the adapter let through: broken too
             return Fault(f"loading {request['path']}: {_said(error)}").fields()
         self.session, self.decoder = session, decoder
-        return Loaded(frozenset({Op.FACTS} | (DECODING_OPS if decoder is not None else set()))).fields()
+        ops = frozenset({Op.FACTS} | (DECODING_OPS if decoder is not None else set()))
+        return Loaded(ops, max_bytes=session.max_input_bytes).fields()
 
     @staticmethod
     def _facts(session: Session) -> dict[str, Any]:
@@ -154,22 +172,49 @@ def protocol_pipes() -> tuple[TextIO, TextIO]:
     return requests, answers
 
 
+def serve(impl: PythonImplementation | TokconfError, requests: TextIO, answers: TextIO) -> int:
+    """Answer every request line until the input ends, each answer written as soon as it is known; an
+    implementation that could not be resolved answers the handshake with its error (a usage error
+    for the caller) and ends."""
+    if isinstance(impl, TokconfError):
+        for line in requests:
+            refused = {"id": json.loads(line)["id"], "error": impl.problem} | ({"hint": impl.fix} if impl.fix else {})
+            answers.write(json.dumps(refused) + "\n")
+            answers.flush()
+            return 2
+        return 2
+    server = Server(impl)
+    for line in requests:
+        for answer in server.answers(json.loads(line)):
+            answers.write(json.dumps(answer) + "\n")
+            answers.flush()
+    return 0
+
+
+def forked(impl: PythonImplementation) -> Callable[[], int]:
+    """What a forked worker runs (`tokconf.implementations.transport.ForkedProcess`): the protocol over
+    its standard streams, for an implementation object already in memory."""
+
+    def run() -> int:
+        requests, answers = protocol_pipes()
+        return serve(impl, requests, answers)
+
+    return run
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
         print("usage: python -m tokconf.implementations.serve MODULE:FACTORY", file=sys.stderr)
         return 2
     requests, answers = protocol_pipes()  # before the implementation is imported: its import may print too
+    caller_path = json.loads(os.environ.get(SYS_PATH, "[]"))
+    sys.path[:0] = [entry for entry in caller_path if entry not in sys.path]
     try:
-        server = Server(resolve_python(args[0]))
+        impl: PythonImplementation | TokconfError = resolve_python(args[0])
     except TokconfError as error:
-        print(f"tokconf serve: {error}", file=sys.stderr)
-        return 2
-    for line in requests:
-        request = json.loads(line)
-        answers.write(json.dumps({**server.answer(request), "id": request["id"]}) + "\n")
-        answers.flush()
-    return 0
+        impl = error
+    return serve(impl, requests, answers)
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ import signal
 import subprocess
 import threading
 import time
-from typing import IO
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import IO, Protocol
 
 from ..core.errors import TokconfError
 
@@ -30,6 +32,70 @@ EXIT_GRACE = 1.0  # seconds a program whose output ended has to exit before it i
 CLOSE_GRACE = 2.0  # seconds a program has to exit after its input is closed, at the end of the run
 READER_GRACE = 1.0  # seconds to wait for the last of standard error once the whole group is dead
 POLL = 0.01  # seconds between looks at whether the program exited (POSIX has no wait with a timeout)
+
+
+class Process(Protocol):
+    """What `Program` needs of its process: `subprocess.Popen`'s, or a `ForkedProcess`'s."""
+
+    pid: int
+    stdin: IO[bytes] | None
+    stdout: IO[bytes] | None
+    stderr: IO[bytes] | None
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def wait(self) -> int: ...
+
+
+class ForkedProcess:
+    """This process forked, with pipes for its standard streams, the child in a session (and process
+    group) of its own, as `Popen(start_new_session=True)` makes one; the little of `Popen` `Program`
+    uses."""
+
+    def __init__(self, target: Callable[[], int]) -> None:
+        pipes = [os.pipe() for _ in range(3)]  # (read, write) each: stdin, stdout, stderr
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: never returns
+            status = 70
+            try:
+                os.setsid()
+                for fd, (read, write) in enumerate(pipes):
+                    os.dup2(read if fd == 0 else write, fd)
+                for read, write in pipes:
+                    os.close(read)
+                    os.close(write)
+                status = target()
+            finally:
+                os._exit(status)
+        (in_read, in_write), (out_read, out_write), (err_read, err_write) = pipes
+        for fd in (in_read, out_write, err_write):
+            os.close(fd)
+        self.stdin: IO[bytes] | None = os.fdopen(in_write, "wb", buffering=0)
+        self.stdout: IO[bytes] | None = os.fdopen(out_read, "rb", buffering=0)
+        self.stderr: IO[bytes] | None = os.fdopen(err_read, "rb", buffering=0)
+        self._status: int | None = None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._status
+
+    def wait(self) -> int:
+        if self._status is None:
+            _, status = os.waitpid(self.pid, 0)
+            self._status = os.waitstatus_to_exitcode(status)
+        return self._status
+
+
+@dataclass(frozen=True)
+class Wait:
+    """How long one answer may take, and the option that sets it, which a timeout's message names."""
+
+    seconds: float
+    option: str = "--timeout"
+
+    def describe(self) -> str:
+        return f"{self.seconds:g} s (the {self.option} option)"
 
 
 class ProgramFailed(Exception):
@@ -71,34 +137,68 @@ class Program:
     writes never block on a program that stopped reading, a closed stdout is noticed while the program
     lives, and an answer line is bounded (`MAX_LINE`) and gathered in linear time."""
 
-    def __init__(self, argv: list[str], timeout: float) -> None:
+    def __init__(self, argv: list[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
         self.timeout = timeout
+        self.argv = argv
         try:
-            self.proc = subprocess.Popen(
+            self.proc: Process = subprocess.Popen(
                 argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                start_new_session=True,
+                start_new_session=True, env=None if env is None else {**os.environ, **env},
             )  # fmt: skip
         except OSError as error:
             raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
+        self._started()
+
+    @classmethod
+    def forked(cls, name: str, target: Callable[[], int], timeout: float) -> Program:
+        """A program that is this process, forked, running `target` (its exit status) with the three
+        pipes as its standard streams, in a session of its own: for a Python object that cannot be
+        imported by name in a fresh interpreter (a closure, a factory defined in `__main__`). The
+        child never returns into the caller's code: it leaves with `os._exit`, whatever `target` does."""
+        program = cls.__new__(cls)
+        program.timeout = timeout
+        program.argv = [name]
+        program.proc = ForkedProcess(target)
+        program._started()
+        return program
+
+    def _started(self) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None and self.proc.stderr is not None
         os.set_blocking(self.proc.stdin.fileno(), False)
         self.stderr = StderrRing()
         self._reader = threading.Thread(target=self.stderr.drain, args=(self.proc.stderr,), daemon=True)
         self._reader.start()
         self._buffer = bytearray()
+        self._waiting = Wait(self.timeout)
 
     @property
     def running(self) -> bool:
         """Whether it can still be asked: it has not been ended (it may have exited unnoticed)."""
         return self.proc.returncode is None
 
-    def exchange(self, request: bytes) -> bytes:
+    def exchange(self, request: bytes, wait: Wait | None = None) -> bytes:
         """Write one request line and return the answer line (without its newline), all within the
-        timeout; on any failure the program is ended and ProgramFailed raised."""
-        deadline = time.monotonic() + self.timeout
+        time `wait` gives (else the program's timeout); on any failure the program is ended and
+        ProgramFailed raised."""
+        self.send(request, wait)
+        return self.receive(wait)
+
+    def send(self, request: bytes, wait: Wait | None = None) -> None:
+        """Write one request line, which may ask for several answers (a batch): the program must have
+        said nothing since its last answer."""
+        deadline = self._deadline(wait)
         try:
             self._refuse_unasked()
             self._write(request, deadline)
+        except ProgramFailed:
+            self.end()
+            raise
+
+    def receive(self, wait: Wait | None = None) -> bytes:
+        """The next answer line, within its own deadline: a batch's answers each have the time one
+        answer has, so a hang is found at the input that hangs."""
+        deadline = self._deadline(wait)
+        try:
             return self._readline(deadline)
         except ProgramFailed:
             self.end()
@@ -111,12 +211,12 @@ class Program:
         if self.proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):  # macOS: a group of zombies only
                 os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        status = self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             assert pipe is not None
             pipe.close()
         self._reader.join(READER_GRACE)  # a process that left the group may hold stderr: not waited for
-        return self.proc.returncode
+        return status
 
     def close(self) -> None:
         """The end of the run: close its input, give it `CLOSE_GRACE` seconds to exit, then end it
@@ -151,10 +251,14 @@ class Program:
             return "it closed its output but kept running, and was killed"
         return f"the program exited with status {code}{self._stderr_said()}"
 
+    def _deadline(self, wait: Wait | None) -> float:
+        self._waiting = wait or Wait(self.timeout)
+        return time.monotonic() + self._waiting.seconds
+
     def _remaining(self, deadline: float) -> float:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise ProgramFailed(f"no answer within {self.timeout:g} s{self._stderr_said()}")
+            raise ProgramFailed(f"no answer within {self._waiting.describe()}{self._stderr_said()}")
         return left
 
     def _refuse_unasked(self) -> None:

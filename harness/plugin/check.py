@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,16 +25,18 @@ from ..checking.contract import DECODE, FACTS, Claim, Decision, Gate, Section, S
 from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
+from ..checking.interleave import interleave, sample
 from ..checking.report import Invocation, closing_lines, describe, describe_cause, text_table
 from ..checking.summary import Summary
 from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, Mode
+from ..core.outcome import MODES, InputClass, Mode
 from ..implementations.base import Implementation
-from ..implementations.resolve import resolve
+from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
 from ..recordings.format import Recording, VocabGroup, load, recording_files
+from ..synth.files import recorded_vocab
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
@@ -54,27 +57,33 @@ class Reported:
     standing: Standing
     case: str = ""
     reason: str = ""  # kept for unsupported results, errors and failed facts or decoding: `--causes` lists them
+    recording: str = ""  # its recording file: the interleaving check replays what passed in each
+    declined: InputClass | None = None  # an unsupported case's input class
 
     @classmethod
-    def of(cls, result: CaseResult, group: VocabGroup) -> Reported:
+    def of(cls, result: CaseResult, group: VocabGroup, recording: Path) -> Reported:
         other = result.section not in MODES and result.verdict in (Verdict.FAILED, Verdict.XPASSED)
         kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR) or other
         return cls(
             result.vocab, result.section, result.verdict, group, result.standing, result.case,
-            result.reason if kept else "",
+            result.reason if kept else "", str(recording), result.declined,
         )  # fmt: skip
 
     def to_property(self) -> str:
-        fields = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value, "case": self.case}
+        fields: dict[str, str | None] = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value}
+        fields |= {"case": self.case}
         fields |= {"group": self.group.value, "standing": self.standing.value, "reason": self.reason}
-        return json.dumps(fields, ensure_ascii=False)
+        fields |= {"recording": self.recording, "declined": self.declined.value if self.declined else None}
+        return json.dumps(fields)  # ASCII: a port's lone surrogate in a reason is an escape, not an encoding error
 
     @classmethod
     def from_property(cls, text: str) -> Reported:
         value = json.loads(text)
         section: Section = value["section"]  # written by `to_property`
+        declined = InputClass.named(value["declined"]) if value["declined"] else None
         return cls(value["vocab"], section, Verdict(value["verdict"]), VocabGroup(value["group"]),
-                   Standing(value["standing"]), value["case"], value["reason"])  # fmt: skip
+                   Standing(value["standing"]), value["case"], value["reason"], value["recording"],
+                   declined)  # fmt: skip
 
     @property
     def case_id(self) -> str:
@@ -98,7 +107,8 @@ class CaseItem(TokconfItem):
         except TokconfError as error:
             raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
         for result in results:
-            self.user_properties.append((PROPERTY, Reported.of(result, plugin.group(self.location_path)).to_property()))
+            reported = Reported.of(result, plugin.group(self.location_path), self.location_path)
+            self.user_properties.append((PROPERTY, reported.to_property()))
             for cause in plugin.causes.get((self.location_path, result.section, result.case), ()):
                 self.user_properties.append((CAUSE_PROPERTY, cause))
         if self.section == FACTS:
@@ -158,6 +168,13 @@ class CheckPlugin:
         self.strict = self.gate.strict
         self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
         self.timeout: float | None = config.getoption("tokconf_timeout")
+        self.load_timeout: float | None = config.getoption("tokconf_load_timeout")
+        self.in_process = bool(config.getoption("tokconf_in_process"))
+        # given on the command line (not only in an ini file): a run that then judges nothing must fail
+        self.asked_for = bool(config.getoption("tokconf_impl"))
+        self.collect_only = bool(config.getoption("collectonly"))
+        self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
+        self.interleaved: list[CaseResult] = []
         xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
         self.how = Invocation.of(spec, given, self.timeout, xfail, vocab_dir)
         self.collected_cases: set[str] = set()  # every case id collected, for a --tokconf-case typo
@@ -200,7 +217,7 @@ class CheckPlugin:
         if self._unresolved is not None:
             raise self._unresolved
         try:
-            return resolve(self.spec, self.timeout)
+            return resolve(self.spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process)
         except Exception as error:
             self._unresolved = error
             raise
@@ -302,9 +319,12 @@ class CheckPlugin:
         for key, value in report.user_properties:
             if key == PROPERTY and isinstance(value, str):
                 got = Reported.from_property(value)
-                self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason)
+                self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason,
+                                   got.declined)  # fmt: skip
                 if got.reason:
                     self.reported.append(got)
+                if got.verdict is Verdict.PASSED and got.section in MODES and got.standing is Standing.LOADED:
+                    self.passed.setdefault(got.recording, set()).add((str(got.section), got.case))
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
             elif key == CAUSE_PROPERTY and isinstance(value, str):
@@ -325,15 +345,46 @@ class CheckPlugin:
     def _stale(self) -> list[Entry]:
         return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
 
+    def _interleave(self, session: pytest.Session) -> None:
+        """The interleaving check (`tokconf.checking.interleave`), as `tokconf check` makes it, here in
+        the process that counts every worker's items; not after `-x` or an interrupted run."""
+        if session.shouldstop or session.shouldfail or not self.passed:
+            return
+        replays = []
+        for path in recording_files(self.paths):
+            if str(path) in self.passed:
+                recording = load(path)
+                vocab = recorded_vocab(recording.provenance["vocab"], recording.build, self.vocab_dir)
+                if (replay := sample(recording, vocab, self.passed[str(path)])) is not None:
+                    replays.append(replay)
+        if len(replays) < 2:
+            return
+        impl = self._impl or self._resolve()
+        self._impl = impl
+        self.interleaved = interleave(impl, replays)
+        groups = {replay.vocab_name: replay.group for replay in replays}
+        for result in self.interleaved:
+            self.summary.add([result], groups[result.vocab])
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The verdict contract over every item's verdict: a run whose items all passed still fails
         when it judged nothing of what it claims (a port declining every input, say). xdist workers
-        only report; the controller, which counts every worker's items, decides."""
-        if hasattr(session.config, "workerinput") or not self.summary.counts:
+        only report; the controller, which counts every worker's items, decides. A run that was given
+        `--tokconf-impl` on its command line and judged nothing of it (every item deselected by `-k`,
+        `-m` or a conftest) fails: the check asked for did not happen."""
+        if hasattr(session.config, "workerinput") or self.collect_only:
             return
+        if not self.summary.counts:
+            if self.asked_for:
+                why = f"--tokconf-impl {self.spec} was given, but none of its checks ran (all deselected?)"
+                self.decision = Decision(False, (why,), Counter(), 0, 0, 0)
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
+            return
+        self._interleave(session)
         stale = [entry.pattern for entry in self._stale()]
         unmatched = sorted(self.selection.cases - self.collected_cases)
-        self.decision = self.summary.decide(self.gate, stale, unmatched)
+        decision = self.summary.decide(self.gate, stale, unmatched)
+        self.decision = dataclasses.replace(decision, contained=not self.in_process or self.spec == IN_PROCESS_ALWAYS)
         if self.causes_file is not None:
             errors, unsupported = (
                 group_reasons((r.vocab, r.case_id, r.reason) for r in self.reported if r.verdict is verdict)
@@ -353,13 +404,18 @@ class CheckPlugin:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.summary.counts:
+        if self.decision is None:
             return
         terminalreporter.section(f"tokconf conformance: {self.spec} against {' '.join(map(str, self.paths))}")
+        for result in self.interleaved:
+            if result.verdict.is_problem:
+                terminalreporter.write_line(describe(result, self.vocab_paths.get(result.vocab), self.how))
+                terminalreporter.write_line("")
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        for line in text_table(self.summary) + (closing_lines(self.decision) if self.decision else []):
+        table = text_table(self.summary) if self.summary.counts else []
+        for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
 
     def pytest_unconfigure(self) -> None:
