@@ -192,10 +192,17 @@ def exits_hard(path: Path) -> object:
     os._exit(0)
 
 
-def test_a_port_that_takes_down_a_checking_process_leaves_no_verdict(llama_build: Build) -> None:
+def test_a_port_that_ends_its_process_costs_its_own_worker_only(llama_build: Build) -> None:
+    """By default the port's loading ends its worker, and every case of it is an error, the run going
+    on; run in the checking processes (`in_process`), it takes one down and the run has no verdict."""
+    recordings = ["bundled/gpt-2.yaml", "bundled/qwen2.yaml"]
+    for jobs in (1, 2):
+        run = tokconf.check("test_api:exits_hard", recordings, modes=["plain"], jobs=jobs)
+        assert not run.passed and {r.verdict for r in run.results} == {tokconf.Verdict.ERROR}
+        assert "the program exited with status 0" in run.results[0].reason
     with pytest.raises(tokconf.TokconfError, match="died: no verdict") as error:
-        tokconf.check("test_api:exits_hard", ["bundled/gpt-2.yaml", "bundled/qwen2.yaml"], jobs=2)
-    assert "run it with --timeout" in str(error.value)
+        tokconf.check("test_api:exits_hard", recordings, jobs=2, in_process=True)
+    assert "run it without --in-process" in str(error.value)
 
 
 def test_a_live_llama_cpp_agrees_with_a_recorded_load_refusal(llama_build: Build) -> None:

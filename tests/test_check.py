@@ -121,14 +121,19 @@ def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys:
     )
 
 
+ALLOWED = ("--min-coverage", "50")  # FEW's units have 2 or 3 cases: one expected failure each, allowed explicitly
+
+
 def test_expected_failures_and_an_xpass(llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     xfail = tmp_path / "xfail.yaml"
     hello = [c.id for c in load(QWEN2).cases if c.data == b"Hello world"]
     entries = "".join(f"  - {{case: 'qwen2/*/{case}', reason: known, link: 'https://x/1'}}\n" for case in hello)
     xfail.write_text("expected_failures:\n" + entries)
     status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW)
-    assert status == 0, output
+    assert status == 1 and "below the 100% a claim needs" in output  # an expected failure is a case not passed
     assert _counts("plain")[4] == 1  # xfailed (edge/hello-world is in FEW)
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW, *ALLOWED)
+    assert status == 0, output
     status, output = check(capsys, "--impl", "llama.cpp@11192", "--xfail", str(xfail), *FEW)
     assert status == 1
     assert "listed as an expected failure (known) but it passes now" in output
@@ -146,12 +151,14 @@ def test_expected_failure_globs_and_entries_that_match_nothing(
         "  - {case: 'qwen2/plain/edge/no-such-case', reason: a typo}\n"
         "  - {case: 'gpt-2/*/edge/*', reason: another vocab, not checked here}\n"
     )
-    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW)
+    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), *FEW, *ALLOWED)
     assert status == 0, output
     assert [_counts(mode)[4] for mode in ("plain", "special", "bos")] == [1, 1, 1]  # xfailed
     assert "warning: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no checked case" in output
     assert "gpt-2/*/edge/*" not in output
-    status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), "--strict-xfail", *FEW)
+    status, output = check(
+        capsys, "--impl", "fake_impls:one_id_changed", "--xfail", str(xfail), "--strict-xfail", *FEW, *ALLOWED
+    )
     assert status == 1 and "fail: expected-failure entry 'qwen2/plain/edge/no-such-case' matched no" in output
 
 
@@ -204,14 +211,14 @@ def test_a_protocol_1_program_passes_and_its_facts_are_unsupported(
 
 
 @pytest.mark.usefixtures("adapter_path")
-def test_with_a_timeout_a_python_implementation_runs_in_a_worker_over_protocol_2(
+def test_a_python_implementation_runs_in_a_worker_over_protocol_2(
     llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The worker (`python -m tokconf.implementations.serve`) answers facts and decoding over protocol
     2: a wrong BOS id fails there as it does in process."""
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--timeout", "10", "--mode", "decode")
     assert status == 1
-    assert "fake_impls:wrong_bos (in a worker, timeout 10 s)" in output
+    assert "fake_impls:wrong_bos (worker)" in output
     assert "bos: the implementation says 151644, llama.cpp says 151643" in output
     assert _counts("facts")[0:2] == [4, 1]
     assert _counts("decode")[0:2] == [4, 0]

@@ -71,22 +71,20 @@ def test_a_broken_implementation_fails_exactly_the_broken_cases(sandbox: pytest.
 
 
 def test_only_the_items_the_run_kept_are_asked(sandbox: pytest.Pytester, llama_build: Build) -> None:
-    """`-k` (or --deselect, --lf) narrows what the implementation is asked, not only what is shown."""
+    """`-k` (or --deselect, --lf) narrows what the implementation is asked, not only what is shown (the
+    port in this process, where the test can count what it was asked)."""
     import fake_impls
 
     fake_impls.ASKED.clear()
-    result = sandbox.runpytest(
-        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:counting", "-k", "hello or facts"
-    )
+    counting = ["--tokconf-impl", "fake_impls:counting", "--tokconf-in-process"]
+    result = sandbox.runpytest("--tokconf-recordings", str(QWEN2), *counting, "-k", "hello or facts")
     result.assert_outcomes(passed=10)
     hello = [c.data for c in load(QWEN2).cases if "hello" in c.id]
     asked = [a for a in fake_impls.ASKED if isinstance(a, tuple)]
     assert len(asked) == len(fake_impls.ASKED)  # no decoding
     assert sorted(asked) == sorted((d, *flags) for d in hello for flags in MODES.values())
     fake_impls.ASKED.clear()
-    result = sandbox.runpytest(
-        "--tokconf-recordings", str(QWEN2), "--tokconf-impl", "fake_impls:counting", "-k", "pieces-plain"
-    )
+    result = sandbox.runpytest("--tokconf-recordings", str(QWEN2), *counting, "-k", "pieces-plain")
     result.assert_outcomes(passed=1)
     assert set(fake_impls.ASKED) == {"token_to_piece"}  # the pieces, no case, no detokenization
 
