@@ -10,11 +10,20 @@ refuse reaches the checks of every field.
 
 The files are read in one worker process whose address space is limited (`RLIMIT_AS`): an alias
 bomb that got expanded would end it with a MemoryError, which the test reports as the failure it is.
+
+Every kind of file, and a vocab file or tokenizer.json too, must also be a regular file within its
+size cap (issue 32): a FIFO, a link to /dev/zero or a 3 GB file is refused naming it, by every reader
+of that kind and by `tokconf check` end to end, in a process under the same memory limit that is
+killed if it hangs.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -24,6 +33,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.recordings import decoding, format
 from tokconf.recordings.decoding import Decoding, Edit
@@ -285,3 +295,189 @@ def test_an_alias_bomb_in_an_expected_failure_reason_is_refused_within_the_memor
     path.write_text(BOMB + "expected_failures:\n- {case: gpt-2/plain/edge/x, reason: *b8}\n", encoding="utf-8")
     answer = reader.read("xfail", path)
     assert "an alias (`*name`)" in answer.get("refused", ""), answer
+
+
+# Files that are no regular file, or too large (issue 32): a FIFO (a read blocks forever), a link to
+# /dev/zero (a read never ends), a 3 GB file (sparse: a read exhausts the memory limit). Each kind of
+# file, through every reader of it, must be refused with one error naming it, before any read: each
+# is read in a fresh process under MEMORY_LIMIT, killed after HANG_GUARD seconds (a hang is the
+# failure; a refusal takes a second).
+HANG_GUARD = 60
+HUGE = 3 << 30
+ATTACKS = {  # what the refusal says, beside the path
+    "fifo": "it is a FIFO (named pipe), not a regular file",
+    "link to /dev/zero": "(a link to /dev/zero): it is a character device, not a regular file",
+    "3 GB": f"it holds {HUGE:,} bytes, over the ",
+}
+
+ATTACK_WORKER = """
+import json, os, resource, sys, traceback, types
+from pathlib import Path
+from tokconf.checking.xfail import ExpectedFailures
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import FileKind
+from tokconf.corpus.files import load_corpus, load_corpus_file
+from tokconf.fuzz.findings import check_found_files
+from tokconf.implementations.peers import hf_tokenizers
+from tokconf.llama.vocabs import resolve_vocabs, vocab_file
+from tokconf.recordings import decoding, format
+from tokconf.synth.files import gguf_of
+
+path = Path(sys.argv[2])
+READERS = {
+    "recording_files": lambda: format.recording_files([path.parent]),
+    "format.load": lambda: format.load(path),
+    "format.read_provenance": lambda: format.read_provenance(path),
+    "decoding.load_for": lambda: decoding.load_for(path.with_name("gpt-2.yaml")),
+    "decoding.load": lambda: decoding.load(path),
+    "check_found_files": lambda: check_found_files(path.parent, None, [Path("gpt-2.gguf")]),
+    "format.load found": lambda: format.load(path, FileKind.FOUND),
+    "ExpectedFailures.load": lambda: ExpectedFailures.load(path),
+    "load_corpus": lambda: load_corpus([path.parent]),
+    "load_corpus_file": lambda: load_corpus_file(path),
+    "hf-tokenizers": lambda: hf_tokenizers.factory(str(path)),
+    "vocab_file": lambda: vocab_file(path.name, "0" * 64, 11192, path.parent),
+    "resolve_vocabs": lambda: resolve_vocabs([str(path)], types.SimpleNamespace(models_dir=path.parent)),
+    "gguf_of": lambda: gguf_of(path),
+}
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+answers = {}
+for name in json.loads(sys.argv[3]):
+    try:
+        READERS[name]()
+        answers[name] = {"read": True}
+    except TokconfError as error:
+        answers[name] = {"refused": str(error)}
+    except BaseException:
+        answers[name] = {"crashed": traceback.format_exc()[-4000:]}
+print(json.dumps(answers))
+"""
+
+KINDS = {  # the hostile file's name, and every reader of its kind
+    "recording": ("x.yaml", ["recording_files", "format.load", "format.read_provenance"]),
+    "decoding": ("gpt-2.decoding.yaml", ["decoding.load_for", "decoding.load"]),
+    "found": ("found-gpt-2.yaml", ["check_found_files", "format.load found"]),
+    "xfail": ("known.yaml", ["ExpectedFailures.load"]),
+    "corpus": ("x.yaml", ["load_corpus", "load_corpus_file"]),
+    "tokenizer.json": ("tokenizer.json", ["hf-tokenizers"]),
+    "vocab": ("x.gguf", ["vocab_file", "resolve_vocabs", "gguf_of"]),
+}
+LISTINGS = {"recording_files"}  # list a folder's files: a regular file of any size is theirs to list
+
+
+def _hostile(path: Path, attack: str) -> Path:
+    if attack == "fifo":
+        os.mkfifo(path)
+    elif attack == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    else:
+        with path.open("wb") as handle:
+            handle.truncate(HUGE)  # sparse: no disk used
+    return path
+
+
+def _guarded(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`args` run to its end, or the test failed as the hang it is."""
+    try:
+        return subprocess.run(args, capture_output=True, text=True, timeout=HANG_GUARD, stdin=subprocess.DEVNULL,
+                              env=env, check=False)  # fmt: skip
+    except subprocess.TimeoutExpired:
+        shown = shlex.join(arg for arg in args if "\n" not in arg)  # not the script
+        pytest.fail(f"hung: no end in {HANG_GUARD} s (killed): {shown[-300:]}", pytrace=False)
+
+
+def _assert_refused(message: str, path: Path, attack: str) -> None:
+    assert str(path) in message and ATTACKS[attack] in message and len(message) <= MAX_MESSAGE, message
+    assert "Traceback" not in message, message
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_a_file_that_is_no_regular_file_or_too_large_is_refused_naming_it(
+    kind: str, attack: str, files: dict[str, Path], tmp_path: Path
+) -> None:
+    name, readers = KINDS[kind]
+    if kind == "decoding":  # beside the recording it decodes
+        shutil.copy(files["recording"], tmp_path / "gpt-2.yaml")
+    path = _hostile(tmp_path / name, attack)
+    readers = [reader for reader in readers if not (attack == "3 GB" and reader in LISTINGS)]
+    env = os.environ | {"TOKCONF_MAX_VOCAB_MB": "1024"}  # a vocab may be a model's file: its default cap is above 3 GB
+    done = _guarded([sys.executable, "-c", ATTACK_WORKER, str(MEMORY_LIMIT), str(path), json.dumps(readers)], env)
+    assert done.returncode == 0, done.stderr[-4000:]
+    answers = json.loads(done.stdout)
+    for reader in readers:
+        assert "refused" in answers[reader], f"{reader}: {answers[reader]}"
+        _assert_refused(answers[reader]["refused"], path, attack)
+
+
+CLI = (
+    "import resource, runpy, sys\n"
+    "resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))\n"
+    "sys.argv = ['tokconf', *sys.argv[2:]]\n"
+    "runpy.run_module('tokconf', run_name='__main__', alter_sys=True)\n"
+)
+
+
+def _tokconf(*args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m tokconf ARGS` under MEMORY_LIMIT."""
+    return _guarded([sys.executable, "-c", CLI, str(MEMORY_LIMIT), *args])
+
+
+@pytest.fixture
+def recordings(files: dict[str, Path], tmp_path: Path) -> Path:
+    """A folder holding one ordinary recording (a few gpt-2 cases)."""
+    folder = tmp_path / "recordings"
+    folder.mkdir()
+    shutil.copy(files["recording"], folder / "gpt-2.yaml")
+    return folder
+
+
+def test_check_reads_an_ordinary_recording_under_the_memory_limit(recordings: Path) -> None:
+    done = _tokconf("check", "--recordings", str(recordings), "--vocab", "gpt-2")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "gpt-2: " in done.stderr and "PASS" in done.stdout
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_check_on_a_folder_with_a_hostile_recording_says_which_file(attack: str, recordings: Path) -> None:
+    path = _hostile(recordings / "x.yaml", attack)
+    done = _tokconf("check", "--recordings", str(recordings), "--vocab", "gpt-2", "--vocab", "x")
+    assert done.returncode == 2, done.stderr[-4000:]
+    _assert_refused(done.stderr, path, attack)
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_check_with_a_hostile_decoding_beside_a_recording_says_which_file(attack: str, recordings: Path) -> None:
+    path = _hostile(recordings / "gpt-2.decoding.yaml", attack)
+    done = _tokconf("check", "--recordings", str(recordings / "gpt-2.yaml"))
+    assert done.returncode == 2, done.stderr[-4000:]
+    _assert_refused(done.stderr, path, attack)
+
+
+@pytest.mark.parametrize("attack", list(ATTACKS))
+def test_check_with_a_hostile_expected_failure_file_says_which_file(
+    attack: str, recordings: Path, tmp_path: Path
+) -> None:
+    path = _hostile(tmp_path / "known.yaml", attack)
+    done = _tokconf("check", "--recordings", str(recordings), "--xfail", str(path))
+    assert done.returncode == 2, done.stderr[-4000:]
+    _assert_refused(done.stderr, path, attack)
+
+
+def test_a_cap_is_set_by_its_variable_and_a_wrong_setting_is_one_clear_error(
+    recordings: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = recordings / "gpt-2.yaml"
+    assert format.load(path).cases
+    size = path.stat().st_size
+    monkeypatch.setenv("TOKCONF_MAX_RECORDING_MB", "1")
+    if size > 1 << 20:
+        pytest.fail("the small recording is no longer small")
+    assert format.load(path).cases
+    path.write_bytes(path.read_bytes() + b"#" * (1 << 20))
+    with pytest.raises(TokconfError, match=rf"{re.escape(str(path))}: it holds {size + (1 << 20):,} bytes, over the "
+                       r"recording cap \(1 MiB\)"):  # fmt: skip
+        format.load(path)
+    monkeypatch.setenv("TOKCONF_MAX_RECORDING_MB", "1.5")
+    with pytest.raises(TokconfError, match=r"TOKCONF_MAX_RECORDING_MB='1.5' is not a size in MiB"):
+        format.load(path)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import TokconfError
+from ..core.files import FileKind
 from ..core.plain_yaml import shown
 from ..recordings.yaml_io import load_untrusted
 
@@ -43,7 +44,7 @@ class ExpectedFailures:
     def load(cls, path: Path | None) -> ExpectedFailures:
         if path is None:
             return cls()
-        doc = load_untrusted(path, "expected-failure file")  # plain data: no aliases, no repeated keys
+        doc = load_untrusted(path, FileKind.XFAIL)  # plain data, a regular file within its cap: no aliases
         entries = doc.get("expected_failures") if isinstance(doc, dict) else None
         if not isinstance(entries, list):
             raise TokconfError(f"{path}: needs an `expected_failures` list", "see docs/checking.md")

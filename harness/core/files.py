@@ -1,20 +1,29 @@
-"""Files: the cache folder, atomic writes, hashes, and finding YAML files under a path.
+"""Files: the cache folder, atomic writes, bounded reads, hashes, and finding YAML files under a path.
 
 `TOKCONF_CACHE` overrides the cache location; otherwise the XDG cache folder is used, so a CI machine
 builds llama.cpp once and every later run (and every checkout) reuses it.
+
+Every file tokconf reads from elsewhere (a recording, a decoding, an expected-failure file, a corpus
+or found file, a tokenizer.json, a vocab file) is read through `open_bounded`, `read_bounded` or
+`regular_file`: it must be a regular file (a FIFO would block the read forever, `/dev/zero` never
+ends, a folder or device is no file) and hold at most its kind's cap (`FileKind.cap`), checked before
+anything is read, so a wrong path is one error naming it, never a hang or a MemoryError.
 """
 
 from __future__ import annotations
 
 import contextlib
+import enum
 import errno
 import hashlib
+import io
 import os
 import secrets
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, Any, Literal, TextIO, overload
+from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
 from .errors import TokconfError
 
@@ -113,25 +122,220 @@ def atomic_write(path: Path, content: str | bytes, what: str = "output") -> None
             text.write(content)
 
 
-def sha256_file(path: Path) -> str:
-    """The sha256 of a file, read in chunks so a 100 MB vocab does not sit in memory twice."""
+class FileKind(enum.StrEnum):
+    """A kind of file tokconf reads from elsewhere; its value is what a message calls it. Each kind has
+    its own size cap (`CAP_MIB`, overridden by `TOKCONF_MAX_<NAME>_MB`): a file over it is refused
+    before anything is read from it."""
+
+    RECORDING = "recording"
+    DECODING = "decoding"
+    XFAIL = "expected-failure file"
+    CORPUS = "corpus file"
+    FOUND = "found file"
+    TOKENIZER_JSON = "tokenizer.json"
+    VOCAB = "vocab file"
+
+    @property
+    def variable(self) -> str:
+        """The environment variable that overrides the cap, in MiB: `TOKCONF_MAX_RECORDING_MB`, …"""
+        return f"TOKCONF_MAX_{self.name}_MB"
+
+    @property
+    def cap(self) -> int:
+        """The bytes a file of this kind may hold: `CAP_MIB`'s figure, or the override's. Read on every
+        use, so a test or a wrapper can set it for one call."""
+        text = os.environ.get(self.variable, "").strip()
+        if not text:
+            return CAP_MIB[self] << 20
+        if not (text.isascii() and text.isdigit() and len(text) <= 9 and int(text) > 0):
+            raise TokconfError(
+                f"{self.variable}={text[:40]!r} is not a size in MiB",
+                f"set it to a whole number of MiB above zero (the default is {CAP_MIB[self]}), or unset it",
+            )
+        return int(text) << 20
+
+
+# The caps, in MiB (docs/recording-format.md, "Size caps"). Parsing YAML takes about 20 times a
+# file's size in memory (12x for the largest recording, 21x for the largest decoding), so a YAML cap
+# bounds memory too.
+CAP_MIB: dict[FileKind, int] = {
+    # The largest bundled recording is 4.3 MB (deepseek-llm: 3,700 cases of long inputs); a recording
+    # grows with its corpus, not with the vocabulary. 7x that: about 700 MB to parse.
+    FileKind.RECORDING: 32,
+    # The largest decoding is 4.3 MB (nomic-bert-moe's 250,000 pieces; gemma-4's 262,000: 3.5 MB); it
+    # grows with the vocabulary: 32 MiB holds a vocabulary of two million tokens.
+    FileKind.DECODING: 32,
+    # Hand-written, a few KB; even one entry per case of every bundled vocabulary and mode (100 bytes
+    # each) stays under 8 MiB, and globs cover more.
+    FileKind.XFAIL: 8,
+    # The largest corpus file is 146 KB (documents.yaml; `repeat` keeps long inputs short); `tokconf
+    # record` reads the found files in corpora/found as corpus files too, so this is FOUND's figure.
+    FileKind.CORPUS: 16,
+    # A vocabulary's facts (7 KB for gemma-4) and one case per finding (under 1 KB each): 16 MiB is
+    # over 16,000 findings of one vocabulary.
+    FileKind.FOUND: 16,
+    # Read by the `tokenizers` library, not by tokconf: the largest published ones are about 33 MB
+    # (gemma-3's); 4x that.
+    FileKind.TOKENIZER_JSON: 128,
+    # A vocab file may be a whole model's GGUF (docs/benchmarks.md measures one): it is hashed in 1 MiB
+    # chunks and the reference maps only its header, so this cap bounds time, not memory. The largest
+    # single-file models published are about 75 GB (70B parameters at 8 bits).
+    FileKind.VOCAB: 128 << 10,
+}
+
+
+def _file_type(mode: int) -> str:
+    """What a file that is not a regular file is, for a message."""
+    for test, name in ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _refuse_type(path: Path, what: str, mode: int) -> TokconfError:
+    link = f" (a link to {os.path.realpath(path)})" if path.is_symlink() else ""
+    return TokconfError(
+        f"cannot read {what} {path}{link}: it is {_file_type(mode)}, not a regular file (refused unread)",
+        "give a regular file: tokconf never reads a FIFO, a device, a socket or a folder (it could block or never end)",
+    )
+
+
+def _refuse_size(path: Path, kind: FileKind, size: str) -> TokconfError:
+    return TokconfError(
+        f"cannot read {kind} {path}: it holds {size}, over the {kind} cap ({kind.cap >> 20} MiB)",
+        f'if it is one, raise the cap: {kind.variable}=<MiB> (docs/recording-format.md, "Size caps")',
+    )
+
+
+def _checked_stat(path: Path, what: str) -> os.stat_result:
+    """The status of `path` (links followed), refused unless it is a regular file. `stat` never opens
+    the file: a device is not even opened (opening one can act, as a tape rewinds)."""
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
+    if not stat.S_ISREG(status.st_mode):
+        raise _refuse_type(path, what, status.st_mode)
+    return status
+
+
+class _Capped(io.RawIOBase):
+    """A regular file's descriptor, read no further than a cap: the byte after it (the file grew while
+    read) is refused, so a reader holds at most the cap whatever happens to the file meanwhile."""
+
+    def __init__(self, descriptor: int, path: Path, kind: FileKind | None) -> None:
+        self._descriptor, self._path, self._kind = descriptor, path, kind
+        self._room = kind.cap if kind is not None else -1  # -1: no cap
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._descriptor
+
+    def _read(self, size: int) -> bytes:
+        """At most `size` bytes, one read; refused once more than the cap has been read."""
+        data = os.read(self._descriptor, size if self._kind is None else min(size, self._room + 1))
+        if self._kind is not None:
+            if len(data) > self._room:
+                raise _refuse_size(self._path, self._kind, "more bytes than that (it grew while read)")
+            self._room -= len(data)
+        return data
+
+    def readinto(self, buffer: Any) -> int:
+        with memoryview(buffer) as view, view.cast("B") as flat:
+            data = self._read(len(flat))
+            flat[: len(data)] = data
+            return len(data)
+
+    def readall(self) -> bytes:
+        """To the end, 1 MiB a read (`RawIOBase.readall` reads 8 KiB a time, through `readinto`)."""
+        chunks = []
+        while chunk := self._read(1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._descriptor)
+        super().close()
+
+
+def open_bounded(path: Path, kind: FileKind | None) -> BinaryIO:
+    """`path` open for reading, once it is known to be a regular file within `kind`'s cap (None: any
+    size, for files tokconf hashes that are no kind of its own, as a library); reading past the cap
+    (a file growing meanwhile) raises. Anything else is a `TokconfError` naming the file.
+
+    The path is checked by `stat` before it is opened, and the open descriptor again by `fstat` (the
+    file may have been swapped between the two): `O_NONBLOCK`, so even a FIFO swapped in never blocks
+    the open."""
+    what = kind.value if kind is not None else "file"
+    _checked_stat(path, what)
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as error:
+        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
+    try:
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
+            raise _refuse_type(path, what, status.st_mode)
+        if kind is not None and status.st_size > kind.cap:
+            raise _refuse_size(path, kind, f"{status.st_size:,} bytes")
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return io.BufferedReader(_Capped(descriptor, path, kind))
+
+
+def read_bounded(path: Path, kind: FileKind) -> bytes:
+    """The bytes of a file from elsewhere, at most `kind.cap` of them (see `open_bounded`)."""
+    try:
+        with open_bounded(path, kind) as handle:
+            return handle.read()
+    except OSError as error:  # a read error (EIO) after the open
+        raise TokconfError(f"cannot read {kind} {path}: {error.strerror}") from None
+
+
+def regular_file(path: Path, kind: FileKind) -> Path:
+    """`path`, once it is a regular file within `kind`'s cap, for a file a library opens itself (a
+    tokenizer.json, a GGUF file): what could block or never end is refused before the library sees it.
+    Opened and closed (`open_bounded`), nothing read; a file swapped after this is the library's to
+    read."""
+    open_bounded(path, kind).close()
+    return path
+
+
+def sha256_file(path: Path, kind: FileKind | None = None) -> str:
+    """The sha256 of a file, read in chunks so a 100 MB vocab does not sit in memory twice. Only a
+    regular file is hashed (a FIFO would block, `/dev/zero` never end), and with `kind`, one within its
+    cap (see `open_bounded`)."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for chunk in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(chunk)
+    try:
+        with open_bounded(path, kind) as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except OSError as error:
+        raise TokconfError(f"cannot read {kind or 'file'} {path}: {error.strerror}") from None
     return digest.hexdigest()
 
 
 def yaml_files(paths: Iterable[Path], what: str) -> list[Path]:
-    """Every `*.yaml` under the given files or folders: folders sorted by path, files as given."""
+    """Every `*.yaml` under the given files or folders: folders sorted by path, files as given. An
+    entry that is not a regular file (a FIFO, a link to a device, a folder named `x.yaml`) is refused
+    here, naming it: skipped, it would hide, and read, it could block or never end."""
     found: list[Path] = []
     for path in paths:
         if path.is_dir():
-            found.extend(sorted(path.rglob("*.yaml")))
-        elif path.is_file():
-            found.append(path)
+            entries = sorted(path.rglob("*.yaml"))
+        elif path.exists():
+            entries = [path]
         else:
             raise TokconfError(f"{what} path {path} does not exist", f"give a {what} file or folder")
+        for entry in entries:
+            _checked_stat(entry, what)
+        found.extend(entries)
     return found
 
 

@@ -20,7 +20,7 @@ import yaml
 
 from ..core.errors import TokconfError
 from ..core.facts import RECORDING_SCHEMA
-from ..core.files import yaml_files
+from ..core.files import FileKind, read_bounded, yaml_files
 from ..core.outcome import MODES
 from ..core.plain_yaml import parse_yaml
 
@@ -97,8 +97,9 @@ def _inputs_of_recording(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_corpus_file(path: Path) -> CorpusFile:
-    """Load and validate one corpus file (or the inputs of a recording, see `_inputs_of_recording`)."""
-    raw = path.read_bytes()
+    """Load and validate one corpus file (or the inputs of a recording, see `_inputs_of_recording`): a
+    regular file within the corpus cap (`read_bounded`)."""
+    raw = read_bounded(path, FileKind.CORPUS)
     doc = _load_yaml(path, raw)
     if isinstance(doc, dict) and doc.get("schema") == RECORDING_SCHEMA:
         doc = _inputs_of_recording(path, doc)

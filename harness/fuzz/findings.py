@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from ..core.facts import CampaignProvenance, VocabFacts
-from ..core.files import sha256_file
+from ..core.files import FileKind, sha256_file
 from ..core.outcome import Mode, Outcome, render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..llama.build import Build
@@ -57,12 +57,13 @@ def found_path(found_dir: Path, vocab: str) -> Path:
 def write_finding(found_dir: Path, finding: Finding, build: Build, impl_name: str) -> Path:
     """Add the finding to `found-<vocab>.yaml` (a recording: one case, every mode, llama.cpp's answers),
     unless that input is there already. A file recorded by another build or vocabulary file is not
-    mixed with this one: that is an error that says to move it."""
+    mixed with this one: that is an error that says to move it. Something at its path that is no
+    regular file (a FIFO, a link to a device) is refused, naming it, never replaced or waited on."""
     path = found_path(found_dir, finding.vocab)
     today = datetime.date.today().isoformat()
     campaign: CampaignProvenance = {"date": today, "implementation": impl_name, "seed": finding.seed}
-    if path.is_file():
-        recording = load(path)
+    if path.exists() or path.is_symlink():
+        recording = load(path, FileKind.FOUND)
         _same_origin(path, recording, build, finding.vocab_sha256)
     else:
         plan = Plan(build, (), 0, 0, found_dir, decoding=False)  # no corpus, no fuzz: campaigns say where
@@ -92,8 +93,8 @@ def check_found_files(found_dir: Path, build: Build, vocabs: list[Path]) -> None
     campaign there."""
     for vocab in vocabs:
         path = found_path(found_dir, vocab_name(vocab))
-        if path.is_file():
-            _same_origin(path, load(path), build, sha256_file(vocab))
+        if path.exists() or path.is_symlink():
+            _same_origin(path, load(path, FileKind.FOUND), build, sha256_file(vocab, FileKind.VOCAB))
 
 
 def _same_origin(path: Path, recording: Recording, build: Build, vocab_sha256: str) -> None:

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from ..core.files import sha256_file
+from ..core.files import FileKind, regular_file, sha256_file
 from .build import Build
 from .fetch import fetch, fetched_source, source_dir
 
@@ -25,7 +25,9 @@ def shipped_vocabs(build: Build) -> list[Path]:
 
 
 def resolve_vocabs(names: list[str], build: Build) -> list[Path]:
-    """`--vocab` values (shipped names or GGUF paths) as files; none given: every shipped vocab."""
+    """`--vocab` values (shipped names or GGUF paths) as files; none given: every shipped vocab. A path
+    that is there must be a regular file within the vocab cap (`regular_file`), checked before any
+    work starts (a missing one is the recorder's to say)."""
     shipped = shipped_vocabs(build)
     if not names:
         return shipped
@@ -33,7 +35,7 @@ def resolve_vocabs(names: list[str], build: Build) -> list[Path]:
     for name in names:
         path = Path(name)
         if path.suffix == ".gguf" or path.exists():
-            found.append(path)
+            found.append(regular_file(path, FileKind.VOCAB) if path.exists() else path)
             continue
         candidate = build.models_dir / f"ggml-vocab-{name}.gguf"
         if not candidate.is_file():
@@ -54,11 +56,12 @@ def models_dir(build: int) -> Path:
 
 def vocab_file(file_name: str, sha256: str, build: int, vocab_dir: Path | None) -> Path:
     """The GGUF file a recording names, from `vocab_dir` or the build's `models/` (`models_dir`),
-    checked by sha256."""
+    checked by sha256: a regular file within the vocab cap (`regular_file`), so a FIFO or a link to a
+    device there is refused naming it, not called missing."""
     path = (vocab_dir or models_dir(build)) / file_name
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         raise TokconfError(f"vocab file {path} is missing", "pass --vocab-dir with the folder holding it")
-    actual = sha256_file(path)
+    actual = sha256_file(regular_file(path, FileKind.VOCAB))
     if actual != sha256:
         raise TokconfError(
             f"{path} has sha256 {actual}, but the recording was made from {sha256}",

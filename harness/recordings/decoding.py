@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokconfError
-from ..core.files import atomic_write, sha256_file
+from ..core.files import FileKind, atomic_write, sha256_file
 from ..core.plain_yaml import parse_yaml, shown
 from .format import SUFFIX_DECODING
 from .yaml_io import (
@@ -210,12 +210,13 @@ def read_provenance(path: Path) -> dict[str, Any]:
 
 def load_for(recording_path: Path) -> Decoding | None:
     """The decoding beside a recording, if there is one; refused, before the bulk of it is read, if it
-    decodes another recording."""
+    decodes another recording. Something there that is no regular file (a FIFO, a link to a device or
+    to nothing) is refused by the read, naming it, not taken for no decoding."""
     path = path_for(recording_path)
-    if not path.is_file():
+    if not (path.exists() or path.is_symlink()):
         return None
     recorded = read_provenance(path).get("recording")
-    if not isinstance(recorded, dict) or recorded.get("sha256") != sha256_file(recording_path):
+    if not isinstance(recorded, dict) or recorded.get("sha256") != sha256_file(recording_path, FileKind.RECORDING):
         raise TokconfError(
             f"{path} decodes another version of {recording_path.name} (sha256 differs)",
             f"re-record it: tokconf record-decoding {recording_path}",

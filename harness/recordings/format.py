@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core.errors import TokconfError
 from ..core.facts import RECORDING_SCHEMA, Provenance, VocabFacts, is_bare_file_name, is_token_id
-from ..core.files import atomic_write, yaml_files
+from ..core.files import FileKind, atomic_write, yaml_files
 from ..core.outcome import MODES, Mode, Outcome, Refusal, ids_from_text
 from ..core.plain_yaml import parse_yaml, shown
 from .yaml_io import (
@@ -317,14 +317,17 @@ def _sealed(path: Path, raw: bytes, doc: Any) -> Recording:
     return recording
 
 
-def load(path: Path) -> Recording:
-    """Read one recording file: every field checked, then the file's bytes against its digest."""
-    raw, doc = read_untrusted(path, "recording")
+def load(path: Path, kind: FileKind = FileKind.RECORDING) -> Recording:
+    """Read one recording file: every field checked, then the file's bytes against its digest. `kind`:
+    whose size cap it is read within (`FileKind.FOUND` for the found file a campaign adds to)."""
+    raw, doc = read_untrusted(path, "recording", kind)
     return _sealed(path, raw, doc)
 
 
 def recording_files(paths: list[Path]) -> list[Path]:
-    """Recording files under the given files or folders, sorted."""
+    """Recording files under the given files or folders, sorted. A `*.yaml` there that is not a
+    regular file (a FIFO, a link to a device) is an error naming it (`yaml_files`), never skipped or
+    waited on."""
     found = [p for p in yaml_files(paths, "recording") if not p.name.endswith(SUFFIX_DECODING)]
     if not found:
         raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")

@@ -8,7 +8,8 @@ sha256 of its bytes: libyaml takes 0.5-1 s for a 4 MB recording, a kept document
 and a test suite or a CI job loads the same recordings in many processes.
 
 Every YAML file tokconf reads may come from elsewhere (a recording, a decoding, a found file, an
-expected-failure file), so `load_untrusted` reads only plain data (`tokconf.core.plain_yaml`).
+expected-failure file), so `load_untrusted` reads only plain data (`tokconf.core.plain_yaml`), and
+only from a regular file within its kind's size cap (`tokconf.core.files.read_bounded`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import TokconfError
-from ..core.files import atomic_write, cache_root
+from ..core.files import FileKind, atomic_write, cache_root, open_bounded, read_bounded
 from ..core.plain_yaml import parse_yaml, shown
 from ..core.render import INVISIBLE
 
@@ -116,22 +117,26 @@ def corrupt(path: Path, problem: str, fix: str = RERECORD) -> CorruptRecording:
 
 
 def load_untrusted(path: Path, what: str) -> Any:
-    """The document of a YAML file from elsewhere (`what`: "recording", "expected-failure file", …) as
-    plain data: no anchors or aliases, no repeated keys (`parse_yaml`). An unreadable or refused file
-    is a `TokconfError` naming it."""
+    """The document of a YAML file from elsewhere (`what`: "recording", "expected-failure file", …, a
+    `FileKind`'s value) as plain data: no anchors or aliases, no repeated keys (`parse_yaml`). An
+    unreadable or refused file is a `TokconfError` naming it."""
     return read_untrusted(path, what)[1]
 
 
-def read_untrusted(path: Path, what: str) -> tuple[bytes, Any]:
-    """`load_untrusted`, with the file's bytes (for its digest)."""
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise TokconfError(f"cannot read {what} {path}: {error.strerror}") from None
+def read_untrusted(path: Path, what: str, kind: FileKind | None = None) -> tuple[bytes, Any]:
+    """`load_untrusted`, with the file's bytes (for its digest). Read within the cap of `kind` (default:
+    the kind `what` names; a found file is read as a "recording" within the found files' cap)."""
+    raw = read_bounded(path, kind or _kind(what))
     try:
         return raw, _parse_kept(raw)
     except yaml.YAMLError as error:
         raise corrupt(path, f"not a {what} tokconf reads ({_first_line(error)})", _fix(what)) from None
+
+
+def _kind(what: str) -> FileKind:
+    """The kind of file `what` names (a `FileKind`'s value); any other word, a file of a caller's own,
+    is read as a recording, the largest of the YAML kinds."""
+    return next((kind for kind in FileKind if kind.value == what), FileKind.RECORDING)
 
 
 def _first_line(error: Exception) -> str:
@@ -218,7 +223,7 @@ def read_head(path: Path, stop: bytes, what: str) -> dict[str, Any]:
     a recording's or decoding's provenance without reading the megabytes that follow it."""
     head: list[bytes] = []
     try:
-        with path.open("rb") as handle:
+        with open_bounded(path, _kind(what)) as handle:  # a regular file, within the cap: lines end
             for line in handle:
                 if line.startswith(stop):
                     break

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from ..core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
-from ..core.files import atomic_write, cache_root, sha256_file
+from ..core.files import FileKind, atomic_write, cache_root, regular_file, sha256_file
 from ..llama.fetch import source_dir
 from ..llama.pins import DEFAULT_BUILD
 from ..llama.vocabs import models_dir, vocab_file, vocab_name
@@ -68,7 +68,11 @@ def synthetic_vocabs(names: list[str]) -> list[Path]:
 def synth_provenance(vocab: Path, sha256: str) -> SynthProvenance | None:
     """The recipe a vocab file (of that sha256) was made by, if it is a synthetic file made by this tokconf."""
     recipe = BY_NAME.get(vocab.name.removeprefix("synth-").removesuffix(".gguf"))
-    if recipe is None or not vocab.name.startswith("synth-") or sha256 != sha256_file(synthesize(recipe)):
+    if (
+        recipe is None
+        or not vocab.name.startswith("synth-")
+        or sha256 != sha256_file(synthesize(recipe), FileKind.VOCAB)
+    ):
         return None
     base = f"ggml-vocab-{recipe.base}.gguf"
     return {
@@ -83,10 +87,11 @@ def synth_provenance(vocab: Path, sha256: str) -> SynthProvenance | None:
 def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -> Path:
     """The GGUF file a recording names, checked by sha256: a synthetic one from `vocab_dir` or made
     again from its recipe; a shipped or user one from `vocab_dir` or the build's `models/`. Confined
-    (`_confined`): no other file is opened or hashed."""
+    (`_confined`): no other file is opened or hashed. What is in `vocab_dir` under its name is read
+    (and refused if it is no regular file), never passed over for the recipe's."""
     synthetic = vocab.get("synthetic")
     path = _confined(vocab, vocab_dir or source_dir(build) / "models")
-    if synthetic is None or (vocab_dir is not None and path.is_file()):
+    if synthetic is None or (vocab_dir is not None and (path.exists() or path.is_symlink())):
         return vocab_file(vocab["file"], vocab["sha256"], build, vocab_dir)
     recipe = BY_NAME.get(synthetic["recipe"])
     if recipe is None or synthetic["version"] != SYNTH_VERSION:
@@ -96,9 +101,9 @@ def recorded_vocab(vocab: VocabProvenance, build: int, vocab_dir: Path | None) -
             "use the tokconf version that made the recording, or pass --vocab-dir with the file",
         )
     path = synthesize(recipe)
-    if sha256_file(path) != vocab["sha256"]:  # a cached file damaged or left by another version: once more
+    if sha256_file(path, FileKind.VOCAB) != vocab["sha256"]:  # a cached file damaged or of another version
         path = synthesize(recipe, again=True)
-    actual = sha256_file(path)
+    actual = sha256_file(path, FileKind.VOCAB)
     if actual != vocab["sha256"]:
         raise TokconfError(
             f"{path}, made by recipe {recipe.name}, has sha256 {actual}, but the recording was made from "
@@ -153,7 +158,10 @@ def vocab_path(name: str, build: int | None = None) -> Path:
 
 def gguf_of(vocab: str | os.PathLike[str], build: int | None = None) -> Path:
     """A vocabulary as the API takes it, as a GGUF file: a path (or a name ending in `.gguf`) as given,
-    a name as `vocab_path` finds it."""
+    a name as `vocab_path` finds it. A path that is there must be a regular file within the vocab cap
+    (`regular_file`): a FIFO would block whatever opens it (one that is missing is the caller's to
+    say)."""
     if not isinstance(vocab, str) or vocab.endswith(".gguf"):
-        return Path(os.fspath(vocab))
+        path = Path(os.fspath(vocab))
+        return regular_file(path, FileKind.VOCAB) if path.exists() else path
     return vocab_path(vocab, build)

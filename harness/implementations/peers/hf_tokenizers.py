@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from reference_impl.gguf_reader import read_tokenizer_fields
 
 from ...core.errors import TokconfError
+from ...core.files import FileKind, regular_file
 from ..base import Unsupported
 
 if TYPE_CHECKING:
@@ -50,14 +51,16 @@ _LOADED: dict[Path, Tokenizer] = {}
 
 
 def _tokenizer(path: Path) -> Tokenizer:
-    """The tokenizer.json at `path`, loaded once per process."""
+    """The tokenizer.json at `path`, loaded once per process: a regular file within its cap
+    (`regular_file`), so a FIFO or `/dev/zero` is refused before `tokenizers` reads it."""
     if path not in _LOADED:
         try:
             from tokenizers import Tokenizer
         except ImportError as error:
             raise TokconfError(f"tokenizers is not installed ({error})", "pip install -e '.[peers]'") from None
-        if not path.is_file():
+        if not path.exists():
             raise TokconfError(f"{path}: no such file", f"give the model's tokenizer.json: hf-tokenizers:{ARGUMENT}")
+        regular_file(path, FileKind.TOKENIZER_JSON)
         try:
             _LOADED[path] = Tokenizer.from_file(str(path))
         except Exception as error:  # tokenizers raises a bare Exception for a file it cannot parse
@@ -129,7 +132,7 @@ class Factory:
     argument = ARGUMENT  # it takes one (tokconf.implementations.resolve)
 
     def __call__(self, tokenizer_json: str) -> Callable[[Path], HFTokenizer]:
-        path = Path(tokenizer_json).expanduser().resolve()
+        path = Path(tokenizer_json).expanduser().absolute()  # as given: a message names the link, not its target
         _tokenizer(path)  # a wrong path or file is the user's to fix, before any vocabulary is loaded
 
         def for_gguf(gguf: Path) -> HFTokenizer:
