@@ -1,16 +1,22 @@
 """Harness overhead of a check: total time minus the implementation's own time, in one run.
 
     python benchmarks/check_overhead.py [--impl llama.cpp@11192] [--recordings DIR] [--pytest]
+    python benchmarks/check_overhead.py --containment [tiktoken-gguf] [--vocab gpt-2] [--repeats 7]
 
 The implementation's time is what its sessions spend answering (`encode_many`); everything else —
 loading recordings, hashing vocab files, judging, counting — is the harness. `--pytest` also times
 the pytest plugin: collecting every case of the set, and running it with `-q`.
+
+`--containment` times what containing a Python implementation costs: the same `tokconf.check` of one
+vocabulary (every mode, the facts, the decoding), in tokconf's process (`in_process=True`) and by
+default (worker processes), alternately, and prints the median of each and their ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -68,12 +74,42 @@ class TimedSession:
         self.inner.close()
 
 
+def containment(spec: str, vocab: str, repeats: int) -> None:
+    """The contained default against the same check in process, alternately, medians and their ratio."""
+    import tokconf
+
+    times: dict[bool, list[float]] = {True: [], False: []}
+    verdicts = {}
+    for _ in range(repeats):
+        for in_process in (True, False):
+            start = time.perf_counter()
+            run = tokconf.check(spec, vocabs=[vocab], in_process=in_process)
+            times[in_process].append(time.perf_counter() - start)
+            verdicts[in_process] = dict(run.summary.totals())
+    assert verdicts[True] == verdicts[False], verdicts  # the same verdicts, or the comparison means nothing
+    inside, contained = statistics.median(times[True]), statistics.median(times[False])
+    print(f"{spec} on {vocab}, every mode, facts and decoding; median of {repeats}, {os.cpu_count()} cores")
+    print(f"in process {inside:.2f} s, contained (worker processes) {contained:.2f} s: {contained / inside:.2f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--impl", default="llama.cpp@11192")
     parser.add_argument("--recordings", type=Path, default=ROOT / "recordings" / "b11192")
     parser.add_argument("--pytest", action="store_true", help="also time the pytest plugin")
+    parser.add_argument(
+        "--containment",
+        nargs="?",
+        const="tiktoken-gguf",
+        metavar="IMPL",
+        help="time a Python implementation contained against in process (default tiktoken-gguf)",
+    )
+    parser.add_argument("--vocab", default="gpt-2", help="the vocabulary --containment checks")
+    parser.add_argument("--repeats", type=int, default=7, help="runs of each, for --containment")
     args = parser.parse_args()
+    if args.containment:
+        containment(args.containment, args.vocab, args.repeats)
+        return
     timed = Timed(resolve(args.impl, 10.0))
     checked = 0
     start = time.perf_counter()

@@ -161,8 +161,12 @@ CHECK = (
     TIMEOUT,
     LOAD_TIMEOUT,
     IN_PROCESS,
-    Option("json", "also write the verdict as JSON here: the decision, its reasons, the counts per unit", Path,
-           metavar="FILE"),
+    Option(
+        "json",
+        "also write the verdict as JSON here: the decision, its reasons, the counts per unit",
+        Path,
+        metavar="FILE",
+    ),
 )
 
 FUZZ = (

@@ -167,7 +167,7 @@ def test_in_a_worker_with_a_timeout(
     status, output = _check(capsys, *args, "--recordings", str(GPT_2), "--recordings", str(LLAMA_BPE))
     utf8, invalid = _split(GPT_2)
     assert status == 0, output
-    assert check_runs[-1].impl_name == f"hf-tokenizers:{gpt2} (in a worker, timeout 30 s)"
+    assert check_runs[-1].impl_name == f"hf-tokenizers:{gpt2} (worker)"
     assert _counts(check_runs, "gpt-2", "plain") == [utf8, 0, 0, invalid, 0, 0]
     assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 3, 0, 0]
     assert _counts(check_runs, "llama-bpe", "plain") == [0, 0, 0, len(load(LLAMA_BPE).cases), 0, 0]

@@ -18,7 +18,16 @@ from pathlib import Path
 from ..core.errors import TokconfError
 from ..core.facts import Fact, VocabFacts
 from ..core.outcome import MODES, DeclineContext, InputClass, Mode, Outcome, Refusal, RefusalKind, Request
-from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Session, Unsupported, VocabInfo
+from ..implementations.base import (
+    Broken,
+    Decoder,
+    Detokenize,
+    Implementation,
+    LoadRefused,
+    Session,
+    Unsupported,
+    VocabInfo,
+)
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
 from ..recordings.format import RecordedCase, Recording, load
 from ..synth.files import recorded_vocab
@@ -135,7 +144,8 @@ class Stop:
         return self.maxfail is not None and self.problems >= self.maxfail
 
 
-CHUNK = 512  # cases asked for at a time, so a run can stop early
+CHUNK = 512  # cases asked for at a time when a run may stop early (--maxfail); else all at once, so a
+# worker can compute ahead while tokconf judges
 
 
 def check_recording(
@@ -177,10 +187,11 @@ def check_recording(
     exposed = session.decoder()
     decoder = _Remembered(exposed) if exposed is not None else None
     try:
-        for start in range(0, len(wanted), CHUNK):
+        chunk_size = CHUNK if stop.maxfail is not None else max(1, len(wanted))
+        for start in range(0, len(wanted), chunk_size):
             if stop.reached:
                 return
-            chunk = wanted[start : start + CHUNK]
+            chunk = wanted[start : start + chunk_size]
             requests = [(case.data, *MODES[mode]) for case, mode in chunk]
             answers = session.encode_many(requests)
             for (case, mode), request, answer in zip(chunk, requests, answers, strict=True):
@@ -277,6 +288,9 @@ class _Remembered:
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
         return self.decoder.detokenize(ids, remove_special, unparse_special)
 
+    def detokenize_many(self, requests: list[Detokenize]) -> list[bytes]:
+        return self.decoder.detokenize_many(requests)
+
 
 def _with_port_pieces(result: CaseResult, actual: list[int], decoder: Decoder) -> CaseResult:
     """The failed result with the implementation's own pieces of its ids (the GGUF's, if it cannot)."""
@@ -360,23 +374,21 @@ def _compare_detokenized(
     recording: Recording, decoding: Decoding, decoder: Decoder, setting: str
 ) -> tuple[list[tuple[str, bytes, bytes]], int]:
     remove, unparse = DETOKENIZE[setting]
-    wrong, total = [], 0
-    for case in recording.cases:
-        ids = case.outcomes.get("bos")
-        if not isinstance(ids, list):
-            continue
-        total += 1
+    asked: list[tuple[RecordedCase, list[int]]] = [
+        (case, ids) for case in recording.cases if isinstance(ids := case.outcomes.get("bos"), list)
+    ]
+    wanted = []
+    for case, _ in asked:
         try:
-            want = decoding.detokenized_text(setting, case.id, case.data)
+            wanted.append(decoding.detokenized_text(setting, case.id, case.data))
         except ValueError as error:
             raise TokconfError(
                 f"the decoding of {recording.vocab_name}, {setting} {case.id}: {error}",
                 "re-record it: tokconf record-decoding",
             ) from None
-        got = decoder.detokenize(ids, remove, unparse)
-        if got != want:
-            wrong.append((case.id, want, got))
-    return wrong, total
+    texts = decoder.detokenize_many([(ids, remove, unparse) for _, ids in asked])
+    wrong = [(case.id, want, got) for (case, _), want, got in zip(asked, wanted, texts, strict=True) if got != want]
+    return wrong, len(asked)
 
 
 def _check_facts(vocab: str, facts: VocabFacts, session: Session, xfails: ExpectedFailures) -> Iterator[CaseResult]:

@@ -105,6 +105,12 @@ def is_token_id(value: object, allow_none: bool = False) -> bool:
     return type(value) is int and (value >= 0 or (allow_none and value == -1))
 
 
+def are_token_ids(values: list[object]) -> bool:
+    """`is_token_id` of every value, at C speed (a worker's answers hold millions of ids): only ints
+    that are not bools (`type`, not `isinstance`), none negative."""
+    return set(map(type, values)) <= {int} and (not values or min(values) >= 0)  # type: ignore[type-var,operator]
+
+
 ExposedFacts = dict[Fact, bool | int | list[int]]
 
 

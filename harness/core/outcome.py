@@ -10,7 +10,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .facts import is_token_id
+from .facts import are_token_ids
 
 Mode = Literal["plain", "special", "bos"]
 
@@ -147,6 +147,6 @@ def outcome_from_fields(node: dict[str, Any]) -> Outcome:
     if isinstance(node.get("error"), str):
         return Refusal(node["error"])
     ids = node.get("ids")
-    if isinstance(ids, list) and all(is_token_id(i) for i in ids):
+    if isinstance(ids, list) and are_token_ids(ids):
         return ids
     raise ValueError("an outcome is a list of integer ids or an error")

@@ -89,6 +89,13 @@ class Decoder(Protocol):
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes: ...
 
+    def detokenize_many(self, requests: list[Detokenize]) -> list[bytes]:
+        """Many `detokenize` calls at once (a worker answers them in one request line)."""
+        ...
+
+
+Detokenize = tuple[list[int], bool, bool]  # ids, remove_special, unparse_special: one llama_detokenize call
+
 
 class Session(Protocol):
     """One vocabulary loaded into an implementation. `max_input_bytes`: the input length limit it

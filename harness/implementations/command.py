@@ -25,14 +25,14 @@ import shlex
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
-from .base import Broken, Decoder, LoadRefused, Session, Unsupported, VocabInfo
+from .base import Broken, Decoder, Detokenize, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
     DECODING_OPS,
     PROTOCOL,
@@ -48,6 +48,7 @@ from .protocol import (
     Refuses,
     answer_to,
     batch_fields,
+    detokenize_fields,
     encode_fields,
     encode_outcome,
     load_fields,
@@ -63,6 +64,7 @@ GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent r
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)
 PIECES_PER_REQUEST = 4096
 BATCH = 256  # inputs per encode_batch request: few round trips, and a crash costs a restart, not the batch
+IN_FLIGHT = 2  # batches sent before their answers are read
 PROGRESS_SECONDS = 5.0
 DEFAULT_TIMEOUT = 10.0  # seconds for each answer, when no --timeout is given
 DEFAULT_LOAD_TIMEOUT = 600.0  # seconds to start and load one vocabulary (262k tokens, a loaded machine)
@@ -141,12 +143,15 @@ class Conversation:
         request_id = self.send(op, fields, wait)
         return self.receive(request_id, wait)
 
-    def send(self, op: Op, fields: Mapping[str, Any], wait: Wait | None = None, answers: int = 1) -> int:
-        """Write a request that `answers` lines answer; the id of the first (the next ones follow)."""
+    def send(
+        self, op: Op, fields: Mapping[str, Any], wait: Wait | None = None, answers: int = 1, pending: bool = False
+    ) -> int:
+        """Write a request that `answers` lines answer; the id of the first (the next ones follow).
+        `pending`: answers to earlier requests are still to be read (`Program.send`)."""
         request_id = next(self._ids)
         for _ in range(answers - 1):
             next(self._ids)
-        self.program.send(request_line(request_id, op, fields), wait or self.answer_wait)
+        self.program.send(request_line(request_id, op, fields), wait or self.answer_wait, pending)
         return request_id
 
     def receive(self, request_id: int, wait: Wait | None = None) -> dict[str, Any]:
@@ -161,8 +166,15 @@ class Conversation:
     def running(self) -> bool:
         return self.program.running
 
+    @property
+    def closing(self) -> bool:
+        return self.program.closing
+
     def close(self) -> None:
         self.program.close()
+
+    def close_soon(self) -> None:
+        self.program.close_soon()
 
 
 class CommandSession:
@@ -230,6 +242,10 @@ class CommandSession:
         if self.breakage.exhausted:
             self.dead = self.breakage.given_up(str(failure))
             return
+        self._restart(failure)
+
+    def _restart(self, failure: ProgramFailed) -> None:
+        """A new process with the vocabulary loaded, or the reason it cannot be (`dead`)."""
         try:
             self.conversation = self.owner.start()
         except ProgramFailed as again:
@@ -249,46 +265,71 @@ class CommandSession:
         except (ProgramFailed, BadAnswer) as failure:
             return Refusal(str(failure), RefusalKind.BROKEN)
 
-    def encode_batch(self, requests: list[Request]) -> list[Outcome]:
-        """The answers to the first of `requests`, in one request line: all of them, or those up to and
-        including the one the process ended on (its error; the caller asks the rest again). Each
-        answer is counted toward the give-up as a single request's is."""
+    def ask_batch(self, op: Op, fields: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
+        """The `count` answers of one batch request, each as it comes; a failure is raised as
+        DecodingFailed once the process was restarted (a decoding check fails whole)."""
         if self.dead is not None:
-            return [Refusal(self.dead, RefusalKind.BROKEN)] * len(requests)
+            raise DecodingFailed(self.dead)
         try:
-            first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests), answers=len(requests))
+            first = self.conversation.send(op, fields, answers=count)
+            for index in range(count):
+                yield self.conversation.receive(first + index)
+                self.breakage.note(False)
         except ProgramFailed as failure:
             self._broke(failure)
-            return [Refusal(str(failure), RefusalKind.BROKEN)]
+            raise DecodingFailed(str(failure)) from None
+
+    def encode_batches(self, requests: list[Request]) -> list[Outcome]:
+        """The answers to `requests`, `BATCH` inputs a request line, the next batch sent before the
+        answers to the last are read (`IN_FLIGHT` at a time), so the program need not wait on tokconf
+        judging. A program may hold a batch's answers back a moment (tokconf's worker writes them out
+        every few hundredths of a second), so where its process ends (a crash, a hang) the first answer
+        missing need not be the input that ended it: the process is started again and the rest of that
+        batch asked one input at a time, which finds it and counts it toward the give-up, as if the
+        batch had never been; the batches after it are sent again."""
         out: list[Outcome] = []
-        for index in range(len(requests)):
+        todo = deque((start, min(start + BATCH, len(requests))) for start in range(0, len(requests), BATCH))
+        sent: deque[tuple[int, int, int]] = deque()  # (first id, start, end) of each batch in flight
+        progress = Progress(self)
+        while todo or sent:
+            if self.dead is not None:
+                return out + [Refusal(self.dead, RefusalKind.BROKEN)] * (len(requests) - len(out))
             try:
-                answer = self.conversation.receive(first + index)
+                while todo and len(sent) < IN_FLIGHT:
+                    start, end = todo[0]
+                    first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests[start:end]),
+                                                   answers=end - start, pending=bool(sent))  # fmt: skip
+                    sent.append((first, *todo.popleft()))
+                first, start, end = sent[0]
+                while len(out) < end:
+                    out.append(self._answered(self.conversation.receive(first + len(out) - start)))
+                sent.popleft()
             except ProgramFailed as failure:
-                self._broke(failure)
-                return [*out, Refusal(str(failure), RefusalKind.BROKEN)]
-            self.breakage.note(False)
-            try:
-                out.append(self._outcome(answer))
-            except BadAnswer as bad:
-                out.append(Refusal(str(bad), RefusalKind.BROKEN))
+                todo.extendleft(reversed([(start, end) for _, start, end in sent]))
+                sent.clear()
+                self._restart(failure)
+                _, end = todo.popleft()  # the batch the process ended in
+                out += [self.encode_one(request) for request in requests[len(out) : end]]
+            progress.show(len(out), len(requests))
         return out
 
+    def _answered(self, answer: dict[str, Any]) -> Outcome:
+        """An encode answer in step: counted as a request that did not break the program."""
+        self.breakage.note(False)
+        try:
+            return self._outcome(answer)
+        except BadAnswer as bad:
+            return Refusal(str(bad), RefusalKind.BROKEN)
+
     def encode_many(self, requests: list[Request]) -> list[Outcome]:
-        """In batches where the program takes them, else one request at a time, with a progress line
-        every few seconds (a live one on a terminal)."""
-        live = sys.stderr.isatty()
-        shown = time.monotonic()
+        """In batches where the program takes them, else one request at a time."""
+        if self.owner.hello.batch:
+            return self.encode_batches(requests)
+        progress = Progress(self)
         out: list[Outcome] = []
-        while len(out) < len(requests):
-            if self.owner.hello.batch:
-                out += self.encode_batch(requests[len(out) : len(out) + BATCH])
-            else:
-                out.append(self.encode_one(requests[len(out)]))
-            if time.monotonic() - shown >= PROGRESS_SECONDS:
-                shown = time.monotonic()
-                line = f"  {self.vocab.path.name}: {len(out)}/{len(requests)} answered by {self.owner.launcher.argv[0]}"
-                print(line, end="\r" if live else "\n", file=sys.stderr, flush=True)
+        for request in requests:
+            out.append(self.encode_one(request))
+            progress.show(len(out), len(requests))
         return out
 
     def decoder(self) -> Decoder | None:
@@ -316,7 +357,23 @@ class CommandSession:
         if self.keep is not None:
             self.keep(self.conversation)
         else:
-            self.conversation.close()
+            self.conversation.close_soon()  # `CommandImplementation.close` waits for it at the end
+
+
+class Progress:
+    """A progress line every few seconds (a live one on a terminal), for a vocabulary that takes long."""
+
+    def __init__(self, session: CommandSession) -> None:
+        self.session = session
+        self.shown = time.monotonic()
+
+    def show(self, answered: int, asked: int) -> None:
+        if time.monotonic() - self.shown < PROGRESS_SECONDS:
+            return
+        self.shown = time.monotonic()
+        program = self.session.owner.launcher.argv[0]
+        line = f"  {self.session.vocab.path.name}: {answered}/{asked} answered by {program}"
+        print(line, end="\r" if sys.stderr.isatty() else "\n", file=sys.stderr, flush=True)
 
 
 class CommandDecoder:
@@ -328,8 +385,16 @@ class CommandDecoder:
 
     def _ask(self, op: Op, fields: Mapping[str, Any], parse: Callable[[dict[str, Any]], T | Refuses | Fault]) -> T:
         try:
-            answer = parse(self.session.ask(op, fields))
-        except (ProgramFailed, BadAnswer) as failure:
+            answer = self.session.ask(op, fields)
+        except ProgramFailed as failure:
+            raise DecodingFailed(str(failure)) from None
+        return self._parsed(op, answer, parse)
+
+    @staticmethod
+    def _parsed(op: Op, fields: dict[str, Any], parse: Callable[[dict[str, Any]], T | Refuses | Fault]) -> T:
+        try:
+            answer = parse(fields)
+        except BadAnswer as failure:
             raise DecodingFailed(str(failure)) from None
         if isinstance(answer, Refuses):
             raise DecodingFailed(f"{op.value} answered an error: {answer.reason}")
@@ -348,8 +413,20 @@ class CommandDecoder:
         return pieces
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
-        fields = {"ids": ids, "remove_special": remove_special, "unparse_special": unparse_special}
-        return self._ask(Op.DETOKENIZE, fields, parse_text)
+        return self._ask(Op.DETOKENIZE, detokenize_fields(ids, remove_special, unparse_special), parse_text)
+
+    def detokenize_many(self, requests: list[Detokenize]) -> list[bytes]:
+        """In batches where the program takes them (each answer within its own deadline), else one by one;
+        the first failure fails them all, as one decoding check."""
+        if not self.session.owner.hello.batch:
+            return [self.detokenize(*request) for request in requests]
+        texts: list[bytes] = []
+        for start in range(0, len(requests), BATCH):
+            chunk = requests[start : start + BATCH]
+            batch = {"requests": [detokenize_fields(*request) for request in chunk]}
+            for answer in self.session.ask_batch(Op.DETOKENIZE_BATCH, batch, len(chunk)):
+                texts.append(self._parsed(Op.DETOKENIZE, answer, parse_text))
+        return texts
 
 
 class CommandImplementation:
@@ -399,7 +476,7 @@ class CommandImplementation:
         """A new process of the program, greeted; ProgramFailed if it cannot be."""
         try:
             started = Conversation(self.launcher, self.answer_wait, self.load_wait)
-            self._started = [*(one for one in self._started if one.running), started]
+            self._started = [*(one for one in self._started if one.running or one.closing), started]
             return started
         except (TokconfError, HelloRefused) as failure:
             raise ProgramFailed(failure.problem if isinstance(failure, TokconfError) else str(failure)) from None

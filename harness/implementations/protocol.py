@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import base64
 import enum
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.facts import ExposedFacts, Fact, is_token_id
+from ..core.facts import ExposedFacts, Fact, are_token_ids, is_token_id
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import VocabInfo
 
@@ -36,6 +37,7 @@ class Op(enum.Enum):
     LOAD = "load"
     ENCODE = "encode"
     ENCODE_BATCH = "encode_batch"  # protocol 2, only to a program whose handshake said `"batch": true`
+    DETOKENIZE_BATCH = "detokenize_batch"  # the same, for `detokenize`
     FACTS = "facts"  # protocol 2, each of these three only when `load` listed it in `ops`
     TOKEN_TO_PIECE = "token_to_piece"
     DETOKENIZE = "detokenize"
@@ -77,6 +79,10 @@ def batch_fields(requests: list[Request]) -> dict[str, Any]:
     """An `encode_batch` request's fields: its inputs, each as an `encode` request's. The answers are
     one line per input, in order, the first carrying the batch's id and each next one the id after."""
     return {"requests": [encode_fields(request) for request in requests]}
+
+
+def detokenize_fields(ids: list[int], remove_special: bool, unparse_special: bool) -> dict[str, Any]:
+    return {"ids": ids, "remove_special": remove_special, "unparse_special": unparse_special}
 
 
 def load_fields(vocab: VocabInfo, protocol: int) -> dict[str, Any]:
@@ -328,7 +334,7 @@ def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
     )
     if key == "ids":
         ids = answer["ids"]
-        if not isinstance(ids, list) or not all(is_token_id(i) for i in ids):
+        if not isinstance(ids, list) or not are_token_ids(ids):
             raise BadAnswer(f"`ids` is not a list of token ids: {_shown(answer)}")
         return Ids(ids)
     if key == "error":
@@ -384,16 +390,38 @@ class Facts:
             raise BadAnswer(str(wrong)) from None
 
 
+def pieces_fields(pieces: list[bytes]) -> dict[str, Any]:
+    """A `token_to_piece` answer in its packed form: the pieces one after another, base64 once, and
+    their lengths (a vocabulary's 100,000 pieces cost one base64 string, not 100,000)."""
+    return {"pieces_packed_b64": base64.b64encode(b"".join(pieces)).decode(), "lengths": [len(p) for p in pieces]}
+
+
 def parse_pieces(answer: Mapping[str, Any], count: int) -> list[bytes] | Refuses | Fault:
-    """A `token_to_piece` answer: one piece per id asked, base64."""
-    key = _the_one_key(answer, "token_to_piece", ("pieces_b64", "error", "fault"))
-    if key != "pieces_b64":
+    """A `token_to_piece` answer: one piece per id asked, base64 each (`pieces_b64`) or packed
+    (`pieces_packed_b64` with their `lengths`)."""
+    forms = ("pieces_b64", "pieces_packed_b64", "error", "fault")
+    key = _the_one_key(answer, "token_to_piece", forms)
+    if key in ("error", "fault"):
         return Refuses(str(answer[key])) if key == "error" else Fault(_text(answer, key, "token_to_piece"))
+    if key == "pieces_packed_b64":
+        return _unpacked(answer, count)
     given = answer["pieces_b64"]
     if not isinstance(given, list) or len(given) != count:
         got = len(given) if isinstance(given, list) else "no"
         raise BadAnswer(f"token_to_piece answered {got} pieces for {count} ids")
     return [_b64(piece, "token_to_piece") for piece in given]
+
+
+def _unpacked(answer: Mapping[str, Any], count: int) -> list[bytes]:
+    packed, lengths = _b64(answer["pieces_packed_b64"], "token_to_piece"), answer.get("lengths")
+    if not isinstance(lengths, list) or len(lengths) != count or not are_token_ids(lengths):
+        raise BadAnswer(f"token_to_piece answered no list of {count} `lengths` for its packed pieces")
+    if sum(lengths) != len(packed):
+        raise BadAnswer(
+            f"token_to_piece's `lengths` add up to {sum(lengths)}, its packed pieces are {len(packed)} bytes"
+        )
+    ends = list(itertools.accumulate(lengths))
+    return [packed[end - length : end] for end, length in zip(ends, lengths, strict=True)]
 
 
 def parse_text(answer: Mapping[str, Any]) -> bytes | Refuses | Fault:

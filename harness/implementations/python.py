@@ -23,9 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokconfError
-from ..core.facts import ExposedFacts, Fact, is_token_id
+from ..core.facts import ExposedFacts, Fact, are_token_ids
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
-from .base import Broken, Decoder, Refused, Session, Unsupported, VocabInfo
+from .base import Broken, Decoder, Detokenize, Refused, Session, Unsupported, VocabInfo
 
 
 class PortBroke(Exception):
@@ -79,7 +79,7 @@ class PythonSession:
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
                 continue
-            if all(is_token_id(i) for i in ids):
+            if are_token_ids(ids):
                 out.append(ids)
             else:  # a bool or a float equal to the id is still not an id, and no id is negative
                 out.append(Refusal(f"encode returned something other than token ids: {ids[:8]!r}", RefusalKind.BROKEN))
@@ -133,6 +133,9 @@ class _PythonDecoder:
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
         return bytes(_call("decode", self.tokenizer.decode, list(ids), remove_special, unparse_special))
 
+    def detokenize_many(self, requests: list[Detokenize]) -> list[bytes]:
+        return [self.detokenize(*request) for request in requests]
+
 
 class _BrokenDecoder:
     """The decoding of an object whose decoding methods could not even be looked up."""
@@ -144,6 +147,9 @@ class _BrokenDecoder:
         raise PortBroke(self.reason)
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
+        raise PortBroke(self.reason)
+
+    def detokenize_many(self, requests: list[Detokenize]) -> list[bytes]:
         raise PortBroke(self.reason)
 
 

@@ -26,6 +26,7 @@ import base64
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
@@ -44,6 +45,7 @@ from .protocol import (
     Loaded,
     Op,
     Refuses,
+    pieces_fields,
     vocab_of,
 )
 from .python import PythonImplementation, resolve_python
@@ -51,6 +53,7 @@ from .python import PythonImplementation, resolve_python
 VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
 DECLARED = frozenset(InputClass)  # a Python `Unsupported` may name any class: the judge checks it fits the input
 SYS_PATH = "TOKCONF_SYS_PATH"  # the caller's sys.path, as JSON
+FLUSH_EVERY = 0.05  # seconds a batch's answers may wait to be written together: far below any timeout
 
 
 def _said(error: BaseException) -> str:
@@ -89,6 +92,10 @@ class Server:
                 [outcome] = self.session.encode_many([_request(fields)])
                 yield {**_encode_answer(outcome), "id": request["id"] + offset}
             return
+        if request.get("op") == Op.DETOKENIZE_BATCH.value:
+            for offset, fields in enumerate(request["requests"]):
+                yield {**self.answer({**fields, "op": Op.DETOKENIZE.value}), "id": request["id"] + offset}
+            return
         yield {**self.answer(request), "id": request["id"]}
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -111,7 +118,7 @@ class Server:
             return Refuses(f"{op.value}: the implementation exposes no decoding").fields()
         try:
             if op is Op.TOKEN_TO_PIECE:
-                return {"pieces_b64": [base64.b64encode(p).decode() for p in self._pieces(self.decoder, request)]}
+                return pieces_fields(self._pieces(self.decoder, request))
             text = self.decoder.detokenize(request["ids"], request["remove_special"], request["unparse_special"])
         except (Exception, SystemExit) as error:  # the port's decoding broke: an error for that check only
             return Refuses(_said(error)).fields()
@@ -185,9 +192,13 @@ def serve(impl: PythonImplementation | TokconfError, requests: TextIO, answers: 
         return 2
     server = Server(impl)
     for line in requests:
+        due = time.monotonic() + FLUSH_EVERY
         for answer in server.answers(json.loads(line)):
             answers.write(json.dumps(answer) + "\n")
-            answers.flush()
+            if time.monotonic() >= due:  # a slow port's answers come out as they are made
+                answers.flush()
+                due = time.monotonic() + FLUSH_EVERY
+        answers.flush()
     return 0
 
 
@@ -218,4 +229,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    status = main()
+    sys.stderr.flush()
+    os._exit(status)  # at once: no port's atexit handler, thread or finalizer keeps the worker, or changes its end

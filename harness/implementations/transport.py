@@ -170,6 +170,12 @@ class Program:
         self._reader.start()
         self._buffer = bytearray()
         self._waiting = Wait(self.timeout)
+        self._closing: threading.Thread | None = None
+
+    @property
+    def closing(self) -> bool:
+        """Whether a `close_soon` is under way."""
+        return self._closing is not None and self._closing.is_alive()
 
     @property
     def running(self) -> bool:
@@ -183,12 +189,15 @@ class Program:
         self.send(request, wait)
         return self.receive(wait)
 
-    def send(self, request: bytes, wait: Wait | None = None) -> None:
+    def send(self, request: bytes, wait: Wait | None = None, pending: bool = False) -> None:
         """Write one request line, which may ask for several answers (a batch): the program must have
-        said nothing since its last answer."""
+        said nothing since its last answer, unless answers to earlier requests are `pending` (a
+        pipeline: their ids tell them apart). What it answers meanwhile is read as the request is
+        written, so neither side can block the other on a full pipe."""
         deadline = self._deadline(wait)
         try:
-            self._refuse_unasked()
+            if not pending:
+                self._refuse_unasked()
             self._write(request, deadline)
         except ProgramFailed:
             self.end()
@@ -219,8 +228,14 @@ class Program:
         return status
 
     def close(self) -> None:
-        """The end of the run: close its input, give it `CLOSE_GRACE` seconds to exit, then end it
-        (whatever of its group is left is killed, also when it ignores the end of its input)."""
+        """Close its input, give it `CLOSE_GRACE` seconds to exit, then end it (whatever of its group is
+        left is killed, also when it ignores the end of its input); waits for a `close_soon` under way."""
+        if self._closing is not None:
+            self._closing.join()
+        else:
+            self._close_now()
+
+    def _close_now(self) -> None:
         if not self.running:
             return
         assert self.proc.stdin is not None
@@ -228,6 +243,13 @@ class Program:
             self.proc.stdin.close()
         self._exits_within(CLOSE_GRACE)
         self.end()
+
+    def close_soon(self) -> None:
+        """`close` in a thread of its own, so the caller goes on while the program exits (a vocabulary's
+        process, at its end); `close` then waits for it, so nothing is left running at the end."""
+        if self._closing is None and self.running:
+            self._closing = threading.Thread(target=self._close_now, daemon=True)
+            self._closing.start()
 
     def _exits_within(self, seconds: float) -> bool:
         """Whether the group's leader exits within `seconds`; it is left unreaped (`end` reaps it)."""
@@ -279,10 +301,13 @@ class Program:
 
     def _write(self, data: bytes, deadline: float) -> None:
         assert self.proc.stdin is not None
-        fd = self.proc.stdin.fileno()
+        assert self.proc.stdout is not None
+        fd, answers = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         view = memoryview(data)
         while view:
-            _, ready, _ = select.select([], [fd], [], self._remaining(deadline))
+            readable, ready, _ = select.select([answers], [fd], [], self._remaining(deadline))
+            if readable:
+                self._take(answers)
             if not ready:
                 continue
             try:
@@ -291,6 +316,16 @@ class Program:
                 raise ProgramFailed(f"the program closed its input ({self._ended()})") from None
             except BlockingIOError:
                 continue
+
+    def _take(self, fd: int) -> None:
+        """What the program has written, into the buffer (bounded: a program that floods its output
+        unasked is stopped)."""
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            raise ProgramFailed(self._ended())
+        self._buffer += chunk
+        if len(self._buffer) > MAX_LINE:
+            raise ProgramFailed(f"wrote more than {MAX_LINE >> 20} MiB that was not yet asked for")
 
     def _readline(self, deadline: float) -> bytes:
         assert self.proc.stdout is not None

@@ -217,6 +217,9 @@ class LibllamaOracle:
             raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
         return answer[1:]
 
+    def detokenize_many(self, requests: list[tuple[list[int], bool, bool]]) -> list[bytes]:
+        return [self.detokenize(*request) for request in requests]
+
     def close(self) -> None:
         proc = self._proc
         if proc is not None:

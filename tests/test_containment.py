@@ -1,0 +1,228 @@
+"""Port code never runs where the verdict is decided (issue 32): a Python port is imported and called
+only in worker processes, so what it does to its own process — exiting at import or at exit, patching
+tokconf, leaving a thread running, ignoring signals, printing a verdict — cannot change the verdict or
+the exit status, in `tokconf check`, `--jobs`, the pytest plugin (with and without xdist) and the API.
+Each attack is a module written for the test; each run is a separate process, as a CI job's is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import tokconf
+from tokconf.checking.contract import Verdict
+from tokconf.core.files import cache_root
+from tokconf.core.outcome import MODES
+from tokconf.recordings.format import Recording, load, write
+
+ROOT = Path(__file__).resolve().parent.parent
+B11192 = ROOT / "recordings" / "b11192"
+KEEP = re.compile(
+    r"edge/|invalid-utf8/(lone-continuation|above-max-f4-90)$|vocab/50256-(alone|nl-after)$|controls/nul$"
+)
+
+# A port wrong on every input (one id too many), and one right on every input: the reference.
+WRONG = """
+from tokconf.implementations.reference import from_gguf
+
+class Wrong:
+    def __init__(self, path):
+        self.inner = from_gguf(path)
+    def encode(self, data, add_special, parse_special):
+        return [*self.inner.encode(data, add_special, parse_special), 0]
+
+def load(path):
+    return Wrong(path)
+"""
+RIGHT = "from tokconf.implementations.reference import from_gguf as load\n"
+
+ATTACKS = {
+    # port module text, the exit status every front end must end with, what its output must say
+    "exit_at_import": ("import os\nos._exit(0)\n" + RIGHT, 2, "failed the handshake: the program exited with status 0"),
+    "patches_the_verdict": (
+        WRONG
+        + textwrap.dedent("""
+        import tokconf.checking.contract as contract
+        from collections import Counter
+        contract.decide = lambda *a, **k: contract.Decision(True, (), Counter(), 1, 1, 1)
+        contract.Decision.line = lambda self: "PASS: 2719 passed; coverage 2719/2719 cases in scope (100.00%)"
+        contract.Decision.exit_status = property(lambda self: 0)
+        """),
+        1,
+        "FAIL: ",
+    ),
+    "exits_0_at_exit": (WRONG + "import atexit, os\natexit.register(lambda: os._exit(0))\n", 1, "FAIL: "),
+    "thread_that_never_ends": (
+        RIGHT + "import threading, time\nthreading.Thread(target=lambda: time.sleep(10**6)).start()\n",
+        0,
+        "PASS: ",
+    ),
+    "ignores_signals_and_prints_a_verdict": (
+        WRONG
+        + textwrap.dedent("""
+        import signal, sys
+        for number in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(number, signal.SIG_IGN)
+        print("PASS: 2719 passed; coverage 2719/2719 cases in scope (100.00%), 1 vocab x mode")
+        sys.stdout.flush()
+        """),
+        1,
+        "FAIL: ",
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def slice_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("slice")
+    gpt2 = load(B11192 / "gpt-2.yaml")
+    write(folder / "gpt-2.yaml", Recording(gpt2.provenance, gpt2.facts, [c for c in gpt2.cases if KEEP.search(c.id)]))
+    return folder
+
+
+@pytest.fixture
+def ports(tmp_path: Path) -> Path:
+    for name, (text, _, _) in ATTACKS.items():
+        (tmp_path / f"{name}.py").write_text(text)
+    return tmp_path
+
+
+def _run(args: list[str], ports: Path, cwd: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ports), "TOKCONF_CACHE": str(cache_root())}
+    return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_what_a_port_does_to_its_process_cannot_change_the_verdict(
+    attack: str, ports: Path, slice_folder: Path, tmp_path: Path
+) -> None:
+    _, status, said = ATTACKS[attack]
+    impl = f"{attack}:load"
+    check = [sys.executable, "-m", "tokconf", "check", "--impl", impl, "--recordings", str(slice_folder)]
+    runs = {
+        "check": _run(check, ports, tmp_path),
+        "check --timeout": _run([*check, "--timeout", "30"], ports, tmp_path),
+        "check --jobs 2": _run([*check, "--jobs", "2", "--vocab", "gpt-2"], ports, tmp_path),
+    }
+    pytest_args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tokconf-impl", impl]
+    pytest_args += ["--tokconf-recordings", str(slice_folder)]
+    for name, run in runs.items():
+        assert run.returncode == status, (name, run.stdout[-2000:], run.stderr[-2000:])
+        if status == 2:
+            assert said in run.stderr and "--impl exit_at_import:load (its worker process)" in run.stderr
+            continue
+        last = run.stdout.strip().splitlines()[-1]
+        assert last.startswith(said), (name, last)
+        verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS:", "FAIL:"))]
+        assert verdicts == [last], (name, verdicts)  # the port's own "PASS:" never reached the terminal
+    for extra in ([], ["-n", "2"]):
+        run = _run([*pytest_args, *extra], ports, tmp_path)
+        assert (run.returncode == 0) == (status == 0), (extra, run.stdout[-3000:])
+        if status != 2:
+            assert said in run.stdout, (extra, run.stdout[-3000:])
+
+
+def test_in_process_a_port_can_change_the_run_and_the_verdict_line_says_it_was_not_contained(
+    ports: Path, slice_folder: Path, tmp_path: Path
+) -> None:
+    """The escape hatch for debugging: `--in-process` runs the port here, where its `atexit` ends the
+    run with status 0 after the FAIL line, which says NOT CONTAINED."""
+    check = [sys.executable, "-m", "tokconf", "check", "--impl", "exits_0_at_exit:load"]
+    run = _run([*check, "--recordings", str(slice_folder), "--in-process"], ports, tmp_path)
+    assert run.returncode == 0  # the port's doing: the reason the default is a worker
+    assert "NOT CONTAINED: the implementation ran in tokconf's process (--in-process)" in run.stdout.splitlines()[-1]
+
+
+def test_the_api_contains_a_factory_object_too(slice_folder: Path) -> None:
+    """`tokconf.check(factory)`: the factory is called in this process forked, once per vocabulary, so
+    its `os._exit` costs its fork, and patching tokconf there changes nothing here."""
+
+    def load(path: Path) -> object:
+        import tokconf.checking.contract as contract
+
+        contract.Decision.exit_status = property(lambda self: 0)  # type: ignore[assignment,method-assign]
+        os._exit(0)
+
+    run = tokconf.check(load, slice_folder)
+    assert not run.passed and run.decision.exit_status == 1 and run.decision.contained
+    assert {r.verdict for r in run.results} == {Verdict.ERROR}
+
+
+CRASHES = """
+import os, time
+from tokconf.implementations.reference import from_gguf
+
+class Port:
+    def __init__(self, path):
+        self.inner = from_gguf(path)
+    def encode(self, data, add_special, parse_special):
+        if data == b"Hello world" and not parse_special:
+            os._exit(3)
+        if data == b" Hello world" and not parse_special:
+            time.sleep(60)
+        return self.inner.encode(data, add_special, parse_special)
+
+def load(path):
+    return Port(path)
+"""
+
+
+def test_a_crash_or_a_hang_inside_a_batch_is_that_inputs_error_alone(
+    slice_folder: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Answers come in batches, and a worker may hold some back a moment: where the process ends, the
+    rest of the batch is asked one input at a time, so the error lands on the input that crashed or
+    hung, each timeout message names its option, and every other case passes."""
+    (tmp_path / "crashes.py").write_text(CRASHES)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = tokconf.check("crashes:load", slice_folder, timeout=2)
+    errors = {(r.section, r.case): r.reason for r in run.results if r.verdict is Verdict.ERROR}
+    assert set(errors) == {("plain", "edge/hello-world"), ("plain", "edge/hello-world-lead")}
+    assert "the program exited with status 3" in errors[("plain", "edge/hello-world")]
+    assert "no answer within 2 s (the --timeout option)" in errors[("plain", "edge/hello-world-lead")]
+    assert {r.verdict for r in run.results if r.section in MODES} == {Verdict.PASSED, Verdict.ERROR}
+
+
+def test_a_wrong_name_is_the_workers_handshake_error_and_this_process_never_imports_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "marks_import.py").write_text("import os\nopen(os.environ['MARK'], 'a').write(str(os.getpid()))\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("MARK", str(tmp_path / "imported"))
+    with pytest.raises(tokconf.TokconfError, match="marks_import has no callable 'load'"):
+        tokconf.check("marks_import:load", vocabs=["gpt-2"])
+    assert str(os.getpid()) not in (tmp_path / "imported").read_text()  # imported by the worker only
+    with pytest.raises(tokconf.TokconfError, match="cannot import no_such_module"):
+        tokconf.check("no_such_module:load", vocabs=["gpt-2"])
+    assert "marks_import" not in sys.modules
+
+
+DESELECTS_TOKCONF = """
+def pytest_collection_modifyitems(config, items):
+    kept = [item for item in items if not item.nodeid.startswith("tokconf/")]
+    config.hook.pytest_deselected(items=[item for item in items if item not in kept])
+    items[:] = kept
+"""
+
+
+def test_pytest_asked_for_a_check_that_a_conftest_deselected_fails(ports: Path, tmp_path: Path) -> None:
+    """`--tokconf-impl` on the command line and no tokconf item run (a conftest deselected them all): the
+    session fails saying so, instead of ending green beside the project's own tests. Named in an ini
+    file only, the check is the project's default, and deselecting it is the project's choice."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "conftest.py").write_text(DESELECTS_TOKCONF)
+    (project / "test_own.py").write_text("def test_own():\n    pass\n")
+    base = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tokconf-vocab", "gpt-2"]
+    run = _run([*base, "--tokconf-impl", "thread_that_never_ends:load", "--tokconf-claim", "gpt-2/*"], ports, project)
+    assert run.returncode == 1, run.stdout[-2000:]
+    assert "FAIL: nothing checked; " in run.stdout and "none of its checks ran (all deselected?)" in run.stdout
+    (project / "pytest.ini").write_text("[pytest]\ntokconf_impl = thread_that_never_ends:load\n")
+    run = _run(base, ports, project)
+    assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-2000:]
