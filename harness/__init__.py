@@ -9,7 +9,8 @@
         llama.encode(b"Hello", add_special=False, parse_special=True)
 
 A port is a factory `load(gguf_path) -> Tokenizer` (see `Tokenizer`); it raises `Unsupported` to
-decline a vocabulary or an input and `Refused` to refuse an input as llama.cpp does. Hypothesis
+decline a vocabulary or an input (of an `InputClass`, which tokconf verifies on the input) and
+`Refused` to refuse an input as llama.cpp does. It is imported and called in worker processes only. Hypothesis
 strategies are in `tokconf.strategies`; the pytest plugin adds `--tokconf-impl` and the
 `tokconf_oracle` fixture. Every other module is internal and may change in any release.
 
@@ -29,7 +30,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from .checking.contract import Decision, Verdict
     from .checking.run import CheckRun
     from .core.errors import TokconfError
-    from .core.outcome import Refusal
+    from .core.outcome import InputClass, Refusal
     from .implementations.base import Decoding, Refused, Tokenizer, Unsupported
     from .synth.files import vocab_path
 
@@ -38,6 +39,7 @@ __all__ = [
     "Decision",
     "Decoding",
     "Factory",
+    "InputClass",
     "Oracle",
     "Refusal",
     "Refused",
@@ -58,7 +60,7 @@ _HOMES = {
     "checking.contract": ("Decision", "Verdict"),
     "checking.run": ("CheckRun",),
     "core.errors": ("TokconfError",),
-    "core.outcome": ("Refusal",),
+    "core.outcome": ("InputClass", "Refusal"),
     "implementations.base": ("Decoding", "Refused", "Tokenizer", "Unsupported"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}

@@ -226,3 +226,134 @@ def test_pytest_asked_for_a_check_that_a_conftest_deselected_fails(ports: Path, 
     (project / "pytest.ini").write_text("[pytest]\ntokconf_impl = thread_that_never_ends:load\n")
     run = _run(base, ports, project)
     assert run.returncode == 0 and "1 passed" in run.stdout, run.stdout[-2000:]
+
+
+@pytest.fixture
+def zoo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """tests/zoo_ports.py importable by the workers (and pytest's subprocesses)."""
+    tests = str(ROOT / "tests")
+    monkeypatch.syspath_prepend(tests)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
+
+
+@pytest.mark.usefixtures("zoo")
+def test_selective_declines_fail_the_documented_ci_command(tmp_path: Path) -> None:
+    """docs/ci.md's Python job, as written, on the whole gpt-2 recording: a port wrong on every input
+    holding a digit (or a newline) that declines exactly those fails it, in process and over `cmd:`
+    and pytest; one that declines only what is not UTF-8 or holds NUL passes it."""
+    ci = [
+        "--claim",
+        "gpt-2/*",
+        "--timeout",
+        "60",
+        "--junit",
+        str(tmp_path / "t.xml"),
+        "--report",
+        str(tmp_path / "t.md"),
+    ]
+    check = [sys.executable, "-m", "tokconf", "check", *ci, "--impl"]
+    serve = f"cmd:{sys.executable} -m tokconf.implementations.serve"
+    for port, status in (("declines_digits", 1), ("declines_newlines", 1), ("declines_invalid_utf8", 0)):
+        for impl in (f"zoo_ports:{port}", f"{serve} zoo_ports:{port}"):
+            run = subprocess.run([*check, impl], capture_output=True, text=True, timeout=600, check=False)
+            assert run.returncode == status, (impl, run.stdout[-1500:], run.stderr[-1500:])
+            if status:
+                assert "below the 100% a claim needs" in run.stdout.splitlines()[-1]
+                assert "declined in gpt-2: " in run.stdout and "unverified (other)" in run.stdout
+    pytest_ci = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--tokconf-impl",
+        "zoo_ports:declines_digits",
+    ]
+    pytest_ci += ["--tokconf-claim", "gpt-2/*", "-n", "2", "--dist", "loadgroup"]
+    run = subprocess.run(pytest_ci, cwd=tmp_path, capture_output=True, text=True, timeout=600, check=False)
+    assert run.returncode == 1 and "below the 100% a claim needs" in run.stdout, run.stdout[-2000:]
+
+
+CLASSES = """
+from tokconf import Unsupported
+from tokconf.implementations.reference import from_gguf
+
+SPECIAL = b"<|endoftext|>"
+
+class Port:
+    max_input_bytes = {limit}
+    def __init__(self, path):
+        self.inner = from_gguf(path)
+    def encode(self, data, add_special, parse_special):
+        if len(data) > 1024:
+            raise Unsupported("too long for me", input_class="too-long")
+        if SPECIAL in data and not parse_special:
+            raise Unsupported(input_class="special-text")
+        if data == b"Hello world":
+            raise Unsupported("cannot", input_class="{lie}")
+        return self.inner.encode(data, add_special, parse_special)
+
+def load(path):
+    return Port(path)
+"""
+
+
+def test_each_input_class_is_verified_on_the_input(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`too-long` fits only past the limit the port declared (no limit, or one under 1,024 bytes, is no
+    declaration), `special-text` only with parse_special off and a special token's text in the input;
+    a class that does not fit (`nul` for "Hello world") is that case's error, over the worker too."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    (tmp_path / "classes.py").write_text(CLASSES.format(limit=1024, lie="nul"))
+    run = tokconf.check("classes:load", vocabs=["gpt-2"], modes=["plain", "special"])
+    declined = {(r.section, r.case): r for r in run.results if r.verdict is Verdict.UNSUPPORTED and r.section in MODES}
+    assert {r.declined for r in declined.values()} == {tokconf.InputClass.TOO_LONG, tokconf.InputClass.SPECIAL_TEXT}
+    assert all(len(r.data) > 1024 or b"<|endoftext|>" in r.data for r in declined.values())
+    assert not any(
+        r.declined is tokconf.InputClass.SPECIAL_TEXT for (mode, _), r in declined.items() if mode != "plain"
+    )
+    errors = {(r.section, r.case): r.reason for r in run.results if r.verdict is Verdict.ERROR}
+    hello = {(r.section, r.case) for r in run.results if r.data == b"Hello world" and r.section in MODES}
+    assert set(errors) == hello and ("plain", "edge/hello-world") in hello
+    assert (
+        "declined the input as nul, which it is not (11 bytes); it said: cannot"
+        in errors[("plain", "edge/hello-world")]
+    )
+    assert run.decision.verified == len(declined)
+    (tmp_path / "classes_nolimit.py").write_text(CLASSES.format(limit=None, lie="invalid-utf8"))
+    run = tokconf.check("classes_nolimit:load", vocabs=["gpt-2"], modes=["plain"])
+    too_long = [r for r in run.results if len(r.data) > 1024 and r.section == "plain"]
+    assert too_long and {r.verdict for r in too_long} == {Verdict.ERROR}  # no limit declared: nothing is too long
+    (tmp_path / "classes_tiny.py").write_text(CLASSES.format(limit=10, lie="invalid-utf8"))
+    run = tokconf.check("classes_tiny:load", vocabs=["gpt-2"], modes=["plain"])
+    assert {r.verdict for r in run.results} == {Verdict.ERROR}
+    assert "max_input_bytes must be an int of at least 1024, not 10" in run.results[0].reason
+
+
+LLAMA_CPP_PROGRAM = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    if request["op"] == "hello":
+        answer = {"protocol": 2, "name": "binding", "vocab_types": ["bpe"], "llama_cpp": True}
+    else:
+        answer = {"ok": False, "error": "llama_model_load: unknown pre-tokenizer type"}
+    print(json.dumps({**answer, "id": request["id"]}), flush=True)
+"""
+
+
+def test_a_llama_cpp_refusing_a_vocabulary_the_recorded_build_loaded_fails(llama_build: object, tmp_path: Path) -> None:
+    """b11434 loads pre-glm5, b11192 refuses it: checked against b11434's recording, b11192 fails every
+    case with llama.cpp's reason, never "not claimed"; so does a binding whose handshake says llama_cpp.
+    A port that is no llama.cpp declining it is unsupported, as before."""
+    recording = ROOT / "recordings" / "b11434" / "synthetic" / "pre-glm5.yaml"
+    run = tokconf.check("llama.cpp@11192", recording, modes=["plain"])
+    assert not run.passed and {r.verdict for r in run.results} == {Verdict.FAILED}
+    reason = run.results[0].reason
+    assert "refused to load a vocabulary llama.cpp b11434 loads" in reason and "unknown pre-tokenizer type" in reason
+    program = tmp_path / "binding.py"
+    program.write_text(LLAMA_CPP_PROGRAM)
+    run = tokconf.check(f"cmd:{sys.executable} {program}", recording, modes=["plain"])
+    assert not run.passed and {r.verdict for r in run.results} == {Verdict.FAILED}
+    program.write_text(LLAMA_CPP_PROGRAM.replace('"llama_cpp": True', '"llama_cpp": False'))
+    run = tokconf.check(f"cmd:{sys.executable} {program}", recording, modes=["plain"])
+    assert {r.verdict for r in run.results} == {Verdict.UNSUPPORTED}

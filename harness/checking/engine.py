@@ -216,9 +216,10 @@ def verified(answer: Outcome, request: Request, context: DeclineContext) -> Outc
     every front end (a Python `Unsupported`, a worker's, a `cmd:` program's `unsupported`)."""
     if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED or answer.declined is None:
         return answer
-    if answer.declined.fits(request, context):
-        return answer
     cls = answer.declined.value
+    if answer.declined.fits(request, context):  # the class first: a port's words cannot pose as another
+        said = f" (the port said: {answer.reason})" if answer.reason and answer.reason != cls else ""
+        return Refusal(f"{cls}{said}", RefusalKind.UNSUPPORTED, answer.declined)
     limit = f" (declared limit: {context.max_bytes} bytes)" if answer.declined is InputClass.TOO_LONG else ""
     why = f"declined the input as {cls}{limit}, which it is not ({len(request[0])} bytes); it said: {answer.reason}"
     return Refusal(why, RefusalKind.BROKEN)

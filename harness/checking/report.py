@@ -25,12 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import recordings_shown
-from ..core.outcome import MODES, Outcome, Refusal, render_outcome
+from ..core.outcome import MODES, InputClass, Outcome, Refusal, render_outcome
 from ..core.printable import escape_unprintable, printable
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..recordings.format import VocabGroup
 from ..recordings.pieces import pieces_of
-from .contract import DECODE, FACTS, Decision, Verdict
+from .contract import DECODE, FACTS, INTERLEAVE, Decision, Verdict
 from .engine import CaseResult
 from .explain import Cause
 from .explain.causes import ReasonGroup, case_id, cause_record, document, other_failure, reasons_of
@@ -74,6 +74,8 @@ class Invocation:
         for flag, value in (("--timeout", self.timeout), ("--xfail", self.xfail), ("--vocab-dir", self.vocab_dir)):
             if value is not None:
                 args += [flag, f"{value:g}" if isinstance(value, float) else value]
+        if result.section == INTERLEAVE:  # it takes the run's other vocabularies: the whole run again
+            return escape_unprintable(shlex.join(args))
         args += ["--vocab", result.vocab]
         if result.section != FACTS:  # facts are checked with any mode: the vocab's whole check
             args += ["--mode", result.section]
@@ -221,6 +223,21 @@ def describe_group(group: list[CaseResult], vocab: Path | None, how: Invocation)
 UNSUPPORTED_SHOWN = 10  # reasons of unsupported answers on the terminal, the largest groups first
 
 
+def decline_lines(summary: Summary) -> list[str]:
+    """What each vocabulary's declined inputs were, by input class, so a reviewer sees what a port left
+    out: verified classes (not counted against coverage) apart from `other` (counted)."""
+    by_vocab: dict[str, Counter[InputClass]] = {}
+    for (vocab, _), classes in sorted(summary.declines.items()):
+        by_vocab.setdefault(vocab, Counter()).update(classes)
+    lines = []
+    for vocab, classes in by_vocab.items():
+        verified = ", ".join(f"{c.value} {n}" for c, n in classes.most_common() if c.verified)
+        other = classes[InputClass.OTHER]
+        shown = [f"verified {verified}"] * bool(verified) + [f"unverified (other) {other}"] * bool(other)
+        lines.append(f"declined in {printable(vocab)}: {'; '.join(shown)}")
+    return lines
+
+
 def conformance(counts: Counter[Verdict]) -> str:
     """Passed of judged: unsupported cases are not judged, and an expected failure never conforms."""
     judged = sum(n for v, n in counts.items() if v.is_judged)
@@ -327,6 +344,7 @@ class RunReport:
         if run.explained and run.summary.problems:
             failed = len({case_id(r) for c in run.causes for r in c.cases})
             lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
+        lines += decline_lines(run.summary)
         groups = self.unsupported
         lines += [
             f"unsupported: {len(g.cases)} of {printable(g.vocab)}: {printable(g.example)}"

@@ -364,7 +364,7 @@ def encode_outcome(answer: EncodeAnswer, declared: frozenset[InputClass]) -> Out
         names = ", ".join(c.value for c in InputClass if c in declared) or "none"
         why = f"answered unsupported ({cls.value!r}) without declaring it in the handshake (declared: {names})"
         return Refusal(why, RefusalKind.BROKEN)
-    return Refusal(answer.reason or f"{cls.value} (declared unsupported)", RefusalKind.UNSUPPORTED, cls)
+    return Refusal(answer.reason or "", RefusalKind.UNSUPPORTED, cls)
 
 
 @dataclass(frozen=True)

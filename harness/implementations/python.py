@@ -74,7 +74,7 @@ class PythonSession:
                 continue
             except Unsupported as error:
                 declined = getattr(error, "input_class", None) or InputClass.of_input(data)
-                out.append(Refusal(str(error) or declined.value, RefusalKind.UNSUPPORTED, declined))
+                out.append(Refusal(str(error), RefusalKind.UNSUPPORTED, declined))
                 continue
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))

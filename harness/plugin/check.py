@@ -26,11 +26,13 @@ from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, che
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
 from ..checking.interleave import interleave, sample
-from ..checking.report import Invocation, closing_lines, describe, describe_cause, text_table
+from ..checking.report import Invocation, closing_lines, decline_lines, describe, describe_cause, text_table
 from ..checking.summary import Summary
+from ..checking.verdict_json import write_verdict
 from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, InputClass, Mode
+from ..core.printable import printable
 from ..implementations.base import Implementation
 from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
@@ -105,7 +107,7 @@ class CaseItem(TokconfItem):
         try:
             results = plugin.facts(self.location_path) if self.section == FACTS else [plugin.result(self)]
         except TokconfError as error:
-            raise ReportedFailure(f"tokconf could not check {self.vocab}: {error}") from None
+            raise ReportedFailure(f"tokconf could not check {printable(self.vocab)}: {printable(str(error))}") from None
         for result in results:
             reported = Reported.of(result, plugin.group(self.location_path), self.location_path)
             self.user_properties.append((PROPERTY, reported.to_property()))
@@ -114,12 +116,14 @@ class CaseItem(TokconfItem):
         if self.section == FACTS:
             problems = [r for r in results if r.verdict.is_problem]
             if problems:
-                raise ReportedFailure(f"{self.vocab} facts differ from llama.cpp's (or could not be asked):\n  "
-                                      + "\n  ".join(r.reason for r in problems))  # fmt: skip
-            unsupported = [r.reason for r in results if r.verdict is Verdict.UNSUPPORTED]
+                said = "\n  ".join(printable(r.reason) for r in problems)
+                raise ReportedFailure(
+                    f"{printable(self.vocab)} facts differ from llama.cpp's (or could not be asked):\n  {said}"
+                )
+            unsupported = [printable(r.reason) for r in results if r.verdict is Verdict.UNSUPPORTED]
             if unsupported and plugin.strict:
                 raise ReportedFailure(
-                    f"{self.vocab} facts unsupported (--tokconf-strict):\n  " + "\n  ".join(unsupported)
+                    f"{printable(self.vocab)} facts unsupported (--tokconf-strict):\n  " + "\n  ".join(unsupported)
                 )
             if unsupported and len(unsupported) == len(results):
                 pytest.skip("the implementation exposes no vocab facts (add_bos, bos_id, eos_id, eog_ids, ...)")
@@ -130,13 +134,13 @@ class CaseItem(TokconfItem):
         result = problems[0]
         if result.verdict is Verdict.UNSUPPORTED:
             if plugin.strict:
-                raise ReportedFailure(f"unsupported (--tokconf-strict): {result.reason}")
-            pytest.skip(f"unsupported: {result.reason}")
+                raise ReportedFailure(f"unsupported (--tokconf-strict): {printable(result.reason)}")
+            pytest.skip(f"unsupported: {printable(result.reason)}")
         if result.verdict in (Verdict.XFAILED, Verdict.XPASSED):
             entry = plugin.xfails.lookup(result.vocab, result.section, result.case)
             self.user_properties.append((XFAIL_PROPERTY, entry.pattern if entry else ""))
         if result.verdict is Verdict.XFAILED:
-            pytest.xfail(result.reason)
+            pytest.xfail(printable(result.reason))
         raise ReportedFailure(describe(result, plugin.vocab_paths.get(result.vocab), plugin.how))
 
 
@@ -173,6 +177,7 @@ class CheckPlugin:
         # given on the command line (not only in an ini file): a run that then judges nothing must fail
         self.asked_for = bool(config.getoption("tokconf_impl"))
         self.collect_only = bool(config.getoption("collectonly"))
+        self.json: Path | None = config.getoption("tokconf_json")
         self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
         self.interleaved: list[CaseResult] = []
         xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
@@ -334,7 +339,7 @@ class CheckPlugin:
         if "unexplained" in note:
             self.unexplained.append(note["unexplained"])
             if note["why"]:
-                self.cause_stories[f"explain: {note['why']}"] = None
+                self.cause_stories[f"explain: {printable(note['why'])}"] = None
             return
         entry = self.cause_records.setdefault(note["key"], {"cases": []})
         entry["cases"].append(note["case"])
@@ -379,12 +384,14 @@ class CheckPlugin:
                 why = f"--tokconf-impl {self.spec} was given, but none of its checks ran (all deselected?)"
                 self.decision = Decision(False, (why,), Counter(), 0, 0, 0)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+                self._write_json(self.decision)
             return
         self._interleave(session)
         stale = [entry.pattern for entry in self._stale()]
         unmatched = sorted(self.selection.cases - self.collected_cases)
         decision = self.summary.decide(self.gate, stale, unmatched)
         self.decision = dataclasses.replace(decision, contained=not self.in_process or self.spec == IN_PROCESS_ALWAYS)
+        self._write_json(self.decision)
         if self.causes_file is not None:
             errors, unsupported = (
                 group_reasons((r.vocab, r.case_id, r.reason) for r in self.reported if r.verdict is verdict)
@@ -403,6 +410,11 @@ class CheckPlugin:
         if not self.decision.passed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
+    def _write_json(self, decision: Decision) -> None:
+        """`--tokconf-json FILE`: the verdict for a CI system, as `tokconf check --json` writes it."""
+        if self.json is not None:
+            write_verdict(self.json, decision, self.summary, self._impl.name if self._impl else self.spec)
+
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.decision is None:
             return
@@ -414,7 +426,7 @@ class CheckPlugin:
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        table = text_table(self.summary) if self.summary.counts else []
+        table = text_table(self.summary) + decline_lines(self.summary) if self.summary.counts else []
         for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
 
