@@ -218,7 +218,7 @@ def test_a_python_implementation_runs_in_a_worker_over_protocol_2(
     2: a wrong BOS id fails there as it does in process."""
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--timeout", "10", "--mode", "decode")
     assert status == 1
-    assert "fake_impls:wrong_bos (worker)" in output
+    assert "tokconf check: fake_impls:wrong_bos against" in output
     assert "bos: the implementation says 151644, llama.cpp says 151643" in output
     assert _counts("facts")[0:2] == [4, 1]
     assert _counts("decode")[0:2] == [4, 0]

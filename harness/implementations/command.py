@@ -436,7 +436,9 @@ class CommandImplementation:
 
     contained = True
 
-    def __init__(self, launcher: Launcher, timeout: float, load_timeout: float, label: str = "cmd") -> None:
+    def __init__(self, launcher: Launcher, timeout: float, load_timeout: float, label: str | None = "cmd") -> None:
+        """`label`: said after the name the program gives itself (none for tokconf's own worker, which
+        gives the `--impl` value: the worker is how every Python port runs, not a kind of port)."""
         self.launcher = launcher
         self.answer_wait = Wait(timeout)
         self.load_wait = Wait(load_timeout, "--load-timeout")
@@ -450,7 +452,7 @@ class CommandImplementation:
         self._spare: Conversation | None = first
         self._started = [first]  # every process started, ended at the latest by `close`
         self.hello = first.hello
-        self.name = f"{self.hello.name or launcher.argv[0]} ({label})"
+        self.name = f"{self.hello.name or launcher.argv[0]}" + (f" ({label})" if label else "")
 
     @classmethod
     def of_command(

@@ -60,7 +60,7 @@ def resolve(
         return python
     worker = (sys.executable, "-P", "-m", "tokconf.implementations.serve", spec)  # -P: the path is the caller's
     launcher = Launcher(worker, {SYS_PATH: json.dumps(sys.path)}, label=f"--impl {spec} (its worker process)")
-    return CommandImplementation(launcher, answer, load, label="worker")
+    return CommandImplementation(launcher, answer, load, label=None)
 
 
 def contained_factory(
@@ -71,4 +71,4 @@ def contained_factory(
     impl = PythonImplementation(name, factory)
     launcher = Launcher((name,), target=forked(impl), label=f"{name} (its forked worker process)")
     return CommandImplementation(launcher, timeout or DEFAULT_TIMEOUT, load_timeout or DEFAULT_LOAD_TIMEOUT,
-                                 label="forked worker")  # fmt: skip
+                                 label=None)  # fmt: skip
