@@ -346,10 +346,12 @@ def test_a_llama_cpp_refusing_a_vocabulary_the_recorded_build_loaded_fails(llama
     case with llama.cpp's reason, never "not claimed"; so does a binding whose handshake says llama_cpp.
     A port that is no llama.cpp declining it is unsupported, as before."""
     recording = ROOT / "recordings" / "b11434" / "synthetic" / "pre-glm5.yaml"
-    run = tokconf.check("llama.cpp@11192", recording, modes=["plain"])
+    run = tokconf.check("llama.cpp@11192", recording, modes=["plain"], explain=True)
     assert not run.passed and {r.verdict for r in run.results} == {Verdict.FAILED}
     reason = run.results[0].reason
     assert "refused to load a vocabulary llama.cpp b11434 loads" in reason and "unknown pre-tokenizer type" in reason
+    [cause] = run.causes  # one cause, of its own kind, with every case
+    assert cause.kind.value == "load-refused" and len(cause.cases) == len(run.results) - 5  # but the facts
     program = tmp_path / "binding.py"
     program.write_text(LLAMA_CPP_PROGRAM)
     run = tokconf.check(f"cmd:{sys.executable} {program}", recording, modes=["plain"])

@@ -82,6 +82,7 @@ class Standing(enum.Enum):
     DECLINED = "declined"  # it raised `Unsupported` / answered `ok: false` / does not serve the type
     BROKEN = "broken"  # loading it broke (any other exception, an exit, a crash): every case an error
     LLAMA_REFUSES = "llama-refuses"  # the recording is llama.cpp's load refusal (`facts.load_error`)
+    LOAD_REFUSED = "load-refused"  # a llama.cpp refused what the recording's build loaded: in scope, all failed
 
 
 def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:

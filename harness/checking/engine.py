@@ -244,7 +244,7 @@ def _not_loaded(
         verdict = Verdict.PASSED if isinstance(why, Unsupported) else Verdict.ERROR
         reason = f"llama.cpp refuses to load it too ({facts['load_error']})" if verdict is Verdict.PASSED else reason
     elif isinstance(why, LoadRefused):  # the most important difference two llama.cpps can have
-        standing, verdict = Standing.LOADED, Verdict.FAILED
+        standing, verdict = Standing.LOAD_REFUSED, Verdict.FAILED
         reason = f"refused to load a vocabulary llama.cpp b{recording.build} loads: {why}"
     elif isinstance(why, Unsupported):
         standing, verdict = Standing.DECLINED, Verdict.UNSUPPORTED

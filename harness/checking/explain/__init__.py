@@ -10,16 +10,16 @@ from typing import Any
 
 from ...core.errors import TokconfError
 from ...core.facts import VocabFacts
-from ...core.outcome import MODES
+from ...core.outcome import MODES, Refusal
 from ...implementations.base import Implementation, VocabInfo
 from ...implementations.python import PortBroke
 from ...live.client import LibllamaOracle
 from ...llama.build import require_build
 from ...llama.pins import DEFAULT_BUILD
-from ..contract import Verdict
+from ..contract import Standing, Verdict
 from ..engine import CheckedFile
 from .explainer import Cause, Explainer, Explanation, explained_failures
-from .kinds import Kind
+from .kinds import Kind, LoadRefusal, Stage
 from .model import Backend, Judge, Model, Mutants, reference_backend
 
 __all__ = ["Cause", "Explanation", "Kind", "explain_file", "reference_tokenizer"]
@@ -78,6 +78,12 @@ def explain_file(checked: CheckedFile, impl: Implementation) -> Explanation:
     if not failures:
         return Explanation([], [])
     recording = checked.recording
+    if failures[0].standing is Standing.LOAD_REFUSED:  # one reason for every case: nothing to shrink
+        first = failures[0]
+        refusal = LoadRefusal(Kind.LOAD_REFUSED, Stage.VERDICT, reason=first.reason)
+        cause = Cause(recording.vocab_name, refusal, first.data, first.section, first.expected,  # type: ignore[arg-type]
+                      Refusal(first.reason), cases=failures)  # fmt: skip
+        return Explanation([cause], [])
     try:
         info = VocabInfo.of(checked.vocab, recording.vocab_name, recording.vocab_sha256, recording.facts)
         reference = reference_tokenizer(checked.vocab)

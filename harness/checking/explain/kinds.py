@@ -59,6 +59,7 @@ class Kind(enum.Enum):
     NUL_TRUNCATED = "nul-truncated"
     BYTE_MAPPING = "byte-mapping"
     VOCAB_MISMATCH = "vocab-mismatch"
+    LOAD_REFUSED = "load-refused"
     CHARACTER = "character"
 
 
@@ -443,6 +444,18 @@ class Refusing(Mechanism):
         if not self.chars:
             return "refuses the empty input; llama.cpp tokenizes it"
         return f"refuses input holding {_some([char_name(c) for c in sorted(self.chars)])}; llama.cpp tokenizes it"
+
+
+@dataclass
+class LoadRefusal(Mechanism):
+    """A llama.cpp (or a binding of one) refuses to load the vocabulary the recording's build loaded
+    (`llama_model_load` failed: a pre-tokenizer name it does not know, a newer GGUF key): every case
+    of it fails for that one reason, so there is nothing to shrink or replay."""
+
+    reason: str = ""  # the engine's: "refused to load a vocabulary llama.cpp bN loads: <llama.cpp's reason>"
+
+    def label(self) -> str:
+        return self.reason
 
 
 @dataclass
