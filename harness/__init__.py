@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # what type checkers see; at run time each name is imported o
     from .checking.run import CheckRun
     from .core.errors import TokconfError
     from .core.outcome import InputClass, Refusal
-    from .implementations.base import Decoding, Refused, Tokenizer, Unsupported
+    from .implementations.base import Decoding, LoadRefused, Refused, Tokenizer, Unsupported
     from .synth.files import vocab_path
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Decoding",
     "Factory",
     "InputClass",
+    "LoadRefused",
     "Oracle",
     "Refusal",
     "Refused",
@@ -61,7 +62,7 @@ _HOMES = {
     "checking.run": ("CheckRun",),
     "core.errors": ("TokconfError",),
     "core.outcome": ("InputClass", "Refusal"),
-    "implementations.base": ("Decoding", "Refused", "Tokenizer", "Unsupported"),
+    "implementations.base": ("Decoding", "LoadRefused", "Refused", "Tokenizer", "Unsupported"),
 }
 _HOME = {name: module for module, names in _HOMES.items() for name in names}
 

@@ -182,8 +182,7 @@ def check_recording(
         return
     stop = stop or Stop()
     xfails = xfails or ExpectedFailures()
-    context = DeclineContext(frozenset(t for t in facts.get("special_texts", {}).values() if t),
-                             session.max_input_bytes)  # fmt: skip
+    context = DeclineContext(parsed_only_with_parse_special(facts), session.max_input_bytes)
     exposed = session.decoder()
     decoder = _Remembered(exposed) if exposed is not None else None
     try:
@@ -211,6 +210,14 @@ def check_recording(
         session.close()
 
 
+def parsed_only_with_parse_special(facts: VocabFacts) -> frozenset[bytes]:
+    """The texts of the tokens llama.cpp cuts out of an input only with parse_special: CONTROL and
+    UNKNOWN ones (llama_vocab::impl::tokenizer_st_partition)."""
+    attributes: dict[int, str] = facts.get("token_attributes", {})
+    parsed = {t for t, attr in attributes.items() if {"control", "unknown"} & set(attr.split("|"))}
+    return frozenset(text for t, text in facts.get("special_texts", {}).items() if text and t in parsed)
+
+
 def verified(answer: Outcome, request: Request, context: DeclineContext) -> Outcome:
     """An answer whose decline is checked on its input: a class the input is not of is an error, in
     every front end (a Python `Unsupported`, a worker's, a `cmd:` program's `unsupported`)."""
@@ -220,7 +227,9 @@ def verified(answer: Outcome, request: Request, context: DeclineContext) -> Outc
     if answer.declined.fits(request, context):  # the class first: a port's words cannot pose as another
         said = f" (the port said: {answer.reason})" if answer.reason and answer.reason != cls else ""
         return Refusal(f"{cls}{said}", RefusalKind.UNSUPPORTED, answer.declined)
-    limit = f" (declared limit: {context.max_bytes} bytes)" if answer.declined is InputClass.TOO_LONG else ""
+    limit = ""
+    if answer.declined is InputClass.TOO_LONG:
+        limit = f" (declared limit: {context.max_bytes} bytes)" if context.max_bytes else " (no input limit declared)"
     why = f"declined the input as {cls}{limit}, which it is not ({len(request[0])} bytes); it said: {answer.reason}"
     return Refusal(why, RefusalKind.BROKEN)
 

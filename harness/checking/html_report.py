@@ -31,7 +31,7 @@ from .contract import Decision, Verdict
 from .engine import CaseResult
 from .explain import Cause
 from .explain.causes import ReasonGroup, case_id
-from .report import Invocation, RunReport, describe_group, group_problems, table_rows
+from .report import Invocation, RunReport, decline_lines, describe_group, group_problems, table_rows
 from .run import CheckRun
 from .summary import Summary
 
@@ -169,7 +169,7 @@ def render_html(report: RunReport) -> str:
         f"<h1>{_e(title)}</h1>"
         f"<p class='meta'>implementation <b>{_e(run.impl_name)}</b> · {len(run.results)} checks · "
         f"{len(run.vocabs)} vocab(s){' · stopped early by --maxfail' if run.stopped else ''}</p>"
-        f"{_verdict(decision)}<nav>{nav}</nav>{sections}"
+        f"{_verdict(decision, run.summary)}<nav>{nav}</nav>{sections}"
         "<footer>Written by tokconf check. No scripts: every section works in any browser, offline.</footer>"
         "</main></body></html>\n"
     )
@@ -183,10 +183,11 @@ def _e(text: str) -> str:
     return html.escape("\n".join(map(escape_unprintable, lines)))
 
 
-def _verdict(decision: Decision) -> str:
+def _verdict(decision: Decision, summary: Summary) -> str:
     state, word = ("pass", "PASS") if decision.passed else ("fail", "FAIL")
     reasons = "".join(f"<li>fail: {_e(printable(reason))}</li>" for reason in decision.reasons)
     reasons += "".join(f"<li>warning: {_e(printable(warning))}</li>" for warning in decision.warnings)
+    reasons += "".join(f"<li>{_e(line)}</li>" for line in decline_lines(summary))
     return (
         f"<div class='verdict {state}'><span class='word'>{word}</span>"
         f"<p class='line mono'>{_e(decision.line())}</p>{f'<ul>{reasons}</ul>' if reasons else ''}</div>"

@@ -386,6 +386,8 @@ class RunReport:
         lines += [f"- warning: {_markdown_text(printable(w))}" for w in decision.warnings]
         lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += [f"| {_markdown_text(key)} | {' | '.join(rest)} |" for key, *rest in table_rows(self.run.summary)]
+        declines = decline_lines(self.run.summary)
+        lines += ["", *(f"- {_markdown_text(line)}" for line in declines)] if declines else []
         every = [
             f"{text}\n  every case:    {' '.join(printable(case_id(r)) for r in c.cases)}"
             for text, c in zip(self.causes, self.run.causes, strict=True)

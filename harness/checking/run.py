@@ -106,12 +106,11 @@ def check_paths(
         try:
             with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
                 checked = list(_reported(pool.map(task, files), progress))
-        except BrokenProcessPool:  # an implementation in process (--in-process) ended a checking process
+        except BrokenProcessPool:  # a port in process (--in-process) ended it, or a port killed it
             implementation.close()
-            raise TokconfError(
-                f"a process checking recordings with {impl} died: no verdict",
-                "run it without --in-process: in worker processes it cannot take down",
-            ) from None
+            hint = "run it without --in-process: in worker processes it cannot take it down" if in_process else (
+                "something killed it (the implementation, signalling its parent?); run the check again")  # fmt: skip
+            raise TokconfError(f"a process checking recordings with {impl} died: no verdict", hint) from None
         changed = sorted({one.impl_name for one in checked} - {implementation.name})
         if changed:  # a library rebuilt or replaced during the run: one verdict must be of one implementation
             implementation.close()

@@ -69,6 +69,15 @@ def verdict_document(decision: Decision, summary: Summary, implementation: str) 
     }
 
 
+def write_unfinished(path: Path, implementation: str) -> None:
+    """Before a run: a failing verdict saying it has not ended, so a run that dies without one (a usage
+    error, a kill, a crash) never leaves an earlier run's `"passed": true` for a CI step to read."""
+    line = "FAIL: no verdict: the run did not finish"
+    document = {"tokconf": VERSION, "passed": False, "exit_status": 2, "verdict_line": line,
+                "reasons": ["the run did not finish"], "implementation": printable(implementation)}  # fmt: skip
+    atomic_write(path, json.dumps(document, indent=1) + "\n", "verdict file")
+
+
 def write_verdict(path: Path, decision: Decision, summary: Summary, implementation: str) -> None:
     """The document (`verdict_document`), written atomically: a CI step never reads half of one."""
     text = json.dumps(verdict_document(decision, summary, implementation), ensure_ascii=False, indent=1)

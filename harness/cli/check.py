@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..checking.junit import write_junit
     from ..checking.report import COLUMNS, REPORT_FORMATS, Invocation, RunReport, table_rows
     from ..checking.run import check_paths
-    from ..checking.verdict_json import write_verdict
+    from ..checking.verdict_json import write_unfinished, write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
     paths = args.recordings or [BUNDLED_RECORDINGS]
     impl = args.impl or "reference"
+    if args.json:
+        write_unfinished(args.json, impl)
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir)
     gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)

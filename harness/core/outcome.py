@@ -46,11 +46,12 @@ MIN_DECLARED_LIMIT = 1024  # the smallest input length limit (bytes) a port may 
 
 class InputClass(enum.Enum):
     """What an implementation may say it cannot be given (docs/line-protocol.md, `tokconf.Unsupported`'s
-    `input_class`). Every class but `other` is a property of the input tokconf checks on the input
-    itself, so a decline of that class is *verified*: it is counted apart and does not count against
-    coverage. A decline whose class does not fit its input is an error; `other` fits anything, and
-    every case it declines counts against coverage (a port that declines exactly the inputs it gets
-    wrong must not pass)."""
+    `input_class`). tokconf checks every class but `other` on the request itself: a decline whose
+    class does not fit is an error. The classes of an input a port's API cannot take at all (not
+    UTF-8, NUL, a special token's text it cannot leave unparsed, past its declared length) are
+    *verified*: counted apart, not against coverage. `parse-special` and `add-special` fit whole
+    modes, so they count, like `other` (which fits anything): a port that cannot do a mode claims the
+    others (`--claim`), and one that declines exactly the inputs it gets wrong must not pass."""
 
     INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
     NUL = "nul"  # the input holds a NUL byte (a port on C strings)
@@ -62,7 +63,8 @@ class InputClass(enum.Enum):
 
     @property
     def verified(self) -> bool:
-        return self is not InputClass.OTHER
+        """Declines of it leave coverage whole (see the class)."""
+        return self in (InputClass.INVALID_UTF8, InputClass.NUL, InputClass.SPECIAL_TEXT, InputClass.TOO_LONG)
 
     def fits(self, request: Request, context: DeclineContext) -> bool:
         """Whether the input is of this class, as tokconf can tell from the input alone."""
@@ -82,7 +84,7 @@ class InputClass(enum.Enum):
         return True
 
     @classmethod
-    def named(cls, name: str) -> InputClass | None:
+    def named(cls, name: object) -> InputClass | None:
         return next((c for c in cls if c.value == name), None)
 
     @classmethod
@@ -96,9 +98,10 @@ class InputClass(enum.Enum):
 
 @dataclass(frozen=True)
 class DeclineContext:
-    """What verifying a decline needs beyond the input: the vocabulary's special-token texts (from the
-    recording's facts: llama.cpp's CONTROL and USER_DEFINED texts, which `tokenizer_st_partition`
-    cuts out) and the input length limit the implementation declared."""
+    """What verifying a decline needs beyond the input: the texts llama.cpp cuts out only with
+    parse_special (`tokenizer_st_partition` skips CONTROL and UNKNOWN tokens without it, and cuts
+    USER_DEFINED ones always: a port must handle those), and the input length limit the implementation
+    declared."""
 
     special_texts: frozenset[bytes] = frozenset()
     max_bytes: int | None = None

@@ -48,3 +48,12 @@ def printable(text: str, limit: int | None = LIMIT) -> str:
     cut = text if limit is None or len(text) <= limit else text[:limit]
     shown = escape_unprintable(cut.replace("\\", "\\\\"))
     return shown if cut is text else f"{shown}… ({len(text)} characters)"
+
+
+KEPT = 4 * LIMIT  # characters of a port's reason kept at all: 10,000 cases' reasons stay in memory
+
+
+def kept(text: str) -> str:
+    """A port's reason as tokconf keeps it, cut to `KEPT` characters: a reason is kept for every case
+    it was given for, so a port answering megabytes of reason per input must not exhaust memory."""
+    return text if len(text) <= KEPT else f"{text[:KEPT]}… ({len(text)} characters)"

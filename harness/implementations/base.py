@@ -145,7 +145,9 @@ class Implementation(Protocol):
     llama.cpp worker), so nothing it does changes a verdict; False only for a Python implementation
     run in tokconf's process (`--in-process`), which the verdict line says."""
 
-    name: str
+    @property
+    def name(self) -> str: ...
+
     contained: bool
 
     def open(self, vocab: VocabInfo) -> Session: ...

@@ -67,6 +67,7 @@ BATCH = 256  # inputs per encode_batch request: few round trips, and a crash cos
 IN_FLIGHT = 2  # batches sent before their answers are read
 PROGRESS_SECONDS = 5.0
 DEFAULT_TIMEOUT = 10.0  # seconds for each answer, when no --timeout is given
+HANDSHAKE_HELP = "see docs/line-protocol.md, section 1"
 DEFAULT_LOAD_TIMEOUT = 600.0  # seconds to start and load one vocabulary (262k tokens, a loaded machine)
 
 T = TypeVar("T")
@@ -126,18 +127,32 @@ class Launcher:
 class Conversation:
     """One running process of the program, greeted: its pipes, its request ids and its handshake.
     Starting and the handshake have the load timeout (an interpreter and its imports), every other
-    answer the per-answer one. ProgramFailed, BadAnswer or HelloRefused when the handshake fails (the
-    process has then ended)."""
+    answer the per-answer one. The handshake's answer is read at once, or (`greeted=False`) when it is
+    first needed, so the program can start while tokconf reads the recordings. ProgramFailed,
+    BadAnswer or HelloRefused when the handshake fails (the process has then ended)."""
 
-    def __init__(self, launcher: Launcher, answer: Wait, load: Wait) -> None:
+    def __init__(self, launcher: Launcher, answer: Wait, load: Wait, greeted: bool = True) -> None:
         self.answer_wait, self.load_wait = answer, load
         self.program = launcher.start(answer.seconds)
         self._ids = itertools.count()
+        self._hello: Hello | None = None
         try:
-            self.hello = Hello.parse(self.exchange(Op.HELLO, {"protocol": PROTOCOL}, load))
-        except (ProgramFailed, BadAnswer, HelloRefused):
+            self._hello_id = self.send(Op.HELLO, {"protocol": PROTOCOL}, load)
+        except ProgramFailed:
             self.program.end()
             raise
+        if greeted:
+            _ = self.hello
+
+    @property
+    def hello(self) -> Hello:
+        if self._hello is None:
+            try:
+                self._hello = Hello.parse(self.receive(self._hello_id, self.load_wait))
+            except (ProgramFailed, BadAnswer, HelloRefused):
+                self.program.end()
+                raise
+        return self._hello
 
     def exchange(self, op: Op, fields: Mapping[str, Any], wait: Wait | None = None) -> dict[str, Any]:
         request_id = self.send(op, fields, wait)
@@ -215,7 +230,7 @@ class CommandSession:
         except BadAnswer as bad:
             raise Broken(f"loading {name}: {bad}") from None
         if isinstance(answer, LoadDeclined):
-            raise (LoadRefused if self.owner.hello.llama_cpp else Unsupported)(answer.reason)
+            raise (LoadRefused if self.owner.hello.llama_cpp or answer.load_refused else Unsupported)(answer.reason)
         if isinstance(answer, Fault):
             raise Broken(answer.reason)
         if differences := answer.differences(self.vocab):
@@ -304,10 +319,10 @@ class CommandSession:
                 while len(out) < end:
                     out.append(self._answered(self.conversation.receive(first + len(out) - start)))
                 sent.popleft()
-            except ProgramFailed as failure:
+            except ProgramFailed as failure:  # counted: a program breaking batches is given up on too
                 todo.extendleft(reversed([(start, end) for _, start, end in sent]))
                 sent.clear()
-                self._restart(failure)
+                self._broke(failure)
                 _, end = todo.popleft()  # the batch the process ended in
                 out += [self.encode_one(request) for request in requests[len(out) : end]]
             progress.show(len(out), len(requests))
@@ -438,21 +453,35 @@ class CommandImplementation:
 
     def __init__(self, launcher: Launcher, timeout: float, load_timeout: float, label: str | None = "cmd") -> None:
         """`label`: said after the name the program gives itself (none for tokconf's own worker, which
-        gives the `--impl` value: the worker is how every Python port runs, not a kind of port)."""
+        gives the `--impl` value: the worker is how every Python port runs, not a kind of port). The
+        first process starts here; its handshake is read when first needed (`hello`): a program that
+        cannot serve is then a usage error, before any vocabulary is asked."""
         self.launcher = launcher
+        self.label = label
         self.answer_wait = Wait(timeout)
         self.load_wait = Wait(load_timeout, "--load-timeout")
         try:
-            first = Conversation(launcher, self.answer_wait, self.load_wait)
+            first = Conversation(launcher, self.answer_wait, self.load_wait, greeted=False)
+        except ProgramFailed as failure:
+            raise TokconfError(f"{launcher.shown} failed the handshake: {failure}", HANDSHAKE_HELP) from None
+        self._first = first
+        self._spare: Conversation | None = first
+        self._started = [first]  # every process started, ended at the latest by `close`
+
+    @functools.cached_property
+    def hello(self) -> Hello:
+        """The first process's handshake: a TokconfError when it failed."""
+        try:
+            return self._first.hello
         except HelloRefused as refused:
             raise TokconfError(refused.problem, refused.hint or "") from None
         except (ProgramFailed, BadAnswer) as failure:
             says = "failed the handshake" if isinstance(failure, ProgramFailed) else "answered the handshake wrongly"
-            raise TokconfError(f"{launcher.shown} {says}: {failure}", "see docs/line-protocol.md, section 1") from None
-        self._spare: Conversation | None = first
-        self._started = [first]  # every process started, ended at the latest by `close`
-        self.hello = first.hello
-        self.name = f"{self.hello.name or launcher.argv[0]}" + (f" ({label})" if label else "")
+            raise TokconfError(f"{self.launcher.shown} {says}: {failure}", HANDSHAKE_HELP) from None
+
+    @property
+    def name(self) -> str:
+        return f"{self.hello.name or self.launcher.argv[0]}" + (f" ({self.label})" if self.label else "")
 
     @classmethod
     def of_command(
@@ -496,7 +525,10 @@ class CommandImplementation:
         if vocab.vocab_type not in self.hello.vocab_types:
             if conversation is not None:
                 (keep or Conversation.close)(conversation)
-            raise Unsupported(f"the program supports {list(self.hello.vocab_types)}, not {vocab.vocab_type}")
+            declined = (
+                LoadRefused if self.hello.llama_cpp else Unsupported
+            )  # a llama.cpp does not pick its vocabularies
+            raise declined(f"the program supports {list(self.hello.vocab_types)}, not {vocab.vocab_type}")
         if conversation is None:
             try:
                 conversation = self.start()

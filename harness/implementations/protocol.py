@@ -24,6 +24,7 @@ from typing import Any
 
 from ..core.facts import ExposedFacts, Fact, are_token_ids, is_token_id
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
+from ..core.printable import kept
 from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
@@ -139,7 +140,7 @@ def _text(answer: Mapping[str, Any], key: str, what: str) -> str:
     value = answer[key]
     if not isinstance(value, str):
         raise BadAnswer(f"the {what} answer's `{key}` must be a string: {_shown(answer)}")
-    return value
+    return kept(value)
 
 
 def _b64(value: object, what: str) -> bytes:
@@ -269,12 +270,15 @@ class Loaded:
 
 @dataclass(frozen=True)
 class LoadDeclined:
-    """`{"ok": false, "error": reason}`: the program does not serve this vocabulary (unsupported)."""
+    """`{"ok": false, "error": reason}`: the program does not serve this vocabulary (unsupported);
+    with `"load_refused": true` (protocol 2), the llama.cpp it wraps refused to load it (a failure where
+    the recording's build loaded it), as every decline of a program whose handshake says `llama_cpp`."""
 
     reason: str
+    load_refused: bool = False
 
     def fields(self) -> dict[str, Any]:
-        return {"ok": False, "error": self.reason}
+        return {"ok": False, "error": self.reason} | ({"load_refused": True} if self.load_refused else {})
 
 
 LoadAnswer = Loaded | LoadDeclined | Fault
@@ -288,7 +292,8 @@ def parse_load(answer: Mapping[str, Any], protocol: int) -> LoadAnswer:
     if answer["ok"] is not False:
         raise BadAnswer(f"the load answer's `ok` must be true or false: {_shown(answer)}")
     reason = answer.get("error")
-    return LoadDeclined(reason if isinstance(reason, str) and reason else "the program did not load it")
+    said = kept(reason) if isinstance(reason, str) and reason else "the program did not load it"
+    return LoadDeclined(said, answer.get("load_refused") is True and protocol >= 2)
 
 
 @dataclass(frozen=True)
@@ -338,7 +343,7 @@ def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
             raise BadAnswer(f"`ids` is not a list of token ids: {_shown(answer)}")
         return Ids(ids)
     if key == "error":
-        return Refuses(str(answer["error"]))  # any error is a refusal; its reason is only shown
+        return Refuses(kept(str(answer["error"])))  # any error is a refusal; its reason is only shown
     if key == "fault":
         return Fault(_text(answer, "fault", "encode"))
     name = _text(answer, "unsupported", "encode")
@@ -346,7 +351,7 @@ def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
     if cls is None:
         raise BadAnswer(f"answered unsupported ({name!r}), which is no input class of docs/line-protocol.md")
     reason = answer.get("reason")
-    return CannotTake(cls, reason if isinstance(reason, str) else None)
+    return CannotTake(cls, kept(reason) if isinstance(reason, str) else None)
 
 
 def encode_outcome(answer: EncodeAnswer, declared: frozenset[InputClass]) -> Outcome:

@@ -18,14 +18,15 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact, are_token_ids
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
-from .base import Broken, Decoder, Detokenize, Refused, Session, Unsupported, VocabInfo
+from ..core.printable import kept
+from .base import Broken, Detokenize, Refused, Unsupported, VocabInfo
 
 
 class PortBroke(Exception):
@@ -44,7 +45,7 @@ def _call(where: str, function: Callable[..., Any], *args: Any) -> Any:
     except SystemExit as error:
         raise PortBroke(f"{where} called sys.exit({error.code!r})") from None
     except BaseException as error:
-        raise PortBroke(f"{where} raised {type(error).__name__}: {str(error)[:500]}") from None
+        raise PortBroke(f"{where} raised {type(error).__name__}: {said(error)[:500]}") from None
 
 
 def _listed(encode: Callable[..., Any], *request: Any) -> list[Any]:
@@ -70,11 +71,16 @@ class PythonSession:
             try:
                 ids = _call("encode", _listed, encode, data, add_special, parse_special)
             except Refused as error:
-                out.append(Refusal(str(error) or "refused"))
+                out.append(Refusal(said(error) or "refused"))
                 continue
             except Unsupported as error:
                 declined = getattr(error, "input_class", None) or InputClass.of_input(data)
-                out.append(Refusal(str(error), RefusalKind.UNSUPPORTED, declined))
+                if not isinstance(declined, InputClass):  # set after construction: not a class at all
+                    out.append(
+                        Refusal(f"Unsupported.input_class is no InputClass: {declined!r}"[:200], RefusalKind.BROKEN)
+                    )
+                    continue
+                out.append(Refusal(said(error), RefusalKind.UNSUPPORTED, declined))
                 continue
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
@@ -85,7 +91,7 @@ class PythonSession:
                 out.append(Refusal(f"encode returned something other than token ids: {ids[:8]!r}", RefusalKind.BROKEN))
         return out
 
-    def decoder(self) -> Decoder | None:
+    def decoder(self) -> PythonDecoder | BrokenDecoder | None:
         """Given by `token_to_piece(id, special)`, `decode(ids, remove_special, unparse_special)` and
         `n_tokens` on the object (the reference's API); without all three, decoding is not checked.
         Looking them up is port code too (a property): if that breaks, every decoding check errs."""
@@ -93,8 +99,8 @@ class PythonSession:
         try:
             exposed = _call("looking up the decoding", lambda: all(hasattr(self.tokenizer, name) for name in names))
         except Exception as error:
-            return _BrokenDecoder(_raised("the decoding", error))
-        return _PythonDecoder(self.tokenizer) if exposed else None
+            return BrokenDecoder(_raised("the decoding", error))
+        return PythonDecoder(self.tokenizer) if exposed else None
 
     def facts(self) -> ExposedFacts:
         """The facts the object has as attributes, typed as llama.cpp's (`Fact.exposed`); a wrong type
@@ -121,14 +127,18 @@ class PythonSession:
             print(f"tokconf: {_raised('the tokenizer', error)} while closing", file=sys.stderr)
 
 
-class _PythonDecoder:
+class PythonDecoder:
     def __init__(self, tokenizer: Any) -> None:
         self.tokenizer = tokenizer
 
     def pieces(self, special: bool) -> list[bytes]:
-        piece = self.tokenizer.token_to_piece
         n_tokens = _call("n_tokens", getattr, self.tokenizer, "n_tokens")
-        return [bytes(_call("token_to_piece", piece, token, special)) for token in range(n_tokens)]
+        return self.some_pieces(range(n_tokens), special)
+
+    def some_pieces(self, ids: Iterable[int], special: bool) -> list[bytes]:
+        """The pieces of these ids (a worker answers the ids it is asked, each request in its time)."""
+        piece = self.tokenizer.token_to_piece
+        return [bytes(_call("token_to_piece", piece, token, special)) for token in ids]
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
         return bytes(_call("decode", self.tokenizer.decode, list(ids), remove_special, unparse_special))
@@ -137,13 +147,16 @@ class _PythonDecoder:
         return [self.detokenize(*request) for request in requests]
 
 
-class _BrokenDecoder:
+class BrokenDecoder:
     """The decoding of an object whose decoding methods could not even be looked up."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
 
     def pieces(self, special: bool) -> list[bytes]:
+        raise PortBroke(self.reason)
+
+    def some_pieces(self, ids: Iterable[int], special: bool) -> list[bytes]:
         raise PortBroke(self.reason)
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
@@ -163,13 +176,13 @@ class PythonImplementation:
         self.factory = factory
         self.contained = contained
 
-    def open(self, vocab: VocabInfo) -> Session:
+    def open(self, vocab: VocabInfo) -> PythonSession:
         """The factory's object for the vocabulary: `Unsupported` declines it, anything else raised
         (or no object at all) is broken, so every case of that vocabulary is an error."""
         try:
             tokenizer = _call("the factory", self.factory, vocab.path)
-        except Unsupported as error:
-            raise Unsupported(str(error) or f"{self.name} does not support {vocab.path.name}") from None
+        except Unsupported as error:  # a LoadRefused stays one: a binding says its llama.cpp refused
+            raise type(error)(said(error) or f"{self.name} does not support {vocab.path.name}") from None
         except PortBroke as error:
             raise Broken(f"{self.name} failed loading {vocab.path.name}: {error}") from None
         except Exception as error:
@@ -196,14 +209,23 @@ def _declared_limit(name: str, tokenizer: Any) -> int | None:
     return limit
 
 
+def said(error: BaseException) -> str:
+    """What an exception from port code says, kept bounded (`core.printable.kept`); an exception whose
+    `__str__` itself raises says so instead of ending the run."""
+    try:
+        return kept(str(error))
+    except Exception as broken:
+        return f"<{type(error).__name__} whose message raised {type(broken).__name__}>"
+
+
 def _raised(where: str, error: Exception) -> str:
     """An unexpected exception as an error's reason, with the hint a port author needs."""
     if isinstance(error, PortBroke):
-        return str(error)
+        return said(error)
     hint = ""
     if isinstance(error, NotImplementedError):
         hint = " (to decline, raise tokconf's Unsupported; to refuse an input as llama.cpp does, Refused)"
-    return f"{where} raised {type(error).__name__}: {str(error)[:500]}{hint}"
+    return f"{where} raised {type(error).__name__}: {said(error)[:500]}{hint}"
 
 
 def load_factory(spec: str) -> Callable[[Path], Any]:

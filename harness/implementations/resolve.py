@@ -52,8 +52,10 @@ def resolve(
                 f"--impl {spec}: expected llama.cpp:PATH", "PATH: a built libllama.so or a llama.cpp source tree"
             )
         return local(Path(path))
-    if spec == IN_PROCESS_ALWAYS:
-        return resolve_python(spec)
+    if spec == IN_PROCESS_ALWAYS:  # tokconf's own, never an entry point an installed package registers by its name
+        from .reference import from_gguf  # reference_impl is slow to import: only when it is asked for
+
+        return PythonImplementation(spec, from_gguf)
     if in_process:
         python = resolve_python(spec)
         python.contained = False

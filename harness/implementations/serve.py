@@ -23,6 +23,7 @@ corrupt it: it goes to standard error, which tokconf keeps the end of and shows 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import sys
@@ -32,7 +33,7 @@ from typing import Any, TextIO
 
 from ..core.errors import TokconfError
 from ..core.outcome import InputClass, Outcome, Refusal, RefusalKind, Request
-from .base import Broken, Decoder, Session, Unsupported
+from .base import Broken, LoadRefused, Session, Unsupported
 from .protocol import (
     DECODING_OPS,
     PROTOCOL,
@@ -48,7 +49,7 @@ from .protocol import (
     pieces_fields,
     vocab_of,
 )
-from .python import PythonImplementation, resolve_python
+from .python import BrokenDecoder, PythonDecoder, PythonImplementation, PythonSession, resolve_python
 
 VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
 DECLARED = frozenset(InputClass)  # a Python `Unsupported` may name any class: the judge checks it fits the input
@@ -80,9 +81,8 @@ class Server:
 
     def __init__(self, impl: PythonImplementation) -> None:
         self.impl = impl
-        self.session: Session | None = None
-        self.decoder: Decoder | None = None
-        self.pieces: dict[bool, list[bytes]] = {}
+        self.session: PythonSession | None = None
+        self.decoder: PythonDecoder | BrokenDecoder | None = None
 
     def answers(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The answer lines to one request, each with its id: one, or one per input of a batch, each
@@ -124,24 +124,21 @@ class Server:
             return Refuses(_said(error)).fields()
         return {"text_b64": base64.b64encode(text).decode()}
 
-    def _pieces(self, decoder: Decoder, request: dict[str, Any]) -> list[bytes]:
-        """The pieces of the ids asked; every piece is computed once per `special` (tokconf asks for
-        every id, 4,096 at a time)."""
-        special = bool(request["special"])
-        if special not in self.pieces:
-            self.pieces[special] = decoder.pieces(special)
-        pieces = self.pieces[special]
-        return [pieces[i] for i in request["ids"]]
+    @staticmethod
+    def _pieces(decoder: PythonDecoder | BrokenDecoder, request: dict[str, Any]) -> list[bytes]:
+        """The pieces of the ids asked (4,096 at a time), computed for those alone: each request has
+        the per-answer time, so a slow `token_to_piece` over a 262k vocabulary fits in it."""
+        return decoder.some_pieces(request["ids"], bool(request["special"]))
 
     def _load(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.session is not None:
             self.session.close()
-        self.session, self.decoder, self.pieces = None, None, {}
+        self.session, self.decoder = None, None
         try:
             session = self.impl.open(vocab_of(request))
             decoder = session.decoder()
         except Unsupported as why:
-            return LoadDeclined(str(why)).fields()
+            return LoadDeclined(str(why), isinstance(why, LoadRefused)).fields()
         except Broken as why:
             return Fault(str(why)).fields()
         except (Exception, SystemExit) as error:  # what the adapter let through: broken too
@@ -207,6 +204,7 @@ def forked(impl: PythonImplementation) -> Callable[[], int]:
     its standard streams, for an implementation object already in memory."""
 
     def run() -> int:
+        sys.stderr = open(2, "w", closefd=False, buffering=1)  # noqa: SIM115 - its own stderr, not a caller's capture
         requests, answers = protocol_pipes()
         return serve(impl, requests, answers)
 
@@ -228,7 +226,17 @@ def main(argv: list[str] | None = None) -> int:
     return serve(impl, requests, answers)
 
 
+def run() -> None:
+    """`main`, then the process ends at once, whatever happened (tokconf gone: a broken pipe): no port's
+    `atexit` handler, thread or finalizer keeps the worker alive, or changes how it ends."""
+    status = 70
+    try:
+        status = main()
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        os._exit(status)
+
+
 if __name__ == "__main__":
-    status = main()
-    sys.stderr.flush()
-    os._exit(status)  # at once: no port's atexit handler, thread or finalizer keeps the worker, or changes its end
+    run()

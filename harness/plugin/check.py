@@ -28,7 +28,7 @@ from ..checking.explain.causes import case_id, cause_record, document, group_rea
 from ..checking.interleave import interleave, sample
 from ..checking.report import Invocation, closing_lines, decline_lines, describe, describe_cause, text_table
 from ..checking.summary import Summary
-from ..checking.verdict_json import write_verdict
+from ..checking.verdict_json import write_unfinished, write_verdict
 from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, InputClass, Mode
@@ -178,6 +178,8 @@ class CheckPlugin:
         self.asked_for = bool(config.getoption("tokconf_impl"))
         self.collect_only = bool(config.getoption("collectonly"))
         self.json: Path | None = config.getoption("tokconf_json")
+        if self.json is not None and not hasattr(config, "workerinput"):
+            write_unfinished(self.json, spec)
         self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
         self.interleaved: list[CaseResult] = []
         xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
@@ -328,7 +330,7 @@ class CheckPlugin:
                                    got.declined)  # fmt: skip
                 if got.reason:
                     self.reported.append(got)
-                if got.verdict is Verdict.PASSED and got.section in MODES and got.standing is Standing.LOADED:
+                if got.verdict is Verdict.PASSED and got.section in (*MODES, FACTS) and got.standing is Standing.LOADED:
                     self.passed.setdefault(got.recording, set()).add((str(got.section), got.case))
             elif key == XFAIL_PROPERTY and isinstance(value, str):
                 self.xfails.matched.add(value)
@@ -353,7 +355,7 @@ class CheckPlugin:
     def _interleave(self, session: pytest.Session) -> None:
         """The interleaving check (`tokconf.checking.interleave`), as `tokconf check` makes it, here in
         the process that counts every worker's items; not after `-x` or an interrupted run."""
-        if session.shouldstop or session.shouldfail or not self.passed:
+        if session.shouldstop or session.shouldfail or self._interrupted(session) or not self.passed:
             return
         replays = []
         for path in recording_files(self.paths):
@@ -370,6 +372,10 @@ class CheckPlugin:
         groups = {replay.vocab_name: replay.group for replay in replays}
         for result in self.interleaved:
             self.summary.add([result], groups[result.vocab])
+
+    @staticmethod
+    def _interrupted(session: pytest.Session) -> bool:
+        return session.exitstatus == pytest.ExitCode.INTERRUPTED
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         """The verdict contract over every item's verdict: a run whose items all passed still fails
@@ -390,6 +396,10 @@ class CheckPlugin:
         stale = [entry.pattern for entry in self._stale()]
         unmatched = sorted(self.selection.cases - self.collected_cases)
         decision = self.summary.decide(self.gate, stale, unmatched)
+        if self._interrupted(session):  # Ctrl-C, a CI job cancelled: what did not run was not judged
+            decision = dataclasses.replace(
+                decision, passed=False, reasons=("the run was interrupted", *decision.reasons)
+            )
         self.decision = dataclasses.replace(decision, contained=not self.in_process or self.spec == IN_PROCESS_ALWAYS)
         self._write_json(self.decision)
         if self.causes_file is not None:
