@@ -7,6 +7,7 @@ Each attack is a module written for the test; each run is a separate process, as
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -356,6 +357,41 @@ def test_a_llama_cpp_refusing_a_vocabulary_the_recorded_build_loaded_fails(llama
     program.write_text(LLAMA_CPP_PROGRAM)
     run = tokconf.check(f"cmd:{sys.executable} {program}", recording, modes=["plain"])
     assert not run.passed and {r.verdict for r in run.results} == {Verdict.FAILED}
+    spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"  # a type it does not list: no way around the refusal
+    run = tokconf.check(f"cmd:{sys.executable} {program}", spm, modes=["plain"])
+    assert {r.verdict for r in run.results} == {Verdict.FAILED} and "not spm" in run.results[0].reason
     program.write_text(LLAMA_CPP_PROGRAM.replace('"llama_cpp": True', '"llama_cpp": False'))
     run = tokconf.check(f"cmd:{sys.executable} {program}", recording, modes=["plain"])
     assert {r.verdict for r in run.results} == {Verdict.UNSUPPORTED}
+
+
+def test_declining_a_whole_mode_counts_against_coverage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`parse-special` fits every request of the special and bos modes, so it is checked but not
+    verified: a port declining almost all of them fails those modes, and passes the modes it claims."""
+    (tmp_path / "no_specials.py").write_text(
+        "from tokconf import Unsupported\nfrom tokconf.implementations.reference import from_gguf\n"
+        "class P:\n    def __init__(self, path):\n        self.inner = from_gguf(path)\n"
+        "    def encode(self, data, add_special, parse_special):\n"
+        "        if parse_special and data:\n            raise Unsupported(input_class='parse-special')\n"
+        "        return self.inner.encode(data, add_special, parse_special)\n"
+        "def load(path):\n    return P(path)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    run = tokconf.check("no_specials:load", vocabs=["gpt-2"], claims=["gpt-2/*"])
+    assert not run.passed and any("gpt-2 special: 2 of 2719 cases passed" in r for r in run.decision.reasons)
+    assert tokconf.check("no_specials:load", vocabs=["gpt-2"], claims=["gpt-2/plain"]).passed
+
+
+def test_a_run_that_dies_leaves_no_passing_verdict_file(tmp_path: Path) -> None:
+    """`--json` holds a failing verdict from the start: a run ending in a usage error (or killed) never
+    leaves the last run's PASS for a CI step to read."""
+    verdict = tmp_path / "v.json"
+    check = [sys.executable, "-m", "tokconf", "check", "--vocab", "gpt-2", "--mode", "plain", "--json", str(verdict)]
+    assert subprocess.run(check, capture_output=True, check=False, timeout=300).returncode == 0
+    assert json.loads(verdict.read_text())["passed"] is True
+    run = subprocess.run([*check, "--impl", "no_such_module:load"], capture_output=True, check=False, timeout=300)
+    assert run.returncode == 2
+    assert json.loads(verdict.read_text()) | {"implementation": ""} == {
+        "tokconf": 1, "passed": False, "exit_status": 2, "verdict_line": "FAIL: no verdict: the run did not finish",
+        "reasons": ["the run did not finish"], "implementation": "",
+    }  # fmt: skip
