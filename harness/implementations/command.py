@@ -280,16 +280,28 @@ class CommandSession:
         except (ProgramFailed, BadAnswer) as failure:
             return Refusal(str(failure), RefusalKind.BROKEN)
 
-    def ask_batch(self, op: Op, fields: Mapping[str, Any], count: int) -> Iterator[dict[str, Any]]:
-        """The `count` answers of one batch request, each as it comes; a failure is raised as
-        DecodingFailed once the process was restarted (a decoding check fails whole)."""
+    def ask_batches(self, op: Op, requests: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        """The answers to `requests` (each a request's fields) of a batch op, `BATCH` a line."""
+        batches = [requests[start : start + BATCH] for start in range(0, len(requests), BATCH)]
+        return self.ask_lines([(op, {"requests": batch}, len(batch)) for batch in batches])
+
+    def ask_lines(self, lines: list[tuple[Op, dict[str, Any], int]]) -> Iterator[dict[str, Any]]:
+        """The answers to request lines (op, fields, how many answers), `IN_FLIGHT` lines sent ahead,
+        each answer as it comes; a failure is raised as DecodingFailed once the process was restarted
+        (a decoding check fails whole)."""
         if self.dead is not None:
             raise DecodingFailed(self.dead)
+        todo = deque(lines)
+        sent: deque[tuple[int, int]] = deque()  # (first id, count) of each line in flight
         try:
-            first = self.conversation.send(op, fields, answers=count)
-            for index in range(count):
-                yield self.conversation.receive(first + index)
-                self.breakage.note(False)
+            while todo or sent:
+                while todo and len(sent) < IN_FLIGHT:
+                    op, fields, count = todo.popleft()
+                    sent.append((self.conversation.send(op, fields, answers=count, pending=bool(sent)), count))
+                first, count = sent.popleft()
+                for index in range(count):
+                    yield self.conversation.receive(first + index)
+                    self.breakage.note(False)
         except ProgramFailed as failure:
             self._broke(failure)
             raise DecodingFailed(str(failure)) from None
@@ -420,11 +432,12 @@ class CommandDecoder:
     def pieces(self, special: bool) -> list[bytes]:
         """Every token's piece, `PIECES_PER_REQUEST` ids a request."""
         n_tokens = self.session.vocab.n_tokens or 0
+        starts = range(0, n_tokens, PIECES_PER_REQUEST)
+        chunks = [list(range(start, min(n_tokens, start + PIECES_PER_REQUEST))) for start in starts]
+        lines = [(Op.TOKEN_TO_PIECE, {"ids": ids, "special": special}, 1) for ids in chunks]
         pieces: list[bytes] = []
-        for start in range(0, n_tokens, PIECES_PER_REQUEST):
-            ids = list(range(start, min(n_tokens, start + PIECES_PER_REQUEST)))
-            fields = {"ids": ids, "special": special}
-            pieces += self._ask(Op.TOKEN_TO_PIECE, fields, functools.partial(parse_pieces, count=len(ids)))
+        for ids, answer in zip(chunks, self.session.ask_lines(lines), strict=True):
+            pieces += self._parsed(Op.TOKEN_TO_PIECE, answer, functools.partial(parse_pieces, count=len(ids)))
         return pieces
 
     def detokenize(self, ids: list[int], remove_special: bool, unparse_special: bool) -> bytes:
@@ -435,13 +448,9 @@ class CommandDecoder:
         the first failure fails them all, as one decoding check."""
         if not self.session.owner.hello.batch:
             return [self.detokenize(*request) for request in requests]
-        texts: list[bytes] = []
-        for start in range(0, len(requests), BATCH):
-            chunk = requests[start : start + BATCH]
-            batch = {"requests": [detokenize_fields(*request) for request in chunk]}
-            for answer in self.session.ask_batch(Op.DETOKENIZE_BATCH, batch, len(chunk)):
-                texts.append(self._parsed(Op.DETOKENIZE, answer, parse_text))
-        return texts
+        asked = [detokenize_fields(*request) for request in requests]
+        answers = self.session.ask_batches(Op.DETOKENIZE_BATCH, asked)
+        return [self._parsed(Op.DETOKENIZE, answer, parse_text) for answer in answers]
 
 
 class CommandImplementation:
