@@ -15,9 +15,12 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..options import CHECK, add_to_argparse, positive
+
+if TYPE_CHECKING:
+    from ..implementations.base import Implementation
 
 
 def add_parser(commands: Any) -> None:
@@ -38,6 +41,23 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """The `check` command; returns the exit status."""
+    from ..implementations.resolve import resolve
+
+    impl = args.impl or "reference"
+    jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
+    # One process checks: resolved first, so a Python port's worker imports it while tokconf imports
+    # its own modules and reads the recordings (more processes resolve their own).
+    implementation = impl if jobs > 1 else resolve(impl, args.timeout, load_timeout=args.load_timeout,
+                                                   in_process=args.in_process)  # fmt: skip
+    try:
+        return _checked(args, impl, jobs, implementation)
+    finally:
+        if not isinstance(implementation, str):  # what the run did not close (it stopped before it began)
+            implementation.close()
+
+
+def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str | Implementation) -> int:
+    """The rest of `run`, with the implementation made."""
     from rich.console import Console
     from rich.table import Table
 
@@ -59,7 +79,6 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None and args.report.suffix not in REPORT_FORMATS:
         raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
     paths = args.recordings or [BUNDLED_RECORDINGS]
-    impl = args.impl or "reference"
     if args.json:
         write_unfinished(args.json, impl)
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir)
@@ -68,8 +87,7 @@ def run(args: argparse.Namespace) -> int:
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None
     try:
-        jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
-        run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
+        run = check_paths(paths, implementation, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
                           explain=explain, gate=gate, jobs=jobs, load_timeout=args.load_timeout,
                           in_process=args.in_process)  # fmt: skip
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
