@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -66,3 +68,22 @@ def test_any_text_becomes_one_printable_line_that_reads_back_as_it_was(text: str
     shown = printable(text, limit=None)
     assert shown.isprintable() and "\n" not in shown
     assert _read_back(shown) == text
+
+
+def test_a_ports_reason_is_kept_bounded() -> None:
+    """A reason is kept for every case it was given for: megabytes of it per input are cut when they
+    come in (a Python port's exception, a program's answer), never only when shown."""
+    from tokconf.core.outcome import Refusal
+    from tokconf.core.printable import KEPT, kept
+    from tokconf.implementations.base import Unsupported, VocabInfo
+    from tokconf.implementations.python import PythonImplementation
+
+    class Verbose:
+        def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+            raise Unsupported("x" * 10_000_000)
+
+    session = PythonImplementation("verbose", lambda path: Verbose()).open(VocabInfo(Path("v.gguf"), "bpe", None, None))
+    [answer] = session.encode_many([(b"ab", False, False)])
+    assert isinstance(answer, Refusal) and len(answer.reason) < KEPT + 40
+    assert answer.reason.endswith("(10000000 characters)")
+    assert kept("short") == "short"
