@@ -1,5 +1,14 @@
 """Building a llama.cpp tree: shared libllama and `llama-tokenize` (`tokconf llama build`).
 
+Two kinds of library (`LibraryKind`). What loads vocabularies and tokenizes (`llama.cpp@N`, a
+bisect's probes, the oracle's workers: every caller asking `tokenize=False`) gets the
+**tokenizer-only** libllama (tokconf.llama.tokenizer_only: the vocabulary, unicode and loader files
+and a shim, about a minute cold on 2 cores, seconds when ccache has its files), in `tokenizer/` beside
+the source. `llama-tokenize` (`tokenize=True`) needs llama.cpp's **full** build, made by its CMake in
+`build/`; `tokconf llama build` makes both. Where the shim cannot be built for a tree (a refactor of
+the loader it does not know), the full libllama stands in: said on stderr and in the tokenizer
+folder's marker, and the Build says so (`fallback`).
+
 One machinery for every tree in the cache: a tagged build (`<cache>/llama.cpp/bN`), a bisect's
 commit (`commits/<sha>`) and a local tree's snapshot (`local/<key>`, tokconf.llama.local). The build
 lives in `build/` beside the source, is streamed to the terminal and kept in `build.log`
@@ -10,11 +19,12 @@ finishes it incrementally, so an interrupted build costs nothing already compile
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import shutil
 import sys
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import subprocess_tee
@@ -31,6 +41,7 @@ from .fetch import (
     require_source,
     source_dir,
 )
+from .tokenizer_only import LIBRARY, ShimFailed, compile_library
 
 LOG_TAIL = 20  # lines of a failed build's log shown in the error
 
@@ -50,9 +61,17 @@ CMAKE_OPTIONS = [
 ]
 
 
+class LibraryKind(enum.Enum):
+    """Which libllama a Build's `libllama` is."""
+
+    FULL = "full"  # llama.cpp's CMake build of the whole library
+    TOKENIZER_ONLY = "tokenizer-only"  # tokconf.llama.tokenizer_only
+
+
 @dataclass(frozen=True)
 class Build:
-    """A complete build: what the oracle backends load and run."""
+    """A complete build: what the oracle backends load and run. `fallback` says why a full libllama
+    stands in where a tokenizer-only one was asked for (None otherwise)."""
 
     build: int
     source: Source
@@ -61,6 +80,11 @@ class Build:
     llama_h: Path
     include_dirs: tuple[Path, ...]
     models_dir: Path
+    kind: LibraryKind = LibraryKind.FULL
+    fallback: str | None = None
+
+
+TOKENIZER = "tokenizer"  # the tokenizer-only library's folder, beside `src/` and `build/`
 
 
 def build_dir(build: int) -> Path:
@@ -84,6 +108,31 @@ def tree_build(build: int, source: Source, src: Path, out: Path, models_dir: Pat
     )
 
 
+def library_build(full: Build, root: Path) -> Build:
+    """The tokenizer-only Build beside the full `full` (same tree, header and vocab files), in
+    `root/tokenizer` (whether or not it is made yet); `llama_tokenize` stays the full build's."""
+    out = root / TOKENIZER
+    return replace(full, libllama=out / LIBRARY, kind=LibraryKind.TOKENIZER_ONLY)
+
+
+def completed_library(full: Build, root: Path) -> Build | None:
+    """The complete tokenizer-only library of the tree in `root`, or the full one that stands in for
+    it (its marker says why, and the full build is complete), else None; stamped as used."""
+    out = root / TOKENIZER
+    if not (out / MARKER).is_file():
+        return None
+    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    if marker.get("kind") == LibraryKind.FULL.value:
+        if not is_complete(full, root / "build", tokenize=False):
+            return None
+        return replace(full, fallback=marker.get("fallback"))
+    made = library_build(full, root)
+    if not made.libllama.is_file():
+        return None
+    (root / USED).touch()
+    return made
+
+
 def is_complete(made: Build, out: Path, tokenize: bool) -> bool:
     """Whether `out` holds a complete build: the marker written last, and the targets asked for (an
     earlier build may have made libllama alone); a complete one is stamped as used, for
@@ -95,13 +144,16 @@ def is_complete(made: Build, out: Path, tokenize: bool) -> bool:
 
 
 def completed_build(build: int, tokenize: bool = True) -> Build | None:
-    """Build N if its cache folder holds a complete build (with llama-tokenize, unless `tokenize` is
-    false), else None (absent or half built)."""
+    """Build N if its cache folder holds it complete: the full build with llama-tokenize, or, when
+    `tokenize` is false, the tokenizer-only library (or the full one standing in for it); else None
+    (absent or half built)."""
     source = fetched_source(build)
     if source is None:
         return None
-    done = tree_build(build, source, source_dir(build), build_dir(build))
-    return done if is_complete(done, build_dir(build), tokenize) else None
+    full = tree_build(build, source, source_dir(build), build_dir(build))
+    if not tokenize:
+        return completed_library(full, build_root(build))
+    return full if is_complete(full, build_dir(build), tokenize) else None
 
 
 USED = ".last-used"
@@ -137,8 +189,8 @@ def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
 
 
 def require_build(build: int, tokenize: bool = True) -> Build:
-    """Complete build N (without llama-tokenize if `tokenize` is false: what libllama users need), or
-    an error that says the one command that makes it."""
+    """Complete build N (the tokenizer-only library if `tokenize` is false: what libllama users need),
+    or an error that says the one command that makes it (`tokconf llama build` makes both kinds)."""
     done = completed_build(build, tokenize)
     if done is None:
         raise TokconfError(
@@ -148,8 +200,8 @@ def require_build(build: int, tokenize: bool = True) -> Build:
     return done
 
 
-def _check_toolchain() -> None:
-    missing = [tool for tool in ("cmake",) if shutil.which(tool) is None]
+def _check_toolchain(cmake: bool = True) -> None:
+    missing = [tool for tool in ("cmake",) if cmake and shutil.which(tool) is None]
     if not any(shutil.which(cxx) for cxx in ("c++", "g++", "clang++")):
         missing.append("a C++ compiler (g++ or clang++)")
     if not any(shutil.which(cc) for cc in ("cc", "gcc", "clang")):
@@ -171,28 +223,83 @@ def _ccache_env() -> dict[str, str]:
 
 
 def build(build_number: int, jobs: int | None = None, quiet: bool = False, tokenize: bool = True) -> Build:
-    """Build libllama (and llama-tokenize, unless `tokenize` is false: a bisect needs only the library)
-    for a fetched tree, or return the complete build already there."""
-    done = completed_build(build_number, tokenize)
-    if done is not None:
-        return done
+    """Build N's libraries for a fetched tree, or return the complete ones already there: with
+    `tokenize` false, the tokenizer-only libllama (a bisect, `llama.cpp@N`); else the full build with
+    llama-tokenize, and the tokenizer-only library beside it (what libllama users then find built)."""
     source = require_source(build_number)
-    made = tree_build(build_number, source, source_dir(build_number), build_dir(build_number))
+    full = tree_build(build_number, source, source_dir(build_number), build_dir(build_number))
     again = f"tokconf llama build --build {build_number}"
-    compile_tree(made, source_dir(build_number), build_dir(build_number), jobs, quiet, tokenize, again)
+    return make(full, build_root(build_number), jobs, quiet, tokenize, again)
+
+
+def make(full: Build, root: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str) -> Build:
+    """The complete build of the tree in `root/src` (`full` says where its full build goes): made, or
+    found made. With `tokenize`, the full build with llama-tokenize (and the tokenizer-only library);
+    without, the tokenizer-only library, or the full libllama where it cannot be made."""
+    if tokenize:
+        if not is_complete(full, root / "build", tokenize=True):
+            compile_tree(full, root / "src", root / "build", jobs, quiet, True, again)
+        if completed_library(full, root) is None:
+            make_library(full, root, jobs, quiet, again)
+        return full
+    return completed_library(full, root) or make_library(full, root, jobs, quiet, again)
+
+
+def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: str) -> Build:
+    """Compile the tokenizer-only library of the tree in `root/src` into `root/tokenizer`, its log in
+    `build.log` there and its marker written last; where the shim cannot be built for this tree
+    (ShimFailed: a file it needs is missing, a compile or link error), build the full libllama
+    instead, say so on stderr, and record why in the marker, so the next call does not try again."""
+    made = library_build(full, root)
+    out = root / TOKENIZER
+    out.mkdir(parents=True, exist_ok=True)
+    (out / MARKER).unlink(missing_ok=True)
+    _check_toolchain(cmake=False)
+    label = full.source.label()
+    if not quiet:
+        print(f"building the tokenizer-only libllama of llama.cpp {label} in {out}", file=sys.stderr, flush=True)
+    log: list[str] = []
+    env = {**os.environ, **_ccache_env()}
+    try:
+        library = compile_library(root / "src", out, jobs or os.cpu_count() or 2, env, log, quiet)
+    except ShimFailed as failed:
+        reason = f"the tokenizer-only libllama cannot be built for this tree: {failed}"
+        print(f"llama.cpp {label}: {reason}\nfalling back to the full libllama build", file=sys.stderr, flush=True)
+        compile_tree(full, root / "src", root / "build", jobs, quiet, False, again)
+        marker = {
+            "build": full.build,
+            "kind": LibraryKind.FULL.value,
+            "fallback": reason,
+            "libllama": str(full.libllama),
+        }
+        atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
+        return replace(full, fallback=reason)
+    finally:
+        (out / "build.log").write_text("\n".join(log), encoding="utf-8")
+    if not quiet:
+        stubbed = f"{len(library.stubs)} functions it does not need stubbed (listed in {out / MARKER})"
+        print(
+            f"llama.cpp {label}: tokenizer-only libllama built in {library.seconds:.0f} s, {stubbed}", file=sys.stderr
+        )
+    marker = {
+        "build": full.build,
+        "kind": LibraryKind.TOKENIZER_ONLY.value,
+        "source": asdict(full.source),
+        "libllama": str(made.libllama),
+        "stubs": list(library.stubs),
+    }
+    atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
+    (root / USED).touch()
     return made
 
 
 def build_commit(repo: Path, commit: str, build_number: int, jobs: int | None = None, quiet: bool = False) -> Build:
-    """libllama of one commit of a llama.cpp checkout (a commit-level bisect), kept in the cache under
-    the commit; `build_number` is the last tag before it."""
+    """The tokenizer-only libllama of one commit of a llama.cpp checkout (a commit-level bisect), kept
+    in the cache under the commit; `build_number` is the last tag before it."""
     source = fetch_commit(repo, commit, build_number)
     root = commit_root(commit)
-    made = tree_build(build_number, source, root / "src", root / "build")
-    if is_complete(made, root / "build", tokenize=False):
-        return made
-    compile_tree(made, root / "src", root / "build", jobs, quiet, False, "tokconf bisect (it resumes the build)")
-    return made
+    full = tree_build(build_number, source, root / "src", root / "build")
+    return make(full, root, jobs, quiet, False, "tokconf bisect (it resumes the build)")
 
 
 def _build_info(source: Source, build_number: int) -> list[str]:
