@@ -58,10 +58,10 @@ class TimedSession:
         self.owner = owner
         self.inner = inner
 
-    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+    def encode_many(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
         start = time.perf_counter()
         try:
-            return self.inner.encode_many(requests)
+            return self.inner.encode_many(requests, llama_aborts)
         finally:
             self.owner.seconds += time.perf_counter() - start
 

@@ -6,6 +6,7 @@ exactly one thing, so tests can assert the exact failures the check reports.
 
 from __future__ import annotations
 
+import os
 import unicodedata
 from pathlib import Path
 
@@ -186,3 +187,25 @@ def loads_anything(path: Path) -> object:
     if fields.get("tokenizer.ggml.pre") not in PRE_NAMES:
         fields["tokenizer.ggml.pre"] = "gpt-2"
     return ReferencePort(Tokenizer(fields))
+
+
+class AbortingReference:
+    """The reference as a Python binding of llama.cpp without a `try` is: where llama.cpp aborts
+    (`LlamaAborts`), its process dies with SIGABRT (its worker, never tokconf's process)."""
+
+    def __init__(self, path: Path) -> None:
+        from reference_impl import Tokenizer  # slow to import: only in the worker that asks for it
+
+        self.tokenizer = Tokenizer.from_gguf(path)
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        from reference_impl.errors import LlamaAborts
+
+        try:
+            return self.tokenizer.encode(data, add_special, parse_special)
+        except LlamaAborts:
+            os.abort()
+
+
+def aborting_reference(path: Path) -> AbortingReference:
+    return AbortingReference(path)

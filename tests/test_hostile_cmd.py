@@ -92,7 +92,7 @@ def test_a_program_that_exits_leaving_a_child_takes_the_child_along(marker: str)
     impl = CommandImplementation.of_command(_wrapped("orphan-then-exit", marker), timeout=10)
     try:
         [outcome] = _session(impl).encode_many([(b"a", False, False)])
-        assert outcome == Refusal("the program exited with status 3", RefusalKind.BROKEN)
+        assert outcome == Refusal("the program exited with status 3", RefusalKind.DIED)
         assert _survivors(f"{marker}-orphan") == []  # while the restarted program runs
     finally:
         impl.close()

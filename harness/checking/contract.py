@@ -88,7 +88,12 @@ class Standing(enum.Enum):
 def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:
     """One answer against the recording. A refusal passes only against llama.cpp's refusal (it aborts
     on some inputs: `unicode_cpt_from_utf8` throws on a code point above U+10FFFF); a broken answer
-    is an error and an undeclared one can never reach here as unsupported (the adapters decide)."""
+    is an error and an undeclared one can never reach here as unsupported (the adapters decide).
+
+    An implementation whose process ended on the input (`DIED`: a binding whose llama.cpp aborted,
+    taking the process with it) agrees with a recorded llama.cpp abort, and is an error on any other
+    input, as a crash always was. One that caught the abort and said so (`ABORTED`) is judged as a
+    refusal, and where llama.cpp gave ids its failure is named as an abort."""
     if isinstance(actual, Refusal) and actual.kind is RefusalKind.BROKEN:
         return Verdict.ERROR, actual.reason
     if isinstance(actual, Refusal) and actual.kind is RefusalKind.UNSUPPORTED:
@@ -97,6 +102,10 @@ def judge(expected: Outcome, actual: Outcome) -> tuple[Verdict, str]:
         if isinstance(actual, Refusal):
             return Verdict.PASSED, ""
         return Verdict.FAILED, f"llama.cpp refused ({expected.reason}) but the implementation returned ids"
+    if isinstance(actual, Refusal) and actual.kind is RefusalKind.DIED:
+        return Verdict.ERROR, actual.reason
+    if isinstance(actual, Refusal) and actual.kind is RefusalKind.ABORTED:
+        return Verdict.FAILED, f"the implementation aborted ({actual.reason}) where llama.cpp gave ids"
     if isinstance(actual, Refusal):
         return Verdict.FAILED, f"the implementation refused: {actual.reason}"
     if actual == expected:

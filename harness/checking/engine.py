@@ -192,7 +192,8 @@ def check_recording(
                 return
             chunk = wanted[start : start + chunk_size]
             requests = [(case.data, *MODES[mode]) for case, mode in chunk]
-            answers = session.encode_many(requests)
+            aborts = frozenset(i for i, (case, mode) in enumerate(chunk) if isinstance(case.outcomes[mode], Refusal))
+            answers = session.encode_many(requests, aborts)
             for (case, mode), request, answer in zip(chunk, requests, answers, strict=True):
                 actual = verified(answer, request, context)
                 result = _judged(name, mode, case.id, case.data, case.outcomes[mode], actual, xfails)

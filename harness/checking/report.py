@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import recordings_shown
-from ..core.outcome import MODES, InputClass, Outcome, Refusal, render_outcome
+from ..core.outcome import MODES, InputClass, Outcome, Refusal, RefusalKind, render_outcome
 from ..core.printable import escape_unprintable, printable
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..recordings.format import VocabGroup
@@ -238,6 +238,26 @@ def decline_lines(summary: Summary) -> list[str]:
     return lines
 
 
+_ABORTED_HOW = {
+    RefusalKind.DIED: "its process ended (restarted each time)",
+    RefusalKind.ABORTED: "it said it caught the abort",
+    RefusalKind.REFUSED: "it refused",
+}
+
+
+def abort_lines(summary: Summary) -> list[str]:
+    """Per vocabulary, the cases that abort as llama.cpp does: passed, and said so, since a binding's
+    process that dies there agrees with llama.cpp (docs/line-protocol.md, section 5)."""
+    by_vocab: dict[str, Counter[RefusalKind]] = {}
+    for (vocab, _), kinds in sorted(summary.aborts.items()):
+        by_vocab.setdefault(vocab, Counter()).update(kinds)
+    lines = []
+    for vocab, kinds in by_vocab.items():
+        how = ", ".join(f"{_ABORTED_HOW[kind]}: {n}" for kind, n in kinds.most_common())
+        lines.append(f"{sum(kinds.values())} cases of {printable(vocab)} abort as llama.cpp does ({how})")
+    return lines
+
+
 def conformance(counts: Counter[Verdict]) -> str:
     """Passed of judged: unsupported cases are not judged, and an expected failure never conforms."""
     judged = sum(n for v, n in counts.items() if v.is_judged)
@@ -341,9 +361,10 @@ class RunReport:
         lines = [f"explain: {printable(error)}" for error in run.explain_errors]
         if run.unexplained:
             lines.append(describe_unexplained(run.unexplained))
-        if run.explained and run.summary.problems:
+        if run.causes:  # nothing to say when no failed case was there to explain
             failed = len({case_id(r) for c in run.causes for r in c.cases})
             lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
+        lines += abort_lines(run.summary)
         lines += decline_lines(run.summary)
         groups = self.unsupported
         lines += [
@@ -386,7 +407,7 @@ class RunReport:
         lines += [f"- warning: {_markdown_text(printable(w))}" for w in decision.warnings]
         lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += [f"| {_markdown_text(key)} | {' | '.join(rest)} |" for key, *rest in table_rows(self.run.summary)]
-        declines = decline_lines(self.run.summary)
+        declines = abort_lines(self.run.summary) + decline_lines(self.run.summary)
         lines += ["", *(f"- {_markdown_text(line)}" for line in declines)] if declines else []
         every = [
             f"{text}\n  every case:    {' '.join(printable(case_id(r)) for r in c.cases)}"

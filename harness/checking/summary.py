@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ..core.outcome import InputClass
+from ..core.outcome import InputClass, Refusal, RefusalKind
 from ..recordings.format import VocabGroup
 from .contract import Decision, Gate, Section, Standing, Verdict, decide
 from .engine import CaseResult
@@ -25,6 +25,9 @@ class Summary:
         self.problems: list[CaseResult] = []
         self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
         self.declines: dict[tuple[str, Section], Counter[InputClass]] = defaultdict(Counter)
+        # Passed cases where llama.cpp aborts (the recording) and the implementation did too, by how:
+        # refused, its process died (restarted), or it said it caught the abort.
+        self.aborts: dict[tuple[str, Section], Counter[RefusalKind]] = defaultdict(Counter)
 
     def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
         for result in results:
@@ -32,6 +35,12 @@ class Summary:
                        result.declined)  # fmt: skip
             if result.verdict.is_problem:
                 self.problems.append(result)
+            elif (
+                result.verdict is Verdict.PASSED
+                and isinstance(result.expected, Refusal)
+                and isinstance(result.actual, Refusal)
+            ):  # no actual: a vocabulary both refuse to load
+                self.aborts[(result.vocab, result.section)][result.actual.kind] += 1
 
     def count(
         self,

@@ -7,8 +7,9 @@ this file cannot. The document (docs/checking.md, "--json FILE"), one object:
 - `tokconf`: its version (`VERSION`), raised when a field changes meaning;
 - `passed`, `exit_status`, `verdict_line`, `reasons`, `warnings`: the `Decision`, as the terminal ends;
 - `totals`: every verdict's count; `scope`: the verdict line's figures (units, cases, covered, verified);
-- `units`: per vocab x mode (facts and decode too) its group, standing, counts, verified declines and
-  coverage;
+- `units`: per vocab x mode (facts and decode too) its group, standing, counts, verified declines,
+  coverage, and `aborts`: its passed cases where llama.cpp aborts and so did the implementation, by
+  how (`refused`, `died`: its process ended, `aborted`: it said it caught the abort);
 - `implementation`, and `contained`: whether it ran where it could not change the run.
 
 Every string a port or a file wrote (reasons, names) is in its printable form (`core.printable`):
@@ -48,6 +49,8 @@ def verdict_document(decision: Decision, summary: Summary, implementation: str) 
             "vocab": printable(vocab), "mode": section, "group": summary.groups[vocab].value,
             "standing": summary.standing[vocab].value, "counts": _counts(counts), "verified": verified,
             "coverage": coverage,
+            "aborts": {kind.value: n for kind, n in sorted(summary.aborts.get((vocab, section), Counter()).items(),
+                                                          key=lambda item: item[0].value)},
         })  # fmt: skip
     return {
         "tokconf": VERSION,

@@ -38,7 +38,14 @@ class RefusalKind(enum.Enum):
 
     REFUSED = "refused"  # the tokenizer declined the input: llama.cpp aborted or hung, a port raised
     UNSUPPORTED = "unsupported"  # the implementation cannot be given this input at all: counted, never judged
-    BROKEN = "broken"  # the implementation broke (crashed, hung, spoke garbage): an error, never a pass
+    BROKEN = "broken"  # the implementation broke (hung, spoke garbage, raised): an error, never a pass
+    # Its process ended on this input (exited, or killed by a signal: a binding whose llama.cpp aborts
+    # takes its process with it). Where llama.cpp aborts too (the recording holds its abort) that is
+    # agreement; anywhere else an error, as BROKEN is.
+    DIED = "died"
+    # It says the llama.cpp it wraps aborted on this input and it caught that (`{"aborted": reason}`):
+    # judged as a refusal, and a failure named as an abort where llama.cpp gave ids.
+    ABORTED = "aborted"
 
 
 MIN_DECLARED_LIMIT = 1024  # the smallest input length limit (bytes) a port may declare: a lower one declines text

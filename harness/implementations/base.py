@@ -104,7 +104,11 @@ class Session(Protocol):
     @property
     def max_input_bytes(self) -> int | None: ...
 
-    def encode_many(self, requests: list[Request]) -> list[Outcome]: ...
+    def encode_many(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
+        """The answers to `requests`. `llama_aborts`: the indices of the requests on which llama.cpp
+        aborts (the recording says so), where an implementation whose process dies agrees with it: a
+        process-backed session restarts it without counting that toward giving the vocabulary up."""
+        ...
 
     def decoder(self) -> Decoder | None:
         """Its decoding, if it exposes one (checked against decoding recordings)."""

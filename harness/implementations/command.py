@@ -58,7 +58,7 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import Program, ProgramFailed, Wait
+from .transport import Program, ProgramExited, ProgramFailed, Wait
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)
@@ -78,7 +78,8 @@ class Breakage:
     """Which of a vocabulary's last `GIVE_UP_WINDOW` requests broke the program (cost a restart).
     Counting over a window, not only in a row, stops a program that breaks on every other input from
     being restarted thousands of times; an answer that is merely wrong, or a `fault`, is in step and
-    costs nothing, so it is not counted."""
+    costs nothing, so it is not counted, and neither is a death on an input llama.cpp aborts on (the
+    recording says so): that is agreement, a binding's llama.cpp aborting as llama.cpp does."""
 
     recent: deque[bool] = field(default_factory=lambda: deque(maxlen=GIVE_UP_WINDOW))
 
@@ -238,13 +239,22 @@ class CommandSession:
                          + ", ".join(differences))  # fmt: skip
         self.loaded = answer
 
-    def ask(self, op: Op, fields: Mapping[str, Any]) -> dict[str, Any]:
+    def ask(self, op: Op, fields: Mapping[str, Any], llama_aborts: bool = False) -> dict[str, Any]:
         """One request for this vocabulary. A failure (the process has ended) restarts it and reloads
-        the vocabulary, or gives up on the vocabulary, and is raised as ProgramFailed."""
+        the vocabulary, or gives up on the vocabulary, and is raised as ProgramFailed. `llama_aborts`:
+        the recording holds llama.cpp's abort for this input, so a process that dies on it agrees with
+        llama.cpp: it is restarted, and not counted toward the give-up."""
         if self.dead is not None:
             raise ProgramFailed(self.dead)
         try:
             answer = self.conversation.exchange(op, fields)
+        except ProgramExited as died:
+            if not llama_aborts:
+                self._broke(died)
+                raise
+            self.breakage.note(False)
+            self._restart()
+            raise
         except ProgramFailed as failure:
             self._broke(failure)
             raise
@@ -257,9 +267,9 @@ class CommandSession:
         if self.breakage.exhausted:
             self.dead = self.breakage.given_up(str(failure))
             return
-        self._restart(failure)
+        self._restart()
 
-    def _restart(self, failure: ProgramFailed) -> None:
+    def _restart(self) -> None:
         """A new process with the vocabulary loaded, or the reason it cannot be (`dead`)."""
         try:
             self.conversation = self.owner.start()
@@ -274,9 +284,12 @@ class CommandSession:
     def _outcome(self, answer: dict[str, Any]) -> Outcome:
         return encode_outcome(parse_encode(answer, self.owner.protocol), self.owner.hello.unsupported)
 
-    def encode_one(self, request: Request) -> Outcome:
+    def encode_one(self, request: Request, llama_aborts: bool = False) -> Outcome:
+        """One input's answer; a process that died on it is `DIED` (agreement where llama.cpp aborts)."""
         try:
-            return self._outcome(self.ask(Op.ENCODE, encode_fields(request)))
+            return self._outcome(self.ask(Op.ENCODE, encode_fields(request), llama_aborts))
+        except ProgramExited as died:
+            return Refusal(str(died), RefusalKind.DIED)
         except (ProgramFailed, BadAnswer) as failure:
             return Refusal(str(failure), RefusalKind.BROKEN)
 
@@ -306,26 +319,29 @@ class CommandSession:
             self._broke(failure)
             raise DecodingFailed(str(failure)) from None
 
-    def encode_batches(self, requests: list[Request]) -> list[Outcome]:
+    def encode_batches(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
         """The answers to `requests`, `BATCH` inputs a request line, the next batch sent before the
         answers to the last are read (`IN_FLIGHT` at a time), so the program need not wait on tokconf
         judging. A program may hold a batch's answers back a moment (tokconf's worker writes them out
         every few hundredths of a second), so where its process ends (a crash, a hang) the first answer
         missing need not be the input that ended it: the process is started again and the rest of that
         batch asked one input at a time, which finds it and counts it toward the give-up, as if the
-        batch had never been; the batches after it are sent again."""
+        batch had never been; the batches after it are sent again. A process that exited while an input
+        llama.cpp aborts on (`llama_aborts`, indices into `requests`) was in flight is not counted for
+        the batch: asked alone, that input's death agrees with llama.cpp, and any other's counts."""
         out: list[Outcome] = []
         todo = deque((start, min(start + BATCH, len(requests))) for start in range(0, len(requests), BATCH))
         sent: deque[tuple[int, int, int]] = deque()  # (first id, start, end) of each batch in flight
+        written = 0  # the end of the last batch written to this process
         progress = Progress(self)
         while todo or sent:
             if self.dead is not None:
                 return out + [Refusal(self.dead, RefusalKind.BROKEN)] * (len(requests) - len(out))
             try:
                 while todo and len(sent) < IN_FLIGHT:
-                    start, end = todo[0]
-                    first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests[start:end]),
-                                                   answers=end - start, pending=bool(sent))  # fmt: skip
+                    start, written = todo[0]
+                    first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests[start:written]),
+                                                   answers=written - start, pending=bool(sent))  # fmt: skip
                     sent.append((first, *todo.popleft()))
                 first, start, end = sent[0]
                 while len(out) < end:
@@ -334,9 +350,13 @@ class CommandSession:
             except ProgramFailed as failure:  # counted: a program breaking batches is given up on too
                 todo.extendleft(reversed([(start, end) for _, start, end in sent]))
                 sent.clear()
-                self._broke(failure)
+                in_flight = range(len(out), written)
+                if isinstance(failure, ProgramExited) and any(i in llama_aborts for i in in_flight):
+                    self._restart()
+                else:
+                    self._broke(failure)
                 _, end = todo.popleft()  # the batch the process ended in
-                out += [self.encode_one(request) for request in requests[len(out) : end]]
+                out += [self.encode_one(requests[i], i in llama_aborts) for i in range(len(out), end)]
             progress.show(len(out), len(requests))
         return out
 
@@ -348,14 +368,14 @@ class CommandSession:
         except BadAnswer as bad:
             return Refusal(str(bad), RefusalKind.BROKEN)
 
-    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+    def encode_many(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
         """In batches where the program takes them, else one request at a time."""
         if self.owner.hello.batch:
-            return self.encode_batches(requests)
+            return self.encode_batches(requests, llama_aborts)
         progress = Progress(self)
         out: list[Outcome] = []
-        for request in requests:
-            out.append(self.encode_one(request))
+        for index, request in enumerate(requests):
+            out.append(self.encode_one(request, index in llama_aborts))
             progress.show(len(out), len(requests))
         return out
 

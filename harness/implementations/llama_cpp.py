@@ -23,7 +23,8 @@ class LlamaCppSession:
         self.oracle = oracle
         self._facts = oracle.facts()
 
-    def encode_many(self, requests: list[Request]) -> list[Outcome]:
+    def encode_many(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
+        """A crash is that input's refusal (its abort reason), the worker restarted, whatever the recording."""
         return self.oracle.tokenize_many(requests)
 
     def decoder(self) -> Decoder | None:

@@ -330,12 +330,26 @@ class CannotTake:
         return {"unsupported": self.input_class.value, **reason}
 
 
-EncodeAnswer = Ids | Refuses | CannotTake | Fault
+@dataclass(frozen=True)
+class Aborts:
+    """`{"aborted": reason}` (protocol 2): the llama.cpp the program wraps aborted on this input (a C++
+    exception or GGML_ASSERT it caught). It agrees where the recording holds llama.cpp's abort, and is
+    a failure, named as an abort, where llama.cpp gave ids: the program's llama.cpp aborts where the
+    recorded one does not. A program that cannot catch the abort may die instead: the same verdicts,
+    at the cost of a restart (docs/line-protocol.md, section 5)."""
+
+    reason: str
+
+    def fields(self) -> dict[str, Any]:
+        return {"aborted": self.reason}
+
+
+EncodeAnswer = Ids | Refuses | Aborts | CannotTake | Fault
 
 
 def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
     key = _the_one_key(
-        answer, "encode", ("ids", "error", "unsupported", "fault") if protocol >= 2 else ("ids", "error")
+        answer, "encode", ("ids", "error", "aborted", "unsupported", "fault") if protocol >= 2 else ("ids", "error")
     )
     if key == "ids":
         ids = answer["ids"]
@@ -346,6 +360,8 @@ def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
         return Refuses(kept(str(answer["error"])))  # any error is a refusal; its reason is only shown
     if key == "fault":
         return Fault(_text(answer, "fault", "encode"))
+    if key == "aborted":
+        return Aborts(_text(answer, "aborted", "encode"))
     name = _text(answer, "unsupported", "encode")
     cls = InputClass.named(name)
     if cls is None:
@@ -364,6 +380,8 @@ def encode_outcome(answer: EncodeAnswer, declared: frozenset[InputClass]) -> Out
         return Refusal(answer.reason)
     if isinstance(answer, Fault):
         return Refusal(answer.reason, RefusalKind.BROKEN)
+    if isinstance(answer, Aborts):
+        return Refusal(answer.reason, RefusalKind.ABORTED)
     cls = answer.input_class
     if cls not in declared:
         names = ", ".join(c.value for c in InputClass if c in declared) or "none"

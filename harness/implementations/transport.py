@@ -103,6 +103,12 @@ class ProgramFailed(Exception):
     (its process group killed) by the time this is raised."""
 
 
+class ProgramExited(ProgramFailed):
+    """The program's process ended (it exited, or a signal killed it) while the answer to a request
+    written whole was awaited: it died on that request. A binding whose llama.cpp aborts dies so, where
+    llama.cpp itself aborts (`tokconf.implementations.command` tells the two apart with the recording)."""
+
+
 class StderrRing:
     """The last `STDERR_KEPT` bytes of the program's standard error, read as they come by a daemon
     thread: a program that logs a lot never blocks on a full pipe, and the memory it costs is bounded."""
@@ -199,6 +205,11 @@ class Program:
             if not pending:
                 self._refuse_unasked()
             self._write(request, deadline)
+        except ProgramExited as died:  # it ended before this request was whole: on one in flight, if any
+            self.end()
+            if pending:
+                raise
+            raise ProgramFailed(str(died)) from None
         except ProgramFailed:
             self.end()
             raise
@@ -264,14 +275,14 @@ class Program:
         tail = self.stderr.tail()
         return f"; stderr: {tail}" if tail else ""
 
-    def _ended(self) -> str:
-        """Why its output ended: it exited (its status, the end of its stderr), or it closed its output
-        and lives on (killed). Either way the program is ended."""
+    def _ended(self, before: str = "") -> ProgramFailed:
+        """Why its output ended, to raise: it exited (`ProgramExited`: its status, the end of its
+        stderr), or it closed its output and lives on (killed). Either way the program is ended."""
         exited = self._exits_within(EXIT_GRACE)
         code = self.end()
         if not exited:
-            return "it closed its output but kept running, and was killed"
-        return f"the program exited with status {code}{self._stderr_said()}"
+            return ProgramFailed(f"{before}it closed its output but kept running, and was killed")
+        return ProgramExited(f"{before}the program exited with status {code}{self._stderr_said()}")
 
     def _deadline(self, wait: Wait | None) -> float:
         self._waiting = wait or Wait(self.timeout)
@@ -294,7 +305,7 @@ class Program:
                 return
             chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
             if not chunk:
-                raise ProgramFailed(self._ended())
+                raise self._ended()
             self._buffer += chunk
         line = bytes(self._buffer[:200]).split(b"\n", 1)[0]
         raise ProgramFailed(f"wrote a line nobody asked for: {line!r}")
@@ -313,7 +324,7 @@ class Program:
             try:
                 view = view[os.write(fd, view) :]
             except BrokenPipeError:
-                raise ProgramFailed(f"the program closed its input ({self._ended()})") from None
+                raise self._ended("the program closed its input: ") from None
             except BlockingIOError:
                 continue
 
@@ -322,7 +333,7 @@ class Program:
         unasked is stopped)."""
         chunk = os.read(fd, 1 << 16)
         if not chunk:
-            raise ProgramFailed(self._ended())
+            raise self._ended()
         self._buffer += chunk
         if len(self._buffer) > MAX_LINE:
             raise ProgramFailed(f"wrote more than {MAX_LINE >> 20} MiB that was not yet asked for")
@@ -340,7 +351,7 @@ class Program:
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
-                raise ProgramFailed(self._ended())
+                raise self._ended()
             self._buffer += chunk
         line = bytes(self._buffer[:end])
         del self._buffer[: end + 1]
