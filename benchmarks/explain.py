@@ -1,70 +1,257 @@
-"""What `--explain` finds on realistic buggy ports, whether it files each case right, and its cost.
+"""What `--explain` finds on realistic buggy ports and on real libraries, whether it files each case
+right, and its cost.
 
-    PYTHONPATH=tests python benchmarks/explain.py [PORT ...]
+    python benchmarks/explain.py [PORT[@VOCAB] ...] [--real] [--real-only] [--skip-slow]
 
 The ports (`tests/real_ports.py`) imitate real libraries (a JavaScript regex's `\\s`, an NFC-normalising
-Python port, tiktoken-style special tokens, a GGUF runtime applying GPT-2's byte mapping to an SPM
-vocabulary, …), each with planted bugs that can be switched off one at a time. Per port it prints
-the check's time and the explanation's (and their ratio: the target is at most 2x), the causes found
-with their kinds and case counts, and the misfiled cases: a case under causes of kinds K1..Kn must
-pass once the port's bugs of those kinds are switched off (the kinds' fix, applied to the port
-itself, not replayed by the explainer); a case under a kind no planted bug has is misfiled too.
+Python port, tiktoken-style special tokens, a tokenizer.json pipeline cutting special texts out with
+parse_special off, a GGUF runtime applying GPT-2's byte mapping, a hand-written GPT-2 scanner, …), each
+with planted bugs that can be switched off one at a time. `PORT@VOCAB` runs a port on another
+recording than its own (`binding_bert@synthetic/variant-wpm-no-cls-sep`); `--skip-slow` leaves out the
+ports on gemma-4 (262,144 tokens: minutes to explain). Per port it prints:
+
+- the check's time and the explanation's, and their ratio (the target is at most 2x on 4,000 failures);
+- each cause: its kind, label and cases per mode;
+- per planted bug, how many causes carry its kind (the target: exactly one);
+- misfiled cases: a case under causes of kinds K1..Kn must pass once the port's bugs of those kinds
+  are switched off (the fix applied to the port itself, not replayed by the explainer); a case under
+  a kind no planted bug has (`character` included) is misfiled too;
+- contradicted causes: a cause of a kind no planted bug has (but the `character` fallback), or whose
+  minimal inputs (every one found for it) still differ from llama.cpp once the port's bugs of that
+  kind are switched off: the port itself contradicts the kind;
+- unexplained cases.
+
+`--real` also runs real tokenizer libraries through the `cmd:` adapters in benchmarks/real_libraries/,
+each only when installed, never from this project's dependencies: Hugging Face `tokenizers` with a Python
+named by `--real-python` (or `$TOKCONF_REAL_PYTHON`) that has it, and `@huggingface/tokenizers` and
+`gpt-tokenizer` from the node_modules folder `--real-npm` (or `$TOKCONF_REAL_NPM`) names, e.g.
+
+    python3 -m venv /tmp/real && /tmp/real/bin/pip install tokenizers
+    mkdir /tmp/npm && (cd /tmp/npm && npm install @huggingface/tokenizers gpt-tokenizer)
+    python benchmarks/explain.py --real-only --real-python /tmp/real/bin/python --real-npm /tmp/npm/node_modules
+
+There are no bugs to switch off in a real library: it prints each cause with its minimal input and both
+answers, to be checked by hand against the library's source.
 """
 
 from __future__ import annotations
 
+import argparse
+import os
+import subprocess
 import sys
 import time
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import real_ports  # tests/: run with PYTHONPATH=tests
-from tokconf.checking.contract import Verdict
-from tokconf.checking.engine import Selection, check_file
-from tokconf.checking.explain import explain_file
-from tokconf.checking.xfail import ExpectedFailures
-from tokconf.implementations.resolve import resolve
+ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"
+sys.path.insert(0, str(TESTS))
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))  # workers
 
-BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
+import real_ports  # noqa: E402 (tests/)
+from tokconf.checking.contract import Verdict  # noqa: E402
+from tokconf.checking.engine import CheckedFile, Selection, check_file  # noqa: E402
+from tokconf.checking.explain import explain_file  # noqa: E402
+from tokconf.checking.explain.explainer import Explanation  # noqa: E402
+from tokconf.checking.xfail import ExpectedFailures  # noqa: E402
+from tokconf.core.outcome import MODES, Outcome, Refusal  # noqa: E402
+from tokconf.implementations.base import Refused  # noqa: E402
+from tokconf.implementations.resolve import resolve  # noqa: E402
+
+from reference_impl.errors import LlamaAborts  # noqa: E402
+
+B11192 = ROOT / "recordings" / "b11192"
+ADAPTERS = ROOT / "benchmarks" / "real_libraries"
+SLOW_VOCABS = {"gemma-4"}
+FALLBACK = "character"
 
 
-def main(names: list[str]) -> None:
-    for name in names or list(real_ports.PORTS):
-        measure(real_ports.PORTS[name])
+@dataclass
+class Measured:
+    """One port's (or library's) run: what the benchmark prints, as data."""
+
+    name: str
+    vocab: str
+    failed: int
+    checking: float
+    explaining: float
+    causes: list[tuple[str, str, dict[str, int]]] = field(default_factory=list)  # kind, label, cases per mode
+    causes_per_bug: dict[str, int] = field(default_factory=dict)
+    misfiled: int = 0
+    explained: int = 0
+    contradicted: list[str] = field(default_factory=list)  # "kind: why"
+    unexplained: int = 0
+    error: str = ""
 
 
-def measure(spec: real_ports.PortSpec) -> None:
-    impl = resolve(f"real_ports:{spec.name}", None)  # every planted bug on
+def run(spec: str, recording: Path) -> tuple[CheckedFile, Explanation, float, float]:
+    impl = resolve(spec, None)
     try:
         started = time.monotonic()
-        checked = check_file(BUNDLED / f"{spec.vocab}.yaml", impl, Selection(), ExpectedFailures(), None)
+        checked = check_file(recording, impl, Selection(), ExpectedFailures(), None)
         checking = time.monotonic() - started
         started = time.monotonic()
         explanation = explain_file(checked, impl)
         explaining = time.monotonic() - started
     finally:
         impl.close()
+    return checked, explanation, checking, explaining
+
+
+def llama(port: real_ports.RealPort, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
+    """llama.cpp b11192's answer on a new input: the reference (token-identical to it) the port wraps."""
+    try:
+        return port.reference.encode(data, add_special, parse_special)
+    except LlamaAborts as why:
+        return Refusal(str(why))
+
+
+def answer(port: real_ports.RealPort, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
+    try:
+        return port.encode(data, add_special, parse_special)
+    except Refused as why:
+        return Refusal(str(why))
+
+
+def agrees(a: Outcome, b: Outcome) -> bool:
+    return a == b or (isinstance(a, Refusal) and isinstance(b, Refusal))
+
+
+def contradicted(spec: real_ports.PortSpec, vocab: Path, explanation: Explanation) -> list[str]:
+    """The causes the port contradicts (see the module's docstring)."""
+    bugs_of_kind: dict[str, set[str]] = {}
+    for bug, kind in spec.bugs.items():
+        bugs_of_kind.setdefault(kind, set()).add(bug)
+    fixed: dict[str, real_ports.RealPort] = {}
+    out: list[str] = []
+    for cause in explanation.causes:
+        kind = cause.kind.value
+        if kind == FALLBACK:
+            continue
+        if kind not in bugs_of_kind:
+            out.append(f"{kind}: no planted bug of this kind ({cause.label[:80]})")
+            continue
+        if kind not in fixed:
+            fixed[kind] = real_ports.factory(spec.name, set(spec.bugs) - bugs_of_kind[kind])(vocab)
+        port = fixed[kind]
+        add_special, parse_special = MODES[cause.mode]
+        for data in sorted({cause.minimal, *cause.variants}):
+            ours, theirs = answer(port, data, add_special, parse_special), llama(port, data, add_special, parse_special)
+            if not agrees(ours, theirs):
+                out.append(f"{kind}: {data!r} [{cause.mode}] still fails with the {kind} bug off")
+                break
+    return out
+
+
+def measure(spec: real_ports.PortSpec, vocab: str) -> Measured:
+    checked, explanation, checking, explaining = run(f"real_ports:{spec.name}", B11192 / f"{vocab}.yaml")
     failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
-    print(f"{spec.name} on {spec.vocab}: {len(failed)} failed cases")
-    print(f"  check {checking:.1f} s, explain {explaining:.1f} s ({explaining / checking:.2f}x), "
-          f"{explanation.shrinks} shrinks")  # fmt: skip
+    measured = Measured(spec.name, vocab, len(failed), checking, explaining, error=explanation.error)
     kinds_of: dict[int, set[str]] = {}
     for cause in explanation.causes:
-        modes = ", ".join(f"{m} {n}" for m, n in sorted(Counter(r.section for r in cause.cases).items()))
-        print(f"  {len(cause.cases):5} cases  {cause.kind.value:20} ({modes}) {cause.label[:90]}")
+        modes = dict(sorted(Counter(r.section for r in cause.cases).items()))
+        measured.causes.append((cause.kind.value, cause.label, modes))
         for result in cause.cases:
             kinds_of.setdefault(id(result), set()).add(cause.kind.value)
-    planted = set(spec.bugs.values())
-    found = {c.kind.value for c in explanation.causes}
-    print(f"  planted kinds found: {len(planted & found)}/{len(planted)}"
-          + (f"; missed {sorted(planted - found)}" if planted - found else "")
-          + (f"; unplanted {sorted(found - planted)}" if found - planted else ""))  # fmt: skip
+    kinds = Counter(cause.kind.value for cause in explanation.causes)
+    measured.causes_per_bug = {bug: kinds[kind] for bug, kind in spec.bugs.items()}
     explained = [r for r in failed if id(r) in kinds_of]
-    misfiled = real_ports.misfiled(spec, checked.vocab, explained, kinds_of)
-    print(
-        f"  misfiled: {len(misfiled)} of {len(explained)} explained cases; unexplained: {len(explanation.unexplained)}"
-    )
+    measured.explained = len(explained)
+    measured.misfiled = len(real_ports.misfiled(spec, checked.vocab, explained, kinds_of))
+    measured.contradicted = contradicted(spec, checked.vocab, explanation)
+    measured.unexplained = len(explanation.unexplained)
+    return measured
+
+
+def show(measured: Measured, explanation_causes: list[tuple[str, str, dict[str, int]]] | None = None) -> None:
+    m = measured
+    ratio = m.explaining / m.checking if m.checking else 0.0
+    print(f"{m.name} on {m.vocab}: {m.failed} failed cases; check {m.checking:.1f} s, explain {m.explaining:.1f} s "
+          f"({ratio:.2f}x)" + (f"; ERROR {m.error}" if m.error else ""))  # fmt: skip
+    for kind, label, modes in m.causes:
+        cases = sum(modes.values())
+        per_mode = ", ".join(f"{mode} {n}" for mode, n in modes.items())
+        print(f"  {cases:5} cases  {kind:20} ({per_mode}) {label[:110]}")
+    if m.causes_per_bug:
+        bugs = ", ".join(f"{bug} {n}" for bug, n in m.causes_per_bug.items())
+        print(f"  causes of each bug's kind (target 1 each): {bugs}")
+        print(f"  misfiled: {m.misfiled} of {m.explained} explained cases; unexplained: {m.unexplained}; "
+              f"contradicted causes: {len(m.contradicted)}")  # fmt: skip
+        for line in m.contradicted[:10]:
+            print(f"    contradicted: {line[:160]}")
+    else:
+        print(f"  unexplained: {m.unexplained}")
+
+
+# --- real libraries ---------------------------------------------------------------------------------------
+
+
+def real_libraries(python: str | None, npm: str | None) -> list[tuple[str, str, str]]:
+    """(name, --impl value, vocab) for each real library that is installed; the others are said."""
+    from npm_tokenizers import tokenizer_json
+
+    found: list[tuple[str, str, str]] = []
+    jsons = {"llama-bpe": ("Llama 3.1 tokenizer.json", "llama3_1"), "gpt-2": ("GPT-2 tokenizer.json", "gpt2")}
+    if python and subprocess.run([python, "-c", "import tokenizers"], capture_output=True).returncode == 0:
+        for vocab, (what, pinned) in jsons.items():
+            adapter = ADAPTERS / "tokenizers_adapter.py"
+            found.append((f"tokenizers (PyPI), {what}", f"cmd:{python} {adapter} {tokenizer_json(pinned)}", vocab))
+    else:
+        print(f"skipped: Hugging Face tokenizers (PyPI): no Python with it ({python or 'give --real-python'})")
+    modules = Path(npm) if npm else None
+    if modules is None:
+        print("skipped: npm libraries: give --real-npm NODE_MODULES")
+        return found
+    os.environ["NODE_MODULES"] = str(modules)
+    adapter = ADAPTERS / "js_adapter.mjs"
+    if (modules / "@huggingface" / "tokenizers").is_dir():
+        for vocab, (what, pinned) in jsons.items():
+            impl = f"cmd:node {adapter} hf-tokenizers {tokenizer_json(pinned)}"
+            found.append((f"@huggingface/tokenizers (npm), {what}", impl, vocab))
+    else:
+        print(f"skipped: @huggingface/tokenizers: not in {modules}")
+    if (modules / "gpt-tokenizer").is_dir():
+        found.append(("gpt-tokenizer (npm), r50k_base", f"cmd:node {adapter} gpt-tokenizer r50k_base", "gpt-2"))
+    else:
+        print(f"skipped: gpt-tokenizer: not in {modules}")
+    return found
+
+
+def measure_real(name: str, impl: str, vocab: str) -> None:
+    checked, explanation, checking, explaining = run(impl, B11192 / f"{vocab}.yaml")
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    show(Measured(name, vocab, len(failed), checking, explaining, unexplained=len(explanation.unexplained),
+                  error=explanation.error))  # fmt: skip
+    for n, cause in enumerate(explanation.causes, 1):
+        modes = ", ".join(f"{m} {c}" for m, c in sorted(Counter(r.section for r in cause.cases).items()))
+        print(f"  cause {n}: {cause.kind.value} ({len(cause.cases)} cases: {modes}): {cause.label}")
+        print(f"    minimal [{cause.mode}]: {cause.minimal!r}  llama.cpp {cause.expected}  library {cause.actual}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("ports", nargs="*", help="PORT or PORT@VOCAB (a recording stem under recordings/b11192)")
+    parser.add_argument("--skip-slow", action="store_true", help="leave out the ports on gemma-4")
+    parser.add_argument("--real", action="store_true", help="also the real libraries that are installed")
+    parser.add_argument("--real-only", action="store_true", help="only the real libraries")
+    parser.add_argument("--real-python", default=os.environ.get("TOKCONF_REAL_PYTHON"))
+    parser.add_argument("--real-npm", default=os.environ.get("TOKCONF_REAL_NPM"))
+    args = parser.parse_args(argv)
+    if not args.real_only:
+        for item in args.ports or list(real_ports.ALL_PORTS):
+            name, _, vocab = item.partition("@")
+            spec = real_ports.ALL_PORTS[name]
+            vocab = vocab or spec.vocab
+            if args.skip_slow and vocab in SLOW_VOCABS:
+                print(f"{name} on {vocab}: skipped (--skip-slow)")
+                continue
+            show(measure(spec, vocab))
+    if args.real or args.real_only:
+        for name, impl, vocab in real_libraries(args.real_python, args.real_npm):
+            measure_real(name, impl, vocab)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()

@@ -635,7 +635,7 @@ class BoundedLlama3(RealPort):
 
     NAME = "bounded_llama3"
     BUGS = frozenset({"ignore-merges-16", "max-bytes"})
-    MAX_BYTES = 1024
+    MAX_BYTES = 2048
     KEY_BYTES = 16
 
     def __init__(self, path: Path, bugs: frozenset[str]) -> None:
@@ -992,7 +992,7 @@ NEW_PORTS: dict[str, PortSpec] = {
             "bounded_llama3", "llama-bpe", BoundedLlama3,
             {"ignore-merges-16": KIND["ignore-merges"], "max-bytes": KIND["too-long-refused"]},
             {"ignore-merges-16": "whole-word lookup only for words of at most 16 bytes",
-             "max-bytes": "inputs over 1,024 bytes refused"},
+             "max-bytes": "inputs over 2,048 bytes refused"},
         ),
         PortSpec(
             "nl_llama3", "llama-bpe", NlLlama3,
