@@ -16,9 +16,10 @@ ports on gemma-4 (262,144 tokens: minutes to explain). Per port it prints:
 - misfiled cases: a case under causes of kinds K1..Kn must pass once the port's bugs of those kinds
   are switched off (the fix applied to the port itself, not replayed by the explainer); a case under
   a kind no planted bug has (`character` included) is misfiled too;
-- contradicted causes: a cause of a kind no planted bug has (but the `character` fallback), or whose
-  minimal inputs (every one found for it) still differ from llama.cpp once the port's bugs of that
-  kind are switched off: the port itself contradicts the kind;
+- contradicted causes: a cause of a kind no planted bug has (but the `character` fallback), or one
+  whose kind's fault is not at work on one of its minimal inputs (with the port's bugs of that kind
+  switched off the port answers there as before): the port itself contradicts the kind
+  (`real_ports.contradicted`);
 - unexplained cases.
 
 `--real` also runs real tokenizer libraries through the `cmd:` adapters in benchmarks/real_libraries/,
@@ -56,16 +57,11 @@ from tokconf.checking.engine import CheckedFile, Selection, check_file  # noqa: 
 from tokconf.checking.explain import explain_file  # noqa: E402
 from tokconf.checking.explain.explainer import Explanation  # noqa: E402
 from tokconf.checking.xfail import ExpectedFailures  # noqa: E402
-from tokconf.core.outcome import MODES, Outcome, Refusal  # noqa: E402
-from tokconf.implementations.base import Refused  # noqa: E402
 from tokconf.implementations.resolve import resolve  # noqa: E402
-
-from reference_impl.errors import LlamaAborts  # noqa: E402
 
 B11192 = ROOT / "recordings" / "b11192"
 ADAPTERS = ROOT / "benchmarks" / "real_libraries"
 SLOW_VOCABS = {"gemma-4"}
-FALLBACK = "character"
 
 
 @dataclass
@@ -100,51 +96,6 @@ def run(spec: str, recording: Path) -> tuple[CheckedFile, Explanation, float, fl
     return checked, explanation, checking, explaining
 
 
-def llama(port: real_ports.RealPort, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
-    """llama.cpp b11192's answer on a new input: the reference (token-identical to it) the port wraps."""
-    try:
-        return port.reference.encode(data, add_special, parse_special)
-    except LlamaAborts as why:
-        return Refusal(str(why))
-
-
-def answer(port: real_ports.RealPort, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
-    try:
-        return port.encode(data, add_special, parse_special)
-    except Refused as why:
-        return Refusal(str(why))
-
-
-def agrees(a: Outcome, b: Outcome) -> bool:
-    return a == b or (isinstance(a, Refusal) and isinstance(b, Refusal))
-
-
-def contradicted(spec: real_ports.PortSpec, vocab: Path, explanation: Explanation) -> list[str]:
-    """The causes the port contradicts (see the module's docstring)."""
-    bugs_of_kind: dict[str, set[str]] = {}
-    for bug, kind in spec.bugs.items():
-        bugs_of_kind.setdefault(kind, set()).add(bug)
-    fixed: dict[str, real_ports.RealPort] = {}
-    out: list[str] = []
-    for cause in explanation.causes:
-        kind = cause.kind.value
-        if kind == FALLBACK:
-            continue
-        if kind not in bugs_of_kind:
-            out.append(f"{kind}: no planted bug of this kind ({cause.label[:80]})")
-            continue
-        if kind not in fixed:
-            fixed[kind] = real_ports.factory(spec.name, set(spec.bugs) - bugs_of_kind[kind])(vocab)
-        port = fixed[kind]
-        add_special, parse_special = MODES[cause.mode]
-        for data in sorted({cause.minimal, *cause.variants}):
-            ours, theirs = answer(port, data, add_special, parse_special), llama(port, data, add_special, parse_special)
-            if not agrees(ours, theirs):
-                out.append(f"{kind}: {data!r} [{cause.mode}] still fails with the {kind} bug off")
-                break
-    return out
-
-
 def measure(spec: real_ports.PortSpec, vocab: str) -> Measured:
     checked, explanation, checking, explaining = run(f"real_ports:{spec.name}", B11192 / f"{vocab}.yaml")
     failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
@@ -160,7 +111,7 @@ def measure(spec: real_ports.PortSpec, vocab: str) -> Measured:
     explained = [r for r in failed if id(r) in kinds_of]
     measured.explained = len(explained)
     measured.misfiled = len(real_ports.misfiled(spec, checked.vocab, explained, kinds_of))
-    measured.contradicted = contradicted(spec, checked.vocab, explanation)
+    measured.contradicted = real_ports.contradicted(spec, checked.vocab, explanation.causes)
     measured.unexplained = len(explanation.unexplained)
     return measured
 

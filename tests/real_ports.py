@@ -6,7 +6,7 @@ Every port is built on the pure-Python reference (`reference_impl`, token-identi
 b11192) and reaches its answer through its *own* code path: its own pre-tokenizer classes or regex,
 its own special-token table, its own normalisation or text handling. With every bug off a port is
 token-identical to llama.cpp; each bug changes exactly one step, the way that step goes wrong in
-the kind of library the port imitates. Facts (`add_bos`, `add_eos`, `bos_id`, `eos_id`, `eog_ids`)
+the kind of library the port imitates. Facts (`add_bos`, `add_eos`, `add_sep`, `bos_id`, `eos_id`, `eog_ids`)
 and decoding (`token_to_piece`, `decode`, `n_tokens`) are the reference's, so a port fails only
 where its bugs bite. Where llama.cpp aborts (the reference raises `LlamaAborts`) a port raises
 `Refused`.
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from tokconf.checking.engine import CaseResult
 from tokconf.core.outcome import MODES, Outcome, Refusal, is_utf8
@@ -81,6 +81,8 @@ class RealPort:
         self.check_vocab(self.reference, Path(path))
         self.add_bos = self.reference.add_bos
         self.add_eos = self.reference.add_eos
+        if hasattr(self.reference, "add_sep"):  # llama_vocab_get_add_sep, where the reference reports it
+            self.add_sep = self.reference.add_sep
         self.bos_id = self.reference.bos_id
         self.eos_id = self.reference.eos_id
         self.eog_ids = list(self.reference.eog_ids)
@@ -1094,3 +1096,51 @@ def misfiled(spec: PortSpec, vocab: Path, failed: Iterable[CaseResult], kinds_of
         if answer != result.expected and not (isinstance(answer, Refusal) and isinstance(result.expected, Refusal)):
             wrong.append(result.case)
     return wrong
+
+
+def _answer(port: RealPort, data: bytes, add_special: bool, parse_special: bool, llama: bool) -> Outcome:
+    """The port's answer, or (`llama`) llama.cpp b11192's: the reference it wraps, token-identical to it."""
+    try:
+        return (
+            port.reference.encode(data, add_special, parse_special)
+            if llama
+            else port.encode(data, add_special, parse_special)
+        )
+    except (Refused, LlamaAborts) as why:
+        return Refusal(str(why))
+
+
+def contradicted(spec: PortSpec, vocab: Path, causes: Iterable[Any]) -> list[str]:
+    """The causes the port itself contradicts: one of a kind no planted bug has (but the `character`
+    fallback, which names no mechanism), or one whose kind's fault is not at work on one of its
+    minimal inputs (every one found for it): with the port's bugs of that kind switched off, the
+    port answers there as it did with them on. (Not "passes": a minimal input may need two faults,
+    a NUL cut and a byte mapping, and one cause name the first.) `causes` are
+    `tokconf.checking.explain.Cause`s (kind, mode, minimal, variants)."""
+    bugs_of_kind: dict[str, set[str]] = {}
+    for bug, kind in spec.bugs.items():
+        bugs_of_kind.setdefault(kind, set()).add(bug)
+    ported: dict[frozenset[str], RealPort] = {}
+
+    def port(bugs: frozenset[str]) -> RealPort:
+        if bugs not in ported:
+            ported[bugs] = factory(spec.name, bugs)(vocab)
+        return ported[bugs]
+
+    out: list[str] = []
+    for cause in causes:
+        kind = cause.kind.value
+        if kind == "character":
+            continue
+        if kind not in bugs_of_kind:
+            out.append(f"{kind}: no planted bug of this kind ({cause.label[:80]})")
+            continue
+        add_special, parse_special = MODES[cause.mode]
+        every, off = frozenset(spec.bugs), frozenset(spec.bugs) - bugs_of_kind[kind]
+        for data in sorted({cause.minimal, *cause.variants}):
+            on = _answer(port(every), data, add_special, parse_special, llama=False)
+            fixed = _answer(port(off), data, add_special, parse_special, llama=False)
+            if on == fixed or (isinstance(on, Refusal) and isinstance(fixed, Refusal)):
+                out.append(f"{kind}: {data!r} [{cause.mode}]: the port's {kind} bugs are not at work there")
+                break
+    return out
