@@ -19,11 +19,14 @@ finishes it incrementally, so an interrupted build costs nothing already compile
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import fcntl
 import json
 import os
 import shutil
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -41,7 +44,7 @@ from .fetch import (
     require_source,
     source_dir,
 )
-from .tokenizer_only import LIBRARY, ShimFailed, compile_library
+from .tokenizer_only import LIBRARY, ShimFailed, compile_library, recipe
 
 LOG_TAIL = 20  # lines of a failed build's log shown in the error
 
@@ -122,12 +125,12 @@ def completed_library(full: Build, root: Path) -> Build | None:
     if not (out / MARKER).is_file():
         return None
     marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
-    if marker.get("kind") == LibraryKind.FULL.value:
-        if not is_complete(full, root / "build", tokenize=False):
+    if marker.get("kind") == LibraryKind.FULL.value:  # the shim failed for this tree
+        if marker.get("recipe") != recipe() or not is_complete(full, root / "build", tokenize=False):
             return None
         return replace(full, fallback=marker.get("fallback"))
     made = library_build(full, root)
-    if not made.libllama.is_file():
+    if marker.get("recipe") != recipe() or not made.libllama.is_file():
         return None
     (root / USED).touch()
     return made
@@ -236,13 +239,27 @@ def make(full: Build, root: Path, jobs: int | None, quiet: bool, tokenize: bool,
     """The complete build of the tree in `root/src` (`full` says where its full build goes): made, or
     found made. With `tokenize`, the full build with llama-tokenize (and the tokenizer-only library);
     without, the tokenizer-only library, or the full libllama where it cannot be made."""
-    if tokenize:
-        if not is_complete(full, root / "build", tokenize=True):
-            compile_tree(full, root / "src", root / "build", jobs, quiet, True, again)
-        if completed_library(full, root) is None:
-            make_library(full, root, jobs, quiet, again)
-        return full
-    return completed_library(full, root) or make_library(full, root, jobs, quiet, again)
+    if tokenize and not is_complete(full, root / "build", tokenize=True):
+        compile_tree(full, root / "src", root / "build", jobs, quiet, True, again)
+    done = completed_library(full, root)
+    if done is None:
+        with _exclusive(root / TOKENIZER_LOCK):
+            done = completed_library(full, root) or make_library(full, root, jobs, quiet, again)
+    return full if tokenize else done
+
+
+TOKENIZER_LOCK = ".tokenizer.lock"
+
+
+@contextlib.contextmanager
+def _exclusive(lock: Path) -> Iterator[None]:
+    """One process at a time builds a tree's tokenizer-only library (parallel test workers, two checks
+    of one build): the others wait, then find it built. Its own lock file, not a local tree's `.lock`
+    (tokconf.llama.local holds that one around this call, and flock does not nest)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with lock.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield
 
 
 def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: str) -> Build:
@@ -271,6 +288,7 @@ def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: 
             "kind": LibraryKind.FULL.value,
             "fallback": reason,
             "libllama": str(full.libllama),
+            "recipe": recipe(),
         }
         atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
         return replace(full, fallback=reason)
@@ -286,6 +304,7 @@ def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: 
         "kind": LibraryKind.TOKENIZER_ONLY.value,
         "source": asdict(full.source),
         "libllama": str(made.libllama),
+        "recipe": recipe(),
         "stubs": list(library.stubs),
     }
     atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")

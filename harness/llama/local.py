@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from ..core.files import sha256_file
-from .build import CMAKE_OPTIONS, Build, compile_tree, is_complete, tree_build
+from .build import CMAKE_OPTIONS, Build, make, tree_build
 from .fetch import Source, local_root, require_source, source_dir
 from .pins import DEFAULT_BUILD
 
@@ -143,11 +143,10 @@ def _tree_build(tree: Path, build: int, tokenize: bool, jobs: int | None, quiet:
     root = local_root(key)
     commit, dirty = _checkout(tree)
     source = Source(build, "local-tree", str(tree), None, commit, dirty, content=key)
-    made = tree_build(build, source, root / "src", root / "build", _models(tree, build))
+    full = tree_build(build, source, root / "src", root / "build", _models(tree, build))
     with _exclusive(root):
-        if not is_complete(made, root / "build", tokenize):
-            _snapshot(tree, root / "src", key)
-            compile_tree(made, root / "src", root / "build", jobs, quiet, tokenize, f"tokconf llama local {tree}")
+        _snapshot(tree, root / "src", key)  # nothing to do when an earlier run made it
+        made = make(full, root, jobs, quiet, tokenize, f"tokconf llama local {tree}")  # tokenizer-only unless tokenize
     library = made.libllama.resolve()
     return replace(made, source=replace(source, sha256=sha256_file(library), library=str(library),
                                         header=str(made.llama_h)))  # fmt: skip

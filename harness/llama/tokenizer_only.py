@@ -35,6 +35,7 @@ defeats that.) No cmake configure runs either.
 from __future__ import annotations
 
 import concurrent.futures
+import hashlib
 import os
 import re
 import shutil
@@ -96,6 +97,22 @@ def shim_source() -> Path:
     return Path(str(resources.files("tokconf.llama") / "shim" / SHIM))
 
 
+def recipe() -> str:
+    """What a tokenizer-only library is made by, besides its tree: the shim and this module's file list
+    and flags. A build marker naming another recipe (a tokconf upgrade changed the shim) is not complete."""
+    digest = hashlib.sha256(shim_source().read_bytes())
+    for part in (
+        TOKENIZER_SOURCES,
+        OPTIONAL_SOURCES,
+        OPTIMIZE,
+        GGML_DEFINES,
+        LLAMA_DEFINES,
+        (C_STANDARD, CXX_STANDARD),
+    ):
+        digest.update("\0".join(part).encode() + b"\n")
+    return digest.hexdigest()[:16]
+
+
 def compilers() -> tuple[list[str], list[str]]:
     """The C and C++ compiler commands: cc and c++ (what CMake picks by default), through ccache when
     it is installed."""
@@ -132,14 +149,38 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
     files = [src / name for name in (*TOKENIZER_SOURCES, *OPTIONAL_SOURCES) if (src / name).is_file()]
     shim = out / SHIM  # copied beside the objects, so ccache finds it at the same relative path in every build
     shim.write_bytes(shim_source().read_bytes())
+    ggml_defines = [*GGML_DEFINES, *_ggml_version(src)]
+    shim_defines = [*LLAMA_DEFINES, *_llama_version(src)]
     commands = []
     for file in [*files, shim]:
-        ggml = file.is_relative_to(src / "ggml")
-        defines = GGML_DEFINES if ggml else LLAMA_DEFINES
+        defines = ggml_defines if file.is_relative_to(src / "ggml") else shim_defines if file == shim else LLAMA_DEFINES
         compiler, standard = (cc, C_STANDARD) if file.suffix == ".c" else (cxx, CXX_STANDARD)
         obj = f"obj/{file.stem}{file.suffix.replace('.', '_')}.o"
         commands.append((obj, [*compiler, *OPTIMIZE, standard, *defines, *includes, "-c", str(file), "-o", obj]))
     return commands
+
+
+def _ggml_version(src: Path) -> list[str]:
+    """Before ggml-version.h.in, ggml's CMake passed GGML_VERSION and GGML_COMMIT to ggml.c on the
+    command line (b9093's ggml/CMakeLists.txt); `unknown` here, as in `_generated_headers`."""
+    if (src / "ggml" / "src" / "ggml-version.h.in").is_file():
+        return []
+    return ['-DGGML_VERSION="unknown"', '-DGGML_COMMIT="unknown"']
+
+
+def _llama_version(src: Path) -> list[str]:
+    """llama_version() where llama.h declares it: src/llama.cpp returns LLAMA_VERSION, which the top
+    CMakeLists.txt makes of LLAMA_VERSION_MAJOR/MINOR/PATCH and `-dev` (LLAMA_BUILD_IS_DEV, default ON);
+    the shim returns the same string (TOKCONF_LLAMA_VERSION)."""
+    if "llama_version(" not in (src / "include" / "llama.h").read_text(encoding="utf-8", errors="replace"):
+        return []
+    cmake = (src / "CMakeLists.txt").read_text(encoding="utf-8", errors="replace")
+    parts = [re.search(rf"set\(LLAMA_VERSION_{part}\s+(\d+)\)", cmake) for part in ("MAJOR", "MINOR", "PATCH")]
+    dev = re.search(r'option\(LLAMA_BUILD_IS_DEV\s+"[^"]*"\s+(ON|OFF)\)', cmake)
+    if not all(parts) or dev is None:
+        return []  # no llama_version in the library: the oracle then says the version is unknown
+    version = ".".join(part.group(1) for part in parts if part) + ("-dev" if dev.group(1) == "ON" else "")
+    return [f'-DTOKCONF_LLAMA_VERSION="{version}"']
 
 
 def _run(command: list[str], cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:

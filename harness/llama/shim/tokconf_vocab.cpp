@@ -182,6 +182,13 @@ int32_t llama_model_meta_val_str(const struct llama_model * model, const char * 
     return snprintf(buf, buf_size, "%s", it->second.c_str());
 }
 
+#ifdef TOKCONF_LLAMA_VERSION  // where llama.h declares llama_version: LLAMA_VERSION, as CMake makes it
+const char * llama_version(void) {
+    return TOKCONF_LLAMA_VERSION;
+}
+#endif
+
+// Said in the provenance of what this library answers (tokconf.live.libllama's `system_info`).
 const char * llama_print_system_info(void) {
     return "tokconf tokenizer-only libllama: no ggml backend";
 }
