@@ -49,6 +49,11 @@ class ProbeSet:
             raise TokconfError("no recorded case matches the selection", "check --vocab and --case")
         return cls(tuple(vocabs))
 
+    def only(self, cases: frozenset[tuple[str, str]]) -> ProbeSet:
+        """The (vocab, case id) pairs of `cases` alone: what a walk asks inside a range (tokconf.history)."""
+        kept = ((name, path, tuple(c for c in chosen if (name, c[0]) in cases)) for name, path, chosen in self.vocabs)
+        return ProbeSet(tuple((name, path, chosen) for name, path, chosen in kept if chosen))
+
     @property
     def size(self) -> int:
         return sum(len(cases) for _, _, cases in self.vocabs) * len(MODES)
@@ -89,11 +94,17 @@ class Prober:
         name = f"b{target}" if isinstance(target, int) else f"commit-{target}"
         return cache_root() / "probes" / f"{name}-{self.probes.digest}.json"
 
-    def __call__(self, target: Target) -> tuple[tuple[str, str, str, str], ...]:
-        """The target's answers, hashable (what the search compares)."""
+    def answers_of(self, target: Target) -> Answers:
+        """The target's answers (probed now, or from this run or the probe cache); `Unprobeable` if the
+        target cannot be fetched, built or loaded."""
         answers = self.answers.get(target)
         if answers is None:
             answers = self.answers[target] = self._answers(target)
+        return answers
+
+    def __call__(self, target: Target) -> tuple[tuple[str, str, str, str], ...]:
+        """The target's answers, hashable (what the search compares)."""
+        answers = self.answers_of(target)
         return tuple(sorted((v, c, m, json.dumps(_encode(o))) for (v, c, m), o in answers.items()))
 
     def _answers(self, target: Target) -> Answers:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..core.outcome import render_outcome
@@ -10,7 +11,7 @@ from ..core.render import code_points, first_divergence, ids_window, visible
 from ..llama.fetch import fetched_source
 from ..recordings.pieces import pieces_of
 from .commits import Commit
-from .probe import Prober, Target
+from .probe import Answers, Key, Prober, ProbeSet, Target
 from .search import Bisection
 
 EXAMPLES = 5
@@ -57,9 +58,18 @@ def _changes(prober: Prober, lo: Target, hi: Target, lo_name: str, hi_name: str)
     changed = [key for key in before if before[key] != after.get(key)]
     vocabs = sorted({vocab for vocab, _, _ in changed})
     lines = [f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}"]
-    paths = {name: path for name, path, _ in prober.probes.vocabs}
-    data = {(name, case_id): raw for name, _, cases in prober.probes.vocabs for case_id, raw in cases}
+    return lines + examples(prober.probes, changed, before, after, lo_name, hi_name)
+
+
+def examples(
+    probes: ProbeSet, changed: Iterable[Key], before: Answers, after: Answers, lo_name: str, hi_name: str
+) -> list[str]:
+    """The shortest inputs among `changed`, each with both sides' ids and pieces around the first
+    difference (also what tokconf upgrade's report shows for each change)."""
+    paths = {name: path for name, path, _ in probes.vocabs}
+    data = {(name, case_id): raw for name, _, cases in probes.vocabs for case_id, raw in cases}
     width = max(len(lo_name), len(hi_name))
+    lines = []
     for key in sorted(changed, key=lambda k: (len(data[k[0], k[1]]), k))[:EXAMPLES]:
         vocab, case, mode = key
         raw = data[vocab, case]

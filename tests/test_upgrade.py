@@ -1,0 +1,147 @@
+"""`tokconf upgrade` and the build history on fakes: the walk finds every change point (not only the
+first) asking only what changes inside a range, refusals compare as a check compares them, the history
+data reads back as written, and the command end to end on fake builds (the pinned build under other
+numbers, answering otherwise from chosen builds on)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from tokconf.bisect import probe as probe_module
+from tokconf.bisect.probe import Answers, Key
+from tokconf.bisect.search import Unprobeable
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Outcome, Refusal, Request
+from tokconf.history import data
+from tokconf.history.walk import Cases, walk
+from tokconf.live.client import LibllamaOracle
+from tokconf.llama import registry
+from tokconf.llama.build import Build
+from tokconf.llama.lock import Lock
+
+QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
+KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
+
+
+def _answer(build: int, key: Key) -> Outcome:
+    """a changes at 20, b at 20 and again at 61, c at 40 (a refusal whose reason changes at 70), d never."""
+    case = key[1]
+    if case == "a":
+        return [1, 2] if build >= 20 else [1]
+    if case == "b":
+        return [3] if build >= 61 else [2] if build >= 20 else [1]
+    if case == "c":
+        return Refusal("abort one" if build < 70 else "abort two") if build >= 40 else [5]
+    return [9]
+
+
+def test_the_walk_finds_every_change_asking_only_what_changes_inside_a_range() -> None:
+    asked: list[tuple[int, Cases | None]] = []
+
+    def ask(build: int, cases: Cases | None) -> Answers:
+        asked.append((build, cases))
+        if build == 50:
+            raise Unprobeable("b50 does not compile")
+        return {k: _answer(build, k) for k in KEYS if cases is None or (k[0], k[1]) in cases}
+
+    result = walk(list(range(100)), ask)
+    found = [(c.before, c.after, sorted(k[1] for k in c.keys), c.skipped) for c in result.changes]
+    assert found == [(19, 20, ["a", "b"], ()), (39, 40, ["c"], ()), (60, 61, ["b"], ())]  # the abort's text: no change
+    assert [b for b, cases in asked if cases is None] == [0, 99]  # the ends alone are asked everything
+    assert all(cases is not None and ("v", "d") not in cases for b, cases in asked if b not in (0, 99))
+    assert result.skipped == {50: "b50 does not compile"}
+    assert result.stretches == [(0, 19), (20, 39), (40, 60), (61, 99)]
+    assert len(asked) <= 2 + 3 * 7 + 1  # three changes, log2(100) probes each at most, one skip
+
+
+def test_a_skipped_build_next_to_a_change_is_named_in_it() -> None:
+    def ask(build: int, cases: Cases | None) -> Answers:
+        if build == 5:
+            raise Unprobeable("no sdist")
+        return {KEYS[0]: [1] if build < 5 else [2]}
+
+    (change,) = walk(list(range(10)), ask).changes
+    assert (change.before, change.after, change.skipped) == (4, 6, ((5, "no sdist"),))
+
+
+def test_a_walk_whose_end_cannot_be_probed_is_an_error() -> None:
+    def ask(build: int, cases: Cases | None) -> Answers:
+        raise Unprobeable("does not compile")
+
+    with pytest.raises(TokconfError, match="b1 cannot be probed: does not compile"):
+        walk([1, 2, 3], ask)
+
+
+@pytest.fixture
+def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    """Builds 11192..11197: 11193 does not compile; from 11194 "Hello world" gets one more id, from 11196
+    the empty input gets id 7."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(registry, "published_builds", lambda: [11190, 11192, 11193, 11194, 11195, 11196, 11197])
+    provided: list[int] = []
+
+    def provide(build: int, lock: Lock, **_: object) -> Build:
+        provided.append(build)
+        if build == 11193:
+            raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
+        return dataclasses.replace(llama_build, build=build)
+
+    monkeypatch.setattr(probe_module, "provide", provide)
+    monkeypatch.setattr(probe_module, "recorded_vocab", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    real = LibllamaOracle.tokenize_many
+
+    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        answers = real(self, requests)
+        number = self.build.build
+        changed = []
+        for answer, (text, _, _) in zip(answers, requests, strict=True):
+            if isinstance(answer, list) and text == b"Hello world" and number >= 11194 and answer[-1:] != [42]:
+                answer = [*answer, 42]  # once: after a crash, the oracle asks the rest through this again
+            if text == b"" and number >= 11196:
+                answer = [7]
+            changed.append(answer)
+        return changed
+
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
+    return provided
+
+
+def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Path) -> None:
+    out, page, kept = tmp_path / "report.md", tmp_path / "report.html", tmp_path / "history.json.gz"
+    args = ["upgrade", "--to", "11197", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main([*args, "-o", str(out), "--html", str(page), "--data", str(kept)]) == 0
+    history = data.read(kept)
+    assert history.builds == (11192, 11193, 11194, 11195, 11196, 11197)
+    assert [(s.first, s.last) for s in history.stretches] == [(11192, 11192), (11194, 11195), (11196, 11197)]
+    assert history.stretches[1].builds == (11194, 11195)
+    assert history.recordings_build == 11192 and set(history.vocabs) == {"qwen2"}
+    hello = history.outcomes["qwen2", "edge/hello-world", "plain"]
+    assert hello[0] is None and hello[1] == hello[2] and isinstance(hello[1], list) and hello[1][-1] == 42
+    assert history.outcomes["qwen2", "edge/empty", "bos"] == (None, None, [7])
+    assert len(history.outcomes) == 12  # four cases (llama.cpp/0002 and 0011 are the same inputs), three modes
+    assert history.command == "tokconf upgrade --to 11197 --recordings bundled/qwen2.yaml"
+    assert 11193 not in history.sdists and set(history.sdists) <= {11192, 11194, 11195, 11196, 11197}
+    text = out.read_text(encoding="utf-8")
+    assert "b11197 answers 12 of" in text and "2 change points" in text
+    assert "compare/b11192...b11194" in text and "b11193 could not be probed" in text
+    assert "<table>" in page.read_text(encoding="utf-8")
+    before = list(fake_builds)
+    assert main([*args, "--data", str(tmp_path / "again.json.gz"), "-o", str(tmp_path / "again.md")]) == 0
+    assert fake_builds == [*before, 11193]  # every answer from the probe cache; the failed build tried again
+    assert (tmp_path / "again.json.gz").read_bytes() == kept.read_bytes()  # the same bytes for the same answers
+
+
+def test_upgrade_refuses_what_it_cannot_compare(fake_builds: list[int], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["upgrade", "--to", "11192", "--recordings", str(QWEN2)]) == 2
+    assert "--to 11192 is not after b11192" in capsys.readouterr().err
+    assert main(["upgrade", "--to", "11199", "--recordings", str(QWEN2)]) == 2
+    assert "b11199 is not a published build" in capsys.readouterr().err
+
+
+def test_a_damaged_history_is_an_error_that_says_how_to_make_it(tmp_path: Path) -> None:
+    (tmp_path / "h.json.gz").write_bytes(b"not gzip")
+    with pytest.raises(TokconfError, match="make it again with `tokconf upgrade"):
+        data.read(tmp_path / "h.json.gz")
