@@ -212,7 +212,7 @@ def test_a_binding_adding_bos_by_hand_misses_cls_where_add_bos_is_false() -> Non
     cases = ["edge/sentence", "contractions/lower-all", "controls/nul"]
     spec = ALL_PORTS["binding_bert"]
     implementation = PythonImplementation("real_ports:binding_bert", factory("binding_bert", ["cls-from-add-bos"]))
-    results = check_recording(_part(SYNTHETIC_WPM, cases), implementation, _vocab_path(SYNTHETIC_WPM))
+    results = list(check_recording(_part(SYNTHETIC_WPM, cases), implementation, _vocab_path(SYNTHETIC_WPM)))
     failed = [r for r in results if r.verdict is Verdict.FAILED]
     assert {(r.section, r.case) for r in failed} == {("bos", case) for case in cases}
     assert all(r.actual == r.expected[1:] and r.expected[0] == _recording(SYNTHETIC_WPM).facts["special_ids"]["bos"]
@@ -228,7 +228,7 @@ def _explained(
     vocab = vocab or ALL_PORTS[name].vocab
     implementation = PythonImplementation(f"real_ports:{name}", factory(name, ALL_PORTS[name].bugs))
     try:
-        results = check_recording(_part(vocab, case_ids), implementation, _vocab_path(vocab))
+        results = list(check_recording(_part(vocab, case_ids), implementation, _vocab_path(vocab)))
         checked = CheckedFile(_part(vocab, case_ids), _vocab_path(vocab), results)
         return checked, explain_file(checked, implementation)
     finally:
