@@ -20,7 +20,7 @@ from ..contract import Standing, Verdict
 from ..engine import CheckedFile
 from .explainer import Cause, Explainer, Explanation, explained_failures
 from .kinds import Kind, LoadRefusal, Stage
-from .model import Backend, Judge, Model, Mutants, reference_backend
+from .model import Backend, Judge, Model, Mutants, edges_of, reference_backend
 
 __all__ = ["Cause", "Explanation", "Kind", "explain_file", "reference_tokenizer"]
 
@@ -91,7 +91,7 @@ def explain_file(checked: CheckedFile, impl: Implementation) -> Explanation:
         session = impl.open(info)
         try:
             with judge_of(recording.build, checked.vocab, reference) as backend:
-                model = Model(Judge(backend), Mutants(mutable))
+                model = Model(Judge(backend), Mutants(mutable), edges_of(recording.facts))
                 specials = special_texts(checked.vocab, recording.facts, reference)
                 passing = [r for r in checked.results if r.verdict is Verdict.PASSED and r.section in MODES]
                 explainer = Explainer(recording.vocab_name, recording.facts, session, model, specials, passing)

@@ -13,6 +13,8 @@ that does not hold is listed as unexplained.
 
 from __future__ import annotations
 
+import copy
+import itertools
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -24,31 +26,43 @@ from ...core.shrink import ddmin, holds, units
 from ...implementations.base import Session
 from ..contract import Verdict
 from ..engine import CaseResult
+from .classes import class_of
 from .kinds import (
     NORMAL_FORMS,
     SPLIT_RULES,
     Boundary,
     ByteMapped,
     Character,
+    ContextRule,
     Kind,
     Mechanism,
     MergesIgnored,
     Normalized,
     NulTruncated,
+    NumberClass,
+    RawBytes,
     Reclassed,
     Refusing,
     Renumbered,
     Replaced,
     Resplit,
+    SpecialIsolated,
     SpecialsCut,
+    SpecialStartOnly,
     Stage,
     Substituted,
+    Widening,
 )
 from .model import Model
+from .probes import plain, probes, unusual
 
 ROUNDS = 3  # shrinks per case at most: each finds one more fault the case holds
 SHRINKS = 60  # shrinks per vocabulary at most: what is left then is listed as unexplained
-PASSED_CHECKED = 40  # passed cases a candidate mechanism is replayed on
+PASSED_CHECKED = 400  # passed cases holding the minimal input's characters a candidate is replayed on, at most
+SPARED_NAMED = 4  # members of a class a `character` cause may leave out and still name the class
+HELD_CHECKED = 8  # variants of `character` causes a case holds that the port is asked about, at most
+MASKING = frozenset({Kind.NUL_TRUNCATED, Kind.TOO_LONG_REFUSED, Kind.REFUSED, Kind.INVALID_UTF8_REFUSED})
+LOOKUP_BOUNDS = (8, 12, 15, 16, 24, 31, 32, 48, 63, 64, 127, 128, 255, 256)  # key buffer sizes ports use
 FailsFn = Callable[[list[bytes]], list[bool]]
 
 
@@ -146,7 +160,7 @@ class Explainer:
     def explain(self, failures: list[CaseResult]) -> Explanation:
         """Every failure under the causes whose replay reproduces it; causes by cases explained."""
         unexplained: list[CaseResult] = []
-        for result in failures:  # the judge knows every recorded answer: replays of them are free
+        for result in [*failures, *self.passing]:  # the judge knows every recorded answer: replays are free
             if result.expected is not None:
                 self.model.judge.remember((result.data, *MODES[mode_of(result)]), result.expected)
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
@@ -187,20 +201,26 @@ class Explainer:
             known = self._replayable(result.data, mode)
             found = self._reproducing(known, result) or self._extended(known, result)
             if found:
-                for cause in found:
-                    cause.cases.append(result)
+                for cause in [*found, *self._masked(found, known, result)]:
+                    _join(cause, [result])
                 return True
             held = self._held(result, mode, known)
-            if held is not None:
-                held.cases.append(result)
-                return True
-            shrunk = self._shrink(result, mode)
-            if shrunk is None:
-                return False
-            if isinstance(shrunk.mechanism, Character):
-                shrunk.cases.append(result)
+            if held is None:
+                shrunk = self._shrink(result, mode)
+                if shrunk is None:
+                    return False
+                held = shrunk if isinstance(shrunk.mechanism, Character) else None
+            if held is not None:  # with the known causes that change this case too: it may need both
+                for cause in [held, *self._changing(known, result)]:
+                    _join(cause, [result])
                 return True
         return False
+
+    def _changing(self, known: list[Cause], result: CaseResult) -> list[Cause]:
+        """The known causes whose mechanism, replayed alone, changes llama.cpp's answer on a case: what
+        a case under a `character` cause needs besides it (a missing BOS and a character's fault)."""
+        mode = mode_of(result)
+        return [c for c in known if not same(self.model.predict([c.mechanism], result.data, mode), result.expected)]
 
     def _replayable(self, data: bytes, mode: Mode) -> list[Cause]:
         """The causes whose mechanism could change this input's answer, most cases first."""
@@ -229,6 +249,17 @@ class Explainer:
                 needed = fewer
         return needed
 
+    def _masked(self, found: list[Cause], known: list[Cause], result: CaseResult) -> list[Cause]:
+        """The known causes a masking cause hides on this case: a port that cuts the input at NUL or
+        refuses it answers as if its other faults were not there, but fixing the mask alone would
+        not make the case pass where another known cause changes llama.cpp's answer on it (GPT-2's
+        byte mapping on `\\x00` after the cut is fixed)."""
+        if not any(c.kind in MASKING for c in found):
+            return []
+        others = [c for c in known if c not in found and c.kind not in MASKING]
+        masks = [f.mechanism for f in found]
+        return [c for c in self._changing(others, result) if self._fits([*masks, c.mechanism], result)]
+
     def _extended(self, known: list[Cause], result: CaseResult) -> list[Cause] | None:
         """A known special-token or numbering cause grown by this case's tokens, without shrinking:
         a port with a wrong special-token table fails on each of hundreds of tokens in the same way."""
@@ -244,15 +275,15 @@ class Explainer:
         return None
 
     def _held(self, result: CaseResult, mode: Mode, known: list[Cause]) -> Cause | None:
-        """A `character` cause one of whose minimal inputs this input holds, on which the port fails
-        in this mode too."""
+        """A `character` cause one of whose minimal inputs (with any of its culprits in the culprit's
+        place) this input holds, on which the port fails in this mode too."""
         held = [
             (c, v)
             for c in self.causes
             if isinstance(c.mechanism, Character)
-            for v in sorted(c.variants)
+            for v in c.mechanism.variants()
             if v and holds(result.data, v)
-        ]
+        ][:HELD_CHECKED]
         if not held:
             return None
         fails = self._fails(mode, [c.mechanism for c in known])([v for _, v in held])
@@ -292,18 +323,22 @@ class Explainer:
         if want is None:
             return None
         mechanism = self._classify(minimal, mode, context, want, got, result)
+        if isinstance(mechanism, Widening):
+            self._widen(mechanism, minimal, mode, context)
         moved: list[CaseResult] = []
         if isinstance(mechanism, Character) and context:
             mechanism, moved = self._reexamined(minimal, mode, got, result) or (mechanism, [])
         if mechanism is None:
             return None
-        existing = next((c for c in self.causes if c.mechanism.key() == mechanism.key()), None)
+        existing = next((c for c in self.causes if _folds(c.mechanism, mechanism)), None)
         if existing is not None:
             existing.mechanism.absorb(mechanism)
-            existing.variants.add(minimal)
             _join(existing, moved)
-            if len(minimal) < len(existing.minimal):  # the shortest example shows it best
-                self._show(existing, minimal, mode, got)
+            (plain,) = self.model.judge.answers([(minimal, *MODES[mode])])
+            if not same(plain, got):  # an example of the fault itself, not of a known cause mispredicting
+                existing.variants.add(minimal)
+                if len(minimal) < len(existing.minimal):  # the shortest example shows it best
+                    self._show(existing, minimal, mode, got)
             return existing
         cause = Cause(self.vocab, mechanism, minimal, mode, want, got, shrunk=complete, cases=moved, variants={minimal})
         self._show(cause, minimal, mode, got)
@@ -328,31 +363,70 @@ class Explainer:
                 moved.update((id(r), r) for r in cause.cases)
         return mechanism, list(moved.values())
 
-    def _sound(self, mechanism: Mechanism) -> bool:
-        """Whether the mechanism leaves the passed cases it applies to as they are (the first
-        `PASSED_CHECKED` of them, shortest first): replayed, it gives llama.cpp's answer there."""
-        key = repr(mechanism)
+    def _sound(self, mechanism: Mechanism, minimal: bytes) -> bool:
+        """Whether the mechanism leaves as they are the passed cases it applies to that hold the
+        minimal input's unusual characters (every one of them, up to `PASSED_CHECKED`, shortest
+        first; all it applies to where the minimal input has none): replayed, it gives llama.cpp's
+        answer there."""
+        odd = [u for u in set(units(minimal)) if unusual(u)[0] > 0]
+        key = repr((mechanism, sorted(odd)))
         if key not in self.sound:
-            applies = (r for r in self.passing if mechanism.applies(r.data, mode_of(r)))
-            sample = [r for _, r in zip(range(PASSED_CHECKED), applies, strict=False)]
-            predicted = (self.model.predict([mechanism], r.data, mode_of(r)) for r in sample)
-            self.sound[key] = all(same(p, r.expected, [mechanism]) for p, r in zip(predicted, sample, strict=True))
+            sample = [
+                r
+                for r in self.passing
+                if mechanism.applies(r.data, mode_of(r)) and (not odd or any(holds(r.data, u) for u in odd))
+            ][:PASSED_CHECKED]
+            verdict = True
+            for mode in MODES:
+                of_mode = [r for r in sample if r.section == mode]
+                predicted = self.model.predict_many([mechanism], [r.data for r in of_mode], mode)
+                if not all(same(p, r.expected, [mechanism]) for p, r in zip(predicted, of_mode, strict=True)):
+                    verdict = False
+                    break
+            self.sound[key] = verdict
         return self.sound[key]
+
+    def _contradicted(self, context: list[Mechanism], candidates: list[Mechanism], minimal: bytes, mode: Mode) -> bool:
+        """Whether a probe (`probes`) contradicts candidate mechanisms (with the known ones): on a
+        probe whose context alone they predict, they predict other than the port answers; or on the
+        context alone (the filler), which the known causes predict, they predict a change the port
+        does not make. Where mechanisms fit a minimal input by accident (a whitespace class flipped
+        that happens to give a missing contraction's ids), the port answers as its real fault does.
+        A filler the known causes do not predict meets another fault: no evidence either way."""
+        trial = [*context, *candidates]
+        found = probes(minimal)
+        fillers = [p.filler for p in found]
+        predicted = self.model.predict_many(trial, [p.data for p in found] + fillers, mode)
+        known = self.model.predict_many(context, fillers, mode)
+        actual = self._port([p.data for p in found] + fillers, mode)
+        half = len(found)
+        for i in range(half):
+            filler = actual[half + i]
+            if not _answered(filler):
+                continue
+            if not same(predicted[half + i], filler, trial):
+                if same(known[i], filler, context):
+                    return True  # a change where the port makes none
+                continue
+            if _answered(actual[i]) and not same(predicted[i], actual[i], trial):
+                return True
+        return False
 
     def _fits(self, mechanisms: Sequence[Mechanism], result: CaseResult) -> bool:
         """Whether replaying these mechanisms gives the port's answer on a case."""
         return same(self.model.predict(mechanisms, result.data, mode_of(result)), result.actual, mechanisms)
 
     def _show(self, cause: Cause, minimal: bytes, found_in: Mode, got: Outcome) -> None:
-        """The cause's example: the minimal input in the first mode where this cause alone makes the
-        port's answer (a whitespace fault found in bos mode is shown in plain mode, not beside a
-        missing BOS), with llama.cpp's answer and the port's own pieces."""
+        """The cause's example: the minimal input in the mode it was found in where this cause alone
+        makes the port's answer there, else the first mode where it does (a whitespace fault found in
+        bos mode is shown in plain mode, not beside a missing BOS), with llama.cpp's answer and the
+        port's own pieces. The mode printed is the mode both answers are of."""
         shown, actual = found_in, got
-        for mode in MODES:
+        for mode in [found_in, *(m for m in MODES if m != found_in)]:
             (answer,) = (got,) if mode == found_in else self._port([minimal], mode)
-            (plain,) = self.model.judge.answers([(minimal, *MODES[mode])])
+            (plain_answer,) = self.model.judge.answers([(minimal, *MODES[mode])])
             alone = self.model.predict([cause.mechanism], minimal, mode)
-            if not same(plain, answer) and same(alone, answer, [cause.mechanism]):
+            if not same(plain_answer, answer) and same(alone, answer, [cause.mechanism]):
                 shown, actual = mode, answer
                 break
         (expected,) = self.model.judge.answers([(minimal, *MODES[shown])])
@@ -363,23 +437,94 @@ class Explainer:
         self, minimal: bytes, mode: Mode, context: list[Mechanism], want: Outcome, got: Outcome, whole: CaseResult
     ) -> Mechanism | None:
         """The first kind, most specific first, whose mechanism replayed with the known ones gives
-        the port's answer on the minimal input, preferring one that reproduces the whole case too (a
+        the port's answer on the minimal input, leaves the passed cases with its characters as they
+        are and is contradicted by no probe, preferring one that reproduces the whole case too (a
         minimal input may fit two mechanisms: U+3000 read as a space is also what NFKC does to it);
-        else the `character` fallback."""
+        else two boundary tokens at once (WordPiece's [CLS] and [SEP] both missing: the first is
+        named, the second found with it replayed); else the `character` fallback, generalized."""
         fitting: Mechanism | None = None
         for mechanism in self._candidates(minimal, mode, want, got):
-            trial = [*context, mechanism]
-            if not same(self.model.predict(trial, minimal, mode), got, trial) or not self._sound(mechanism):
-                continue
-            if same(self.model.predict(trial, whole.data, mode), whole.actual, trial):
-                return mechanism
-            fitting = fitting or mechanism
+            if self._holds_up(context, [mechanism], minimal, mode, got):
+                if same(self.model.predict([*context, mechanism], whole.data, mode), whole.actual, [mechanism]):
+                    return mechanism
+                fitting = fitting or mechanism
         if fitting is not None:
             return fitting
+        bounds = [m for m in self._cheap_candidates(minimal, mode, want, got) if isinstance(m, Boundary)]
+        for first, second in itertools.combinations(bounds, 2):
+            if first.at_start != second.at_start and self._holds_up(context, [first, second], minimal, mode, got):
+                return first
         culprits = self._culprits(minimal, mode, context)
         if not culprits:
             return None
-        return Character(Kind.CHARACTER, Stage.VERDICT, culprit=culprits[0])
+        return self._generalized(minimal, mode, context, culprits[0])
+
+    def _holds_up(
+        self, context: list[Mechanism], candidates: list[Mechanism], minimal: bytes, mode: Mode, got: Outcome
+    ) -> bool:
+        """Whether candidate mechanisms, with the known ones, give the port's answer on the minimal
+        input, leave the passed cases as they are, and survive the probes."""
+        trial = [*context, *candidates]
+        if not same(self.model.predict(trial, minimal, mode), got, trial):
+            return False
+        return all(self._sound(self._merged(m), minimal) for m in candidates) and not self._contradicted(
+            context, candidates, minimal, mode
+        )
+
+    def _merged(self, mechanism: Mechanism) -> Mechanism:
+        """A candidate as the known cause of its key would become with it (the known letter numbers
+        and this one): judged alone on passed cases, one letter number flipped where the port flips
+        them all would be contradicted by `ⅠⅡ`, which both read alike."""
+        known = next((c.mechanism for c in self.causes if _folds(c.mechanism, mechanism)), None)
+        if known is None or isinstance(known, Character):
+            return mechanism
+        merged = copy.deepcopy(known)
+        merged.absorb(mechanism)
+        return merged
+
+    def _widen(self, mechanism: Widening, minimal: bytes, mode: Mode, context: list[Mechanism]) -> None:
+        """Widen a mechanism over one code point to the members of its class (`classes.class_of`)
+        that, put in its place in the minimal input, fail too and are predicted by the widened
+        mechanism: one contraction fault after `\\n` is one after every whitespace but U+0020."""
+        (point,) = mechanism.points
+        culprit = chr(point).encode()
+        family = class_of(culprit)
+        if family is None:
+            return
+        parts = units(minimal)
+        others = [m for m in family.members if m != culprit and len(m.decode("utf-8", "surrogateescape")) == 1]
+        tried = [b"".join(m if p == culprit else p for p in parts) for m in others]
+        failing = [i for i, fails in enumerate(self._fails(mode, context)(tried)) if fails]
+        if not failing:
+            return
+        wide = copy.deepcopy(mechanism)
+        wide.points |= {ord(others[i].decode()) for i in failing}
+        trial = [*context, wide]
+        predicted = self.model.predict_many(trial, [tried[i] for i in failing], mode)
+        actual = self._port([tried[i] for i in failing], mode)
+        for i, want, got in zip(failing, predicted, actual, strict=True):
+            if same(want, got, trial):
+                mechanism.points.add(ord(others[i].decode()))
+
+    def _generalized(self, minimal: bytes, mode: Mode, context: list[Mechanism], culprit: bytes) -> Character:
+        """A `character` cause for a culprit, with every member of its class (`classes.class_of`)
+        that fails in the culprit's place in the minimal input (the port asked, llama.cpp judging
+        with the known causes replayed). The class is named when nearly all of it fails (all but
+        a few, which the label lists); else the failing members are listed."""
+        mechanism = Character(Kind.CHARACTER, Stage.VERDICT, culprit=culprit, culprits={culprit})
+        mechanism.templates.add((minimal, culprit))
+        family = class_of(culprit)
+        if family is None:
+            return mechanism
+        parts = units(minimal)
+        others = [m for m in family.members if m != culprit]
+        tried = [b"".join(m if p == culprit else p for p in parts) for m in others]
+        failing = {m for m, fails in zip(others, self._fails(mode, context)(tried), strict=True) if fails}
+        mechanism.culprits |= failing
+        spared = [m for m in others if m not in failing]
+        if len(spared) <= SPARED_NAMED and len(failing) >= len(spared):
+            mechanism.family, mechanism.spared = family.name, spared
+        return mechanism
 
     def _cheap_candidates(
         self, data: bytes, mode: Mode, want: Outcome | None, got: Outcome | None
@@ -396,22 +541,31 @@ class Explainer:
         if not isinstance(want, list) or not isinstance(got, list):
             return
         ids, texts = self.facts["special_ids"], self.specials
-        for name, kinds in (("bos", (Kind.BOS_MISSING, Kind.BOS_ADDED)), ("eos", (Kind.EOS_MISSING, Kind.EOS_ADDED))):
+        for name, kinds in self._boundaries():
             token = ids.get(name, -1)
             if token >= 0:
-                text = texts.get(token, b"").decode("utf-8", "replace")
                 for kind in kinds:
-                    yield Boundary(kind, Stage.OUTPUT, token=token, text=text, add_special={add_special})
-        held = {t: s for t, s in texts.items() if s and s in data}
+                    yield Boundary(kind, Stage.OUTPUT, token=token, text=self._text(token), add_special={add_special})
+        held = {t: s for t, s in sorted(texts.items()) if s and s in data}
         if held:
             kind = Kind.SPECIAL_NOT_PARSED if parse_special else Kind.SPECIAL_PARSED
             yield SpecialsCut(kind, Stage.TOKENIZER, parse_special=parse_special, tokens=dict(held))
             if not parse_special:  # user-defined tokens are cut out without parse_special too
                 yield SpecialsCut(Kind.SPECIAL_NOT_PARSED, Stage.TOKENIZER, parse_special=False, tokens=dict(held))
+                yield SpecialIsolated(Kind.SPECIAL_ISOLATED, Stage.INPUT, tokens=dict(held))
+            cut = {t: s for t, s in sorted(texts.items()) if s}  # every special text the port may know
+            yield SpecialStartOnly(Kind.SPECIAL_START_ONLY, Stage.INPUT, tokens=cut)
         remap = self._renumbering(want, got)
         if remap:
             kind = Kind.SPECIAL_WRONG_ID if all(w in texts for w in remap) else Kind.VOCAB_MISMATCH
             yield Renumbered(kind, Stage.OUTPUT, remap=remap, texts={w: self._text(w) for w in remap})
+
+    def _boundaries(self) -> list[tuple[str, tuple[Kind, ...]]]:
+        """The tokens llama.cpp puts around a text and the kinds of their faults: BOS and EOS, or
+        for a vocabulary that adds SEP (the facts' add_sep: WordPiece) [CLS] and [SEP]."""
+        if self.facts.get("add_sep"):
+            return [("bos", (Kind.CLS_MISSING,)), ("sep", (Kind.SEP_MISSING,))]
+        return [("bos", (Kind.BOS_MISSING, Kind.BOS_ADDED)), ("eos", (Kind.EOS_MISSING, Kind.EOS_ADDED))]
 
     def _renumbering(self, want: list[int], got: list[int]) -> dict[int, int] | None:
         """llama.cpp's ids to the port's, where the answers differ only in numbering and there is
@@ -450,8 +604,11 @@ class Explainer:
             if not is_utf8(minimal):
                 yield Refusing(Kind.INVALID_UTF8_REFUSED, Stage.VERDICT)
             else:
-                culprits = sorted(set(units(minimal)), key=_unusual, reverse=True)
+                culprits = sorted(set(units(minimal)), key=unusual, reverse=True)
                 yield Refusing(Kind.REFUSED, Stage.VERDICT, chars={culprits[0]} if culprits else set())
+            longest = self._longest_taken(minimal, mode)
+            if longest is not None:
+                yield Refusing(Kind.TOO_LONG_REFUSED, Stage.VERDICT, over=longest)
             return
         yield from self._cheap_candidates(minimal, mode, want, got)
         if not isinstance(want, list) or not isinstance(got, list):
@@ -459,18 +616,26 @@ class Explainer:
         if b"\0" in minimal:
             yield NulTruncated(Kind.NUL_TRUNCATED, Stage.INPUT)
         if not is_utf8(minimal):
+            yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
         whitespace = _whitespace()
-        chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=_unusual, reverse=True)
+        chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)
         for char in chars:
             for target in (b" ", b"\n"):
                 if char != target:
                     yield Substituted(Kind.WHITESPACE_CLASS, Stage.INPUT, chars={char: target}, target=target)
             text = char.decode("utf-8", errors="surrogateescape")
             if len(text) == 1 and self.model.mutants.is_bpe:
-                to_space = ord(text) not in whitespace
-                flips = {ord(text): to_space}
-                yield Reclassed(Kind.WHITESPACE_CLASS, Stage.TOKENIZER, flips=flips, to_space=to_space)
+                yield Reclassed(Kind.WHITESPACE_CLASS, Stage.TOKENIZER, flips={ord(text): ord(text) not in whitespace})
+                if ord(text) in whitespace and char != b" ":
+                    for contraction, prefix in ((True, False), (False, True), (True, True)):
+                        broken = ContextRule(Kind.WHITESPACE_CONTEXT, Stage.TOKENIZER, {ord(text)})
+                        broken.contraction, broken.prefix = contraction, prefix
+                        yield broken
+        if self.model.mutants.is_bpe:
+            for point in sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)}):
+                if _is_number(point):
+                    yield NumberClass(Kind.NUMBER_CLASS, Stage.TOKENIZER, {point})
         for kind in NORMAL_FORMS:
             yield Normalized(kind, Stage.INPUT)
         yield ByteMapped(Kind.BYTE_MAPPING, Stage.INPUT)
@@ -482,6 +647,20 @@ class Explainer:
                     yield Resplit(Kind.PRETOKENIZER_SPLIT, Stage.TOKENIZER, rule=rule, pre=pre)
             ignore = not self.model.mutants.reference.encoder.ignore_merges
             yield MergesIgnored(Kind.IGNORE_MERGES, Stage.TOKENIZER, ignore=ignore)
+            if not ignore:  # the lookup bounded by a buffer's size: the longest bound that holds up
+                for over in sorted((b for b in LOOKUP_BOUNDS if b < len(minimal)), reverse=True):
+                    yield MergesIgnored(Kind.IGNORE_MERGES, Stage.TOKENIZER, ignore=False, over=over)
+
+    def _longest_taken(self, minimal: bytes, mode: Mode) -> int | None:
+        """The longest input the port takes, where its refusing the minimal input may be its length
+        alone: the longest run of `a` under the minimal input's length it does not refuse (ddmin
+        leaves a refused input at most one character over the limit)."""
+        if not minimal:
+            return None
+        lengths = list(range(max(0, len(minimal) - 4), len(minimal)))
+        answers = self._port([b"a" * n for n in lengths], mode)
+        taken = [n for n, answer in zip(lengths, answers, strict=True) if not isinstance(answer, Refusal)]
+        return max(taken, default=None)
 
     def _culprits(self, minimal: bytes, mode: Mode, context: list[Mechanism]) -> list[bytes]:
         """The characters of a minimal input whose replacement by a plain letter makes it pass, most
@@ -490,30 +669,9 @@ class Explainer:
         parts = units(minimal)
         if len(parts) < 2:
             return [minimal] if minimal else []
-        plain = [_plain(part) for part in parts]
-        replaced = [b"".join([*parts[:i], plain[i], *parts[i + 1 :]]) for i in range(len(parts))]
+        replaced = [b"".join([*parts[:i], plain(parts[i]), *parts[i + 1 :]]) for i in range(len(parts))]
         still = self._fails(mode, context)(replaced)
-        return sorted({p for p, failing in zip(parts, still, strict=True) if not failing}, key=_unusual, reverse=True)
-
-
-_PLAIN = {1: (b"a", b"b"), 2: ("ä".encode(), "ö".encode()), 3: ("一".encode(), "二".encode())}
-_PLAIN[4] = ("𝐀".encode(), "𝐁".encode())
-
-
-def _plain(unit: bytes) -> bytes:
-    """A plain letter of the same UTF-8 length, other than `unit`: replacing a character by it leaves
-    the input's length as it was (a port whose fault depends on length is not blamed on a character)."""
-    first, second = _PLAIN.get(len(unit), _PLAIN[1])
-    return second if unit == first else first
-
-
-def _unusual(unit: bytes) -> tuple[int, bytes]:
-    """How unusual a character is, to pick a culprit: invalid bytes and non-ASCII first, ASCII
-    letters and digits last."""
-    if len(unit) > 1 or unit[0] > 0x7F:
-        return (4, unit)
-    char = chr(unit[0])
-    return (0 if char.isalnum() else 1 if char in " \n" else 2 if char.isprintable() else 3, unit)
+        return sorted({p for p, failing in zip(parts, still, strict=True) if not failing}, key=unusual, reverse=True)
 
 
 def _spacelike(unit: bytes, whitespace: frozenset[int]) -> bool:
@@ -527,11 +685,31 @@ def _spacelike(unit: bytes, whitespace: frozenset[int]) -> bool:
     return ord(text) in whitespace or text.isspace() or unicodedata.category(text) in ("Zs", "Zl", "Zp", "Cc", "Cf")
 
 
+def _is_number(point: int) -> bool:
+    """Whether llama.cpp counts a code point as a number (`\\p{N}`: unicode_cpt_flags' is_number)."""
+    from reference_impl.unicode import NUMBER, flags
+
+    return bool(flags(point) & NUMBER)
+
+
 def _whitespace() -> frozenset[int]:
     """llama.cpp's whitespace code points (unicode.cpp's unicode_set_whitespace)."""
     from reference_impl.unicode import WHITESPACE
 
     return frozenset(WHITESPACE)
+
+
+def _answered(outcome: Outcome) -> bool:
+    """Ids or a refusal: not a port's error or decline, which says nothing of a mechanism."""
+    return not isinstance(outcome, Refusal) or outcome.kind is RefusalKind.REFUSED
+
+
+def _folds(known: Mechanism, new: Mechanism) -> bool:
+    """Whether a new mechanism is a known cause's: the same key, or for `character` causes a culprit
+    in common (one fault met through two minimal inputs, `\\r'd` and `\\n't`)."""
+    if isinstance(known, Character) and isinstance(new, Character):
+        return bool(known.culprits & new.culprits)
+    return known.key() == new.key()
 
 
 def _join(cause: Cause, results: list[CaseResult]) -> None:

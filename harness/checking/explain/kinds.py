@@ -28,7 +28,7 @@ import re
 import unicodedata
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from ...core.outcome import MODES, Mode, is_utf8
 from ...core.render import visible
@@ -42,18 +42,26 @@ class Kind(enum.Enum):
     BOS_ADDED = "bos-added"
     EOS_MISSING = "eos-missing"
     EOS_ADDED = "eos-added"
+    CLS_MISSING = "cls-missing"
+    SEP_MISSING = "sep-missing"
     INVALID_UTF8_REFUSED = "invalid-utf8-refused"
     INVALID_UTF8_REPLACED = "invalid-utf8-replaced"
+    INVALID_UTF8_BYTES = "invalid-utf8-bytes"
     REFUSED = "refused"
+    TOO_LONG_REFUSED = "too-long-refused"
     NOT_REFUSED = "not-refused"
     SPECIAL_NOT_PARSED = "special-not-parsed"
     SPECIAL_WRONG_ID = "special-wrong-id"
     SPECIAL_PARSED = "special-parsed"
+    SPECIAL_START_ONLY = "special-start-only"
+    SPECIAL_ISOLATED = "special-isolated"
     NORMALIZED_NFC = "normalized-nfc"
     NORMALIZED_NFD = "normalized-nfd"
     NORMALIZED_NFKC = "normalized-nfkc"
     NORMALIZED_NFKD = "normalized-nfkd"
     WHITESPACE_CLASS = "whitespace-class"
+    WHITESPACE_CONTEXT = "whitespace-context"
+    NUMBER_CLASS = "number-class"
     PRETOKENIZER_SPLIT = "pretokenizer-split"
     IGNORE_MERGES = "ignore-merges"
     NUL_TRUNCATED = "nul-truncated"
@@ -92,6 +100,8 @@ class Mechanism:
 
     kind: Kind
     stage: Stage
+    # Its place among its stage's mechanisms: a C string is cut at NUL before anything reads it
+    FIRST: ClassVar[bool] = False
 
     def key(self) -> Hashable:
         """Causes with equal keys fold into one."""
@@ -121,12 +131,14 @@ class Mechanism:
 
 @dataclass
 class Boundary(Mechanism):
-    """BOS or EOS missing or added (llama_tokenize_impl adds them with add_special as the vocab says).
+    """BOS or EOS missing or added (llama_tokenize_impl adds them with add_special as the vocab says),
+    or WordPiece's [CLS]/[SEP] missing (llama_tokenize_impl's WPM case adds both with add_special:
+    a binding adding BOS/EOS by hand leaves them out, the facts' add_sep says llama.cpp adds SEP).
     A missing one is missing where llama.cpp adds it (add_special); an added one is added in the
     modes it was seen in (`add_special`: the flag's values there)."""
 
     token: int = -1
-    text: str = ""
+    text: str = ""  # the token's text (a BOS that is a normal token, gpt-2's `,` 11, shows its piece)
     add_special: set[bool] = field(default_factory=set)
 
     def absorb(self, other: Mechanism) -> None:
@@ -135,11 +147,11 @@ class Boundary(Mechanism):
 
     @property
     def at_start(self) -> bool:
-        return self.kind in (Kind.BOS_MISSING, Kind.BOS_ADDED)
+        return self.kind in (Kind.BOS_MISSING, Kind.BOS_ADDED, Kind.CLS_MISSING)
 
     @property
     def missing(self) -> bool:
-        return self.kind in (Kind.BOS_MISSING, Kind.EOS_MISSING)
+        return self.kind in (Kind.BOS_MISSING, Kind.EOS_MISSING, Kind.CLS_MISSING, Kind.SEP_MISSING)
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return MODES[mode][0] if self.missing else MODES[mode][0] in self.add_special
@@ -153,7 +165,8 @@ class Boundary(Mechanism):
         return ids
 
     def label(self) -> str:
-        token = f"{'BOS' if self.at_start else 'EOS'} token {self.text!r} ({self.token})"
+        name = {Kind.CLS_MISSING: "CLS", Kind.SEP_MISSING: "SEP"}.get(self.kind, "BOS" if self.at_start else "EOS")
+        token = f"{name} token {self.text!r} ({self.token})"
         if self.missing:
             return f"does not add the {token} that llama.cpp adds with add_special"
         when = {frozenset({True}): " (add_special=true)", frozenset({False}): " (add_special=false)"}
@@ -260,7 +273,10 @@ class Replaced(Mechanism):
 
 @dataclass
 class NulTruncated(Mechanism):
-    """The text is cut at its first NUL (a C binding passing a NUL-terminated string)."""
+    """The text is cut at its first NUL (a C binding passing a NUL-terminated string), before the
+    port does anything else to it (GPT-2's byte mapping would make the NUL another character)."""
+
+    FIRST: ClassVar[bool] = True
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return b"\0" in data
@@ -286,18 +302,142 @@ class ByteMapped(Mechanism):
         return "applies GPT-2's byte-to-unicode mapping to the input; this vocabulary has none"
 
 
+@dataclass(frozen=True)
+class RawRun:
+    """A run of bytes a port hands to its byte-level BPE as they are (`RawBytes`): one word."""
+
+    data: bytes
+
+
+Piece = bytes | int | RawRun  # a text tokenized alone, a token, or raw bytes merged as one word
+
+
+@dataclass
+class Segmenting(Mechanism):
+    """A port that tokenizes its input in pieces where llama.cpp tokenizes it whole: each text piece
+    is replayed as llama.cpp's answer for that piece alone (no BOS/EOS; special tokens parsed in it
+    as the mode says, unless `parses_pieces` is off), each id kept, each raw run merged by the
+    vocabulary's BPE, and BOS/EOS put around them as llama.cpp adds them (`Model`)."""
+
+    parses_pieces: ClassVar[bool] = True
+    tokens: dict[int, bytes] = field(default_factory=dict)  # id -> text: the tokens it concerns
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Segmenting)
+        self.tokens.update(other.tokens)
+
+    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+        """The pieces, or None where the port tokenizes this input whole."""
+        raise NotImplementedError
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return self.segments(data, mode) is not None
+
+    def _names(self) -> str:
+        return _some([f"{text.decode('utf-8', 'replace')!r} ({token})" for token, text in sorted(self.tokens.items())])
+
+
+@dataclass
+class SpecialStartOnly(Segmenting):
+    """Special tokens matched only where their text opens the input, and there in every mode (a
+    binding checking `text.startswith(special)` so that a chat prompt's leading token is one token,
+    and tokenizing the rest as text): with parse_special off llama.cpp keeps that text as text; with
+    it on llama.cpp parses the token wherever it is. `tokens` are every special text the port knows."""
+
+    parses_pieces: ClassVar[bool] = False
+
+    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+        for token, text in sorted(self.tokens.items(), key=lambda item: (-len(item[1]), item[0])):
+            if data.startswith(text):
+                rest = data[len(text) :]
+                return [token, rest] if rest else [token]
+        if MODES[mode][1] and any(text in data for text in self.tokens.values()):
+            return [data]  # parsed nowhere else
+        return None
+
+    def label(self) -> str:
+        return (
+            f"parses special tokens ({self._names()}) only at the start of the text, there even with "
+            "parse_special=false; llama.cpp parses them anywhere with parse_special and nowhere without"
+        )
+
+
+@dataclass
+class SpecialIsolated(Segmenting):
+    """Special-token texts cut out of the input with parse_special off, each piece (the special text
+    too) then tokenized as text on its own: a library splitting on its special tokens before it
+    looks at the flag. llama.cpp tokenizes the whole input as one text (tokenizer_st_partition cuts
+    nothing without parse_special but user-defined tokens)."""
+
+    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+        if MODES[mode][1] or not any(text in data for text in self.tokens.values()):
+            return None
+        pieces: list[bytes] = [data]
+        for text in sorted(set(self.tokens.values()), key=lambda t: (-len(t), t)):  # longest first
+            cut: list[bytes] = []
+            for piece in pieces:
+                if piece in self.tokens.values():
+                    cut.append(piece)
+                    continue
+                parts = piece.split(text)
+                for i, part in enumerate(parts):
+                    if i:
+                        cut.append(text)
+                    if part:
+                        cut.append(part)
+            pieces = cut
+        return list(pieces)
+
+    def label(self) -> str:
+        return (
+            f"cuts the texts of {self._names()} out of the input with parse_special=false and tokenizes each "
+            "piece as text on its own; llama.cpp tokenizes the input as one text"
+        )
+
+
+@dataclass
+class RawBytes(Segmenting):
+    """Bytes that are not valid UTF-8 (Python's strict decoder decides which) handed to the
+    byte-level BPE as they are, each run of them one word, the valid text around them tokenized
+    apart: a byte-level library working on bytes. llama.cpp reads them otherwise:
+    unicode_cpts_from_utf8 (src/unicode.cpp) calls unicode_cpt_from_utf8 at each offset, which
+    throws on a continuation or F8-FF byte where a sequence starts and on a lead byte whose
+    sequence is cut short; the catch emits one U+FFFD and moves on by *one* byte (a truncated
+    `E4 B8` is two U+FFFD, where Python's `errors="replace"` makes one), and overlong forms (`C0 80`)
+    decode, since only the top bits are checked (`reference_impl.unicode.decode` is that rule)."""
+
+    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+        if is_utf8(data):
+            return None
+        text = data.decode("utf-8", errors="surrogateescape")
+        out: list[Piece] = []
+        for n, part in enumerate(_INVALID_RUN.split(text)):
+            if n % 2:
+                out.append(RawRun(part.encode("utf-8", errors="surrogateescape")))
+            elif part:
+                out.append(part.encode("utf-8"))
+        return out
+
+    def label(self) -> str:
+        return (
+            "tokenizes bytes that are not valid UTF-8 as the raw bytes (a run of them one word); llama.cpp "
+            "reads each byte it cannot decode as U+FFFD (unicode_cpts_from_utf8) and decodes overlong forms"
+        )
+
+
+_INVALID_RUN = re.compile("([\udc80-\udcff]+)")
+
+
 # ---- Stage.TOKENIZER (replayed on the reference tokenizer) ------------------------------------
 
 
 @dataclass
 class Reclassed(Mechanism):
-    """Characters in the wrong whitespace class of the pre-tokenizer (unicode_regex_split's `\\s`)."""
+    """Characters in the wrong whitespace class of the pre-tokenizer (unicode_regex_split's `\\s`):
+    one whitespace table of the port's own (JavaScript's `\\s` leaves U+0085 out and takes U+FEFF
+    in), so both directions are one cause."""
 
     flips: dict[int, bool] = field(default_factory=dict)  # code point -> whitespace to the port
-    to_space: bool = True
-
-    def key(self) -> Hashable:
-        return (self.kind, self.to_space)
 
     def absorb(self, other: Mechanism) -> None:
         assert isinstance(other, Reclassed)
@@ -308,10 +448,105 @@ class Reclassed(Mechanism):
         return any(chr(c) in text for c in self.flips)
 
     def label(self) -> str:
-        names = _some([char_name(chr(c).encode()) for c in sorted(self.flips)])
-        if self.to_space:
-            return f"treats {names} as whitespace in its pre-tokenizer; llama.cpp does not"
-        return f"does not treat {names} as whitespace in its pre-tokenizer; llama.cpp does"
+        def names(space: bool) -> str:
+            return _some([char_name(chr(c).encode()) for c in sorted(self.flips) if self.flips[c] is space])
+
+        if all(self.flips.values()):
+            return f"treats {names(True)} as whitespace in its pre-tokenizer; llama.cpp does not"
+        if not any(self.flips.values()):
+            return f"does not treat {names(False)} as whitespace in its pre-tokenizer; llama.cpp does"
+        return (
+            f"does not treat {names(False)} as whitespace and treats {names(True)} as whitespace in its "
+            "pre-tokenizer; llama.cpp the other way round"
+        )
+
+
+@dataclass
+class Widening(Mechanism):
+    """A tokenizer mechanism over a set of code points, widened to the culprit's whole class where
+    the port fails alike on the others (`Explainer._widened`)."""
+
+    points: set[int] = field(default_factory=set)
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Widening)
+        self.points |= other.points
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        text = data.decode("utf-8", errors="surrogateescape")
+        return any(chr(c) in text for c in self.points)
+
+    def table(self) -> dict[int, str]:
+        """What the pre-tokenizer's regexes see of these code points (pretokenize.Classes)."""
+        return {}
+
+    def regexes(self, current: list[str]) -> list[str]:
+        return current
+
+    def _names(self) -> str:
+        names = _some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)
+        categories = {unicodedata.category(chr(c)) for c in self.points}
+        return f"{names} (all of category {categories.pop()})" if len(categories) == 1 else names
+
+
+@dataclass
+class NumberClass(Widening):
+    """Code points llama.cpp counts as numbers (`\\p{N}`: its tables put Nd, Nl and No there) that the
+    port's pre-tokenizer does not (a hand-built table with Nd and No only): replayed as neither
+    letters nor numbers."""
+
+    def table(self) -> dict[int, str]:
+        return dict.fromkeys(self.points, "\xd0")
+
+    def label(self) -> str:
+        return f"does not read {self._names()} as numbers (\\p{{N}}) in its pre-tokenizer; llama.cpp does"
+
+
+# Where a whitespace code point's replay stands in the regexes' subject (re.ASCII: the ASCII ones).
+_STAND_INS = (0x0B, 0x0C, 0x09)
+
+
+@dataclass
+class ContextRule(Widening):
+    """A rule of the pre-tokenizer that the port breaks right after some whitespace (`points`):
+    a contraction not matched (`'t` after `\\n` stays `'`, `t`), or a word's optional leading space
+    not taken (` x` after a tab is ` `, `x`): a hand-written scanner tracking the previous code
+    point. Replayed by a lookbehind in the vocabulary's regexes (`'` and ` ?` outside classes)."""
+
+    contraction: bool = True
+    prefix: bool = False
+
+    def key(self) -> Hashable:
+        return (self.kind, self.contraction, self.prefix)
+
+    def _marks(self) -> tuple[str, str]:
+        """The subject's stand-ins for non-ASCII whitespace in `points` and for the rest."""
+        inside = next((c for c in _STAND_INS if c in self.points), _STAND_INS[0])
+        outside = next((c for c in _STAND_INS if c not in self.points), _STAND_INS[0])
+        return chr(inside), chr(outside)
+
+    def table(self) -> dict[int, str]:
+        from reference_impl.unicode import WHITESPACE
+
+        inside, outside = self._marks()
+        return {c: inside if c in self.points else outside for c in WHITESPACE if c >= 0x80}
+
+    def regexes(self, current: list[str]) -> list[str]:
+        marks = {chr(c) for c in self.points if c < 0x80} | {self._marks()[0]}
+        look = "(?<![" + "".join(f"\\x{ord(m):02x}" for m in sorted(marks)) + "])"
+        out = []
+        for regex in current:
+            if self.contraction:
+                regex = _outside_classes(regex, "'", look + "'")
+            if self.prefix:
+                regex = _outside_classes(regex, " \\?", f"(?:{look} )?")
+            out.append(regex)
+        return out
+
+    def label(self) -> str:
+        rules = (("matches no contraction", self.contraction), ("drops a word's leading space", self.prefix))
+        broken = " and ".join(what for what, on in rules if on)
+        return f"{broken} right after {self._names()}; llama.cpp's pre-tokenizer does"
 
 
 @dataclass(frozen=True)
@@ -338,16 +573,22 @@ class SplitRule:
 
 def _outside_classes(regex: str, find: str, replace: str) -> str:
     """`re.sub(find, replace, …)` on the parts of a regex's source outside `[...]` classes: a
-    quantifier cannot go inside a class."""
+    quantifier cannot go inside a class. `replace` is taken as it is (no group references)."""
     parts = re.split(r"(\[(?:\\.|[^\]\\])*\])", regex)  # odd parts are classes
-    return "".join(part if i % 2 else re.sub(find, replace, part) for i, part in enumerate(parts))
+    return "".join(part if i % 2 else re.sub(find, lambda _: replace, part) for i, part in enumerate(parts))
 
 
 _DIGIT = re.escape("\\p{N}")
 SPLIT_RULES = (
-    SplitRule("digits-one", "splits numbers one digit at a time", _DIGIT + r"(?:\{1,3\}|\+)", r"\\p{N}"),
-    SplitRule("digits-run", "keeps a run of digits whole", _DIGIT + r"\{1,3\}", r"\\p{N}+"),
-    SplitRule("digits-three", "splits numbers in groups of up to three digits", _DIGIT + r"(?![{+])", r"\\p{N}{1,3}"),
+    SplitRule("digits-one", "splits numbers one digit at a time", _DIGIT + r"(?:\{1,3\}|\+)", r"\p{N}"),
+    SplitRule("digits-run", "keeps a run of digits whole", _DIGIT + r"\{1,3\}", r"\p{N}+"),
+    SplitRule("digits-three", "splits numbers in groups of up to three digits", _DIGIT + r"(?![{+])", r"\p{N}{1,3}"),
+    SplitRule(
+        "no-lookahead",
+        "keeps a whitespace run before a word whole (no `\\s+(?!\\S)`)",
+        re.escape("\\s+(?!\\S)"),
+        "\\s+",
+    ),
     SplitRule("gpt2", "splits words with GPT-2's regex", pre_type="gpt2"),
     SplitRule("llama3", "splits words with Llama 3's regex", pre_type="llama3"),
     SplitRule("qwen2", "splits words with Qwen2's regex", pre_type="qwen2"),
@@ -371,13 +612,20 @@ class Resplit(Mechanism):
 @dataclass
 class MergesIgnored(Mechanism):
     """`ignore_merges` (llama_vocab's flag for the llama3 family): a word the vocabulary holds whole
-    is one token, whatever the merges would make of it."""
+    is one token, whatever the merges would make of it. A port may do the whole-word lookup only up
+    to a length (`over`: a fixed-size key buffer), merging longer words pair by pair."""
 
     ignore: bool = False  # what the port does
+    over: int = -1  # the port looks words up whole only up to this many bytes (-1: no bound)
 
     def label(self) -> str:
         if self.ignore:
             return "takes a word the vocabulary holds whole as one token; llama.cpp merges it (no ignore_merges)"
+        if self.over >= 0:
+            return (
+                f"splits a word over {self.over} bytes the vocabulary holds whole by its merges (its whole-word "
+                "lookup stops there); llama.cpp takes it whole (ignore_merges)"
+            )
         return "splits a word the vocabulary holds whole by its merges; llama.cpp takes it whole (ignore_merges)"
 
 
@@ -414,14 +662,17 @@ class SpecialsCut(Mechanism):
 @dataclass
 class Refusing(Mechanism):
     """The port refuses inputs llama.cpp tokenizes: every one that is not valid UTF-8
-    (`invalid-utf8-refused`), or those holding certain characters, or the empty input (`refused`);
-    or it answers where llama.cpp refuses (`not-refused`, where llama.cpp aborts)."""
+    (`invalid-utf8-refused`), or those holding certain characters, or the empty input (`refused`),
+    or every input over `over` bytes (`too-long-refused`: a length limit llama.cpp does not have); or it
+    answers where llama.cpp refuses (`not-refused`, where llama.cpp aborts)."""
 
     chars: set[bytes] = field(default_factory=set)  # `refused`: characters every refused input holds
+    over: int = -1  # `too-long-refused`: the longest input it takes, in bytes
 
     def absorb(self, other: Mechanism) -> None:
         assert isinstance(other, Refusing)
         self.chars |= other.chars
+        self.over = min(self.over, other.over)
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return self.kind is Kind.NOT_REFUSED or self.refuses(data)
@@ -429,6 +680,8 @@ class Refusing(Mechanism):
     def refuses(self, data: bytes) -> bool:
         if self.kind is Kind.INVALID_UTF8_REFUSED:
             return not is_utf8(data)
+        if self.kind is Kind.TOO_LONG_REFUSED:
+            return len(data) > self.over
         if self.kind is not Kind.REFUSED:
             return False
         return data == b"" if not self.chars else any(holds(data, c) for c in self.chars)
@@ -441,6 +694,8 @@ class Refusing(Mechanism):
             return "refuses input that is not valid UTF-8; llama.cpp tokenizes it"
         if self.kind is Kind.NOT_REFUSED:
             return "gives ids where llama.cpp refuses the input (llama.cpp aborts on it)"
+        if self.kind is Kind.TOO_LONG_REFUSED:
+            return f"refuses input over {self.over} bytes; llama.cpp tokenizes it"
         if not self.chars:
             return "refuses the empty input; llama.cpp tokenizes it"
         return f"refuses input holding {_some([char_name(c) for c in sorted(self.chars)])}; llama.cpp tokenizes it"
@@ -460,14 +715,46 @@ class LoadRefusal(Mechanism):
 
 @dataclass
 class Character(Mechanism):
-    """No known mechanism: every minimal input of these failures needs this character."""
+    """No known mechanism: every minimal input of these failures needs one of these characters.
+    `culprits` is every character of the culprit's class (`classes.CharClass`) that, put in its
+    place in a minimal input, fails too (asked of the port and of llama.cpp); `family` names the
+    class, `spared` the members that pass. `templates` are the minimal inputs with the culprit each
+    was found with: a case is under the cause when it holds one with any culprit in its place."""
 
     culprit: bytes = b""
+    culprits: set[bytes] = field(default_factory=set)
+    family: str = ""
+    spared: list[bytes] = field(default_factory=list)
+    templates: set[tuple[bytes, bytes]] = field(default_factory=set)
 
     def key(self) -> Hashable:
-        return (self.kind, self.culprit)
+        return (self.kind, self.family or self.culprit, frozenset(self.culprits))
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Character)
+        self.templates |= other.templates
+        self.culprits |= other.culprits
+        self.spared = [c for c in self.spared if c not in self.culprits]
+
+    def variants(self) -> list[bytes]:
+        """Every minimal input with every culprit in its culprit's place, shortest first."""
+        from ...core.shrink import units
+
+        out: set[bytes] = set()
+        for minimal, culprit in self.templates:
+            parts = units(minimal)
+            for other in self.culprits or {culprit}:
+                out.add(b"".join(other if p == culprit else p for p in parts))
+        return sorted(out, key=lambda v: (len(v), v))
 
     def label(self) -> str:
         if not self.culprit:
             return "fails on the empty input; no known mechanism reproduces the port's ids"
-        return f"fails on inputs holding {char_name(self.culprit)}; no known mechanism reproduces the port's ids"
+        if self.family:
+            but = f" but {_some([char_name(c) for c in self.spared], 3)}" if self.spared else ""
+            what = f"any {self.family}{but}"
+        else:
+            what = _some([char_name(c) for c in sorted(self.culprits | {self.culprit})])
+        shortest = min((t for t, _ in self.templates), key=lambda t: (len(t), t), default=self.culprit)
+        where = f" (as in '{visible(shortest)}')" if shortest != self.culprit else ""
+        return f"fails on inputs holding {what}{where}; no known mechanism reproduces the port's ids"

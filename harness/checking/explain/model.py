@@ -15,19 +15,25 @@ import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Mode, Outcome, Refusal, Request
 from .kinds import (
     Kind,
     Mechanism,
     MergesIgnored,
+    Piece,
+    RawRun,
     Reclassed,
     Refusing,
     Resplit,
+    Segmenting,
     SpecialsCut,
     Stage,
+    Widening,
 )
 
 Backend = Callable[[list[Request]], list[Outcome]]
+Edges = Callable[[bool], tuple[list[int], list[int]]]  # add_special -> the ids llama.cpp puts before and after
 KEPT_MUTANTS = 16  # mutant tokenizers kept (each with its own word cache)
 
 
@@ -94,13 +100,28 @@ class Mutants:
         self.made[key] = backend
         return backend
 
+    def raw_word(self, data: bytes) -> list[int] | None:
+        """The ids of raw bytes merged as one word by the vocabulary's byte-level BPE (each byte its
+        printable stand-in, as unicode_byte_encoding_process maps it), or None where the vocabulary
+        has no byte-level BPE."""
+        from reference_impl.bpe import BYTE_TO_UNICODE
+
+        encoder = self.reference.encoder if self.is_bpe else None
+        if encoder is None or not encoder.byte_encode:
+            return None
+        symbols = list(data.decode("latin-1").translate(BYTE_TO_UNICODE))
+        merged = encoder._merge_short(symbols) if len(symbols) > 1 else symbols
+        return [encoder.token_to_id[symbol] for symbol in merged]
+
     def _mutate(self, mechanisms: Sequence[Mechanism]) -> Any:
-        from reference_impl.pretokenize import reclassified
+        from reference_impl.pretokenize import LLAMA_CLASSES, Classes, reclassified
 
         mutant = copy.copy(self.reference)
         mutant._recent = {}  # the fragment cache holds the unchanged tokenizer's ids
         encoder_changes: dict[str, Any] = {}
         flips: dict[int, bool] = {}
+        table: dict[int, str] = {}
+        bound = -1
         for mechanism in sorted(mechanisms, key=repr):  # the same mutant whatever the order
             if isinstance(mechanism, SpecialsCut):
                 mutant.cut, mutant.cut_rank = dict(mutant.cut), dict(mutant.cut_rank)
@@ -117,25 +138,73 @@ class Mutants:
                 return None
             elif isinstance(mechanism, Reclassed):  # both directions' flips in one table
                 flips |= mechanism.flips
-                encoder_changes["classes"] = reclassified(flips)
+            elif isinstance(mechanism, Widening):
+                table |= mechanism.table()
+                regexes = encoder_changes.get("regexes", self.reference.encoder.regexes)
+                encoder_changes["regexes"] = mechanism.regexes(regexes)
             elif isinstance(mechanism, Resplit):
                 encoder_changes["regexes"] = mechanism.rule.regexes(self.reference.encoder.regexes)
             elif isinstance(mechanism, MergesIgnored):
                 encoder_changes["ignore_merges"] = mechanism.ignore
+                bound = mechanism.over
+        if flips or table:
+            base = reclassified(flips) if flips else LLAMA_CLASSES
+            collapse, plain = list(base.collapse), dict(base.plain)
+            for point, stand_in in table.items():
+                collapse[point] = stand_in
+                if point in plain:
+                    plain[point] = stand_in
+            encoder_changes["classes"] = Classes(collapse, plain, base.ascii_as_is)
         if encoder_changes:
             mutant.encoder = copy.copy(self.reference.encoder)
             mutant.encoder.cache = {}
             for name, value in encoder_changes.items():
                 setattr(mutant.encoder, name, value)
+            if bound >= 0:
+                mutant.encoder.encode_word = _bounded_lookup(mutant.encoder, bound)
         return mutant
 
 
-class Model:
-    """Predicts a port's answers from llama.cpp's and a set of mechanisms."""
+def _bounded_lookup(encoder: Any, over: int) -> Callable[[str], tuple[int, ...]]:
+    """`encode_word` of a port whose whole-word lookup (ignore_merges) stops at `over` bytes: a
+    longer word is merged pair by pair (a copy of the encoder without the flag, its own cache)."""
+    whole = copy.copy(encoder)
+    whole.ignore_merges, whole.cache = True, {}
+    merged = copy.copy(encoder)
+    merged.ignore_merges, merged.cache = False, {}
 
-    def __init__(self, judge: Judge, mutants: Mutants) -> None:
+    def encode_word(word: str) -> tuple[int, ...]:
+        longer = len(word.encode("utf-8", "surrogatepass")) > over
+        return merged.encode_word(word) if longer else whole.encode_word(word)  # type: ignore[no-any-return]
+
+    return encode_word
+
+
+def edges_of(facts: VocabFacts) -> Edges:
+    """The ids llama_tokenize_impl puts around a text with add_special: BOS if add_bos ([CLS] for
+    WordPiece), EOS if add_eos, or [SEP] where the vocabulary adds SEP (add_sep)."""
+    ids = facts["special_ids"]
+
+    def edges(add_special: bool) -> tuple[list[int], list[int]]:
+        if not add_special:
+            return [], []
+        head = [ids["bos"]] if facts["add_bos"] and ids.get("bos", -1) >= 0 else []
+        if facts.get("add_sep") and ids.get("sep", -1) >= 0:
+            return head, [ids["sep"]]
+        return head, [ids["eos"]] if facts["add_eos"] and ids.get("eos", -1) >= 0 else []
+
+    return edges
+
+
+class Model:
+    """Predicts a port's answers from llama.cpp's and a set of mechanisms. `edges` are the ids
+    llama.cpp adds around a text with add_special (BOS/CLS before, EOS/SEP after: the facts), which
+    a port tokenizing in pieces (`Segmenting`) puts around its pieces."""
+
+    def __init__(self, judge: Judge, mutants: Mutants, edges: Edges = lambda _: ([], [])) -> None:
         self.judge = judge
         self.mutants = mutants
+        self.edges = edges
 
     def predict_many(
         self, mechanisms: Sequence[Mechanism], inputs: Sequence[bytes], mode: Mode
@@ -143,22 +212,32 @@ class Model:
         """The answers of a port with these deviations, in one mode; None where they cannot be
         replayed (a tokenizer deviation on a vocabulary the reference cannot carry)."""
         flags = MODES[mode]
-        staged = sorted(mechanisms, key=lambda m: m.stage.value)
+        staged = sorted(mechanisms, key=lambda m: (m.stage.value, not m.FIRST))
         transformed = list(inputs)
         for mechanism in staged:
             if mechanism.stage is Stage.INPUT:
                 transformed = [mechanism.transform(d) for d in transformed]
         tokenizer = [m for m in staged if m.stage is Stage.TOKENIZER]
-        requests = [(d, *flags) for d in transformed]
+        backend: Backend = self.judge.answers
         if tokenizer:
-            backend = self.mutants.backend(tokenizer)
-            if backend is None:
+            mutant = self.mutants.backend(tokenizer)
+            if mutant is None:
                 return [None] * len(inputs)
-            answers = backend(requests)
-        else:
-            answers = self.judge.answers(requests)
+            backend = mutant
+        segmenting = next((m for m in staged if isinstance(m, Segmenting)), None)
+        pieces = [segmenting.segments(d, mode) if segmenting else None for d in transformed]
+        requests = [(d, *flags) for d, cut in zip(transformed, pieces, strict=True) if cut is None]
+        texts = list(dict.fromkeys(p for cut in pieces if cut for p in cut if isinstance(p, bytes)))
+        parse = flags[1] and (segmenting is None or segmenting.parses_pieces)
+        answers = iter(backend(requests + [(t, False, parse) for t in texts]))
+        whole = iter([next(answers) for _ in requests])
+        of_piece: dict[Piece, Outcome | None] = dict(zip(texts, answers, strict=True))
+        runs = {p for cut in pieces if cut for p in cut if isinstance(p, RawRun)}
+        of_piece |= {run: self.mutants.raw_word(run.data) for run in runs}
+        head, tail = self.edges(flags[0])
         out: list[Outcome | None] = []
-        for data, answer in zip(inputs, answers, strict=True):
+        for data, cut in zip(inputs, pieces, strict=True):
+            answer = next(whole) if cut is None else _joined(cut, of_piece, head, tail)
             for mechanism in staged:
                 if isinstance(mechanism, Refusing) and mechanism.refuses(data):
                     answer = Refusal(mechanism.label())
@@ -169,3 +248,17 @@ class Model:
 
     def predict(self, mechanisms: Sequence[Mechanism], data: bytes, mode: Mode) -> Outcome | None:
         return self.predict_many(mechanisms, [data], mode)[0]
+
+
+def _joined(
+    pieces: list[Piece], answers: dict[Piece, Outcome | None], head: list[int], tail: list[int]
+) -> Outcome | None:
+    """A port's answer made of pieces tokenized apart: a refused piece refuses the whole, one that
+    cannot be replayed (raw bytes in a vocabulary without byte-level BPE) makes it None."""
+    ids = list(head)
+    for piece in pieces:
+        answer = [piece] if isinstance(piece, int) else answers[piece]
+        if not isinstance(answer, list):
+            return answer
+        ids += answer
+    return ids + tail
