@@ -23,8 +23,8 @@ from tokconf.core.files import sha256_file
 from tokconf.implementations.llama_cpp import LlamaCppImplementation
 from tokconf.implementations.resolve import resolve
 from tokconf.live.probe import probe_library
-from tokconf.llama import local as local_module
-from tokconf.llama.build import MARKER, Build, collect_garbage
+from tokconf.llama import build as build_module
+from tokconf.llama.build import MARKER, TOKENIZER, Build, collect_garbage
 from tokconf.llama.fetch import builds_root, local_root, source_dir
 from tokconf.llama.local import BUILD_INPUTS, local_build, tree_key
 from tokconf.llama.pins import DEFAULT_BUILD
@@ -131,13 +131,14 @@ def test_the_patched_build_is_cached_by_content(
 ) -> None:
     source = patched.build.source
     assert source.content == tree_key(patched_tree) and source.kind == "local-tree"
-    marker = local_root(source.content) / "build" / MARKER
+    marker = local_root(source.content) / TOKENIZER / MARKER  # a tree is built tokenizer-only
     stamp = marker.stat().st_mtime_ns
 
-    def compile_tree(*args: object) -> None:
+    def rebuilt(*args: object) -> None:
         raise AssertionError("rebuilt")
 
-    monkeypatch.setattr(local_module, "compile_tree", compile_tree)
+    monkeypatch.setattr(build_module, "compile_tree", rebuilt)
+    monkeypatch.setattr(build_module, "compile_library", rebuilt)
     (patched_tree / "README.md").write_text("not a build input\n", encoding="utf-8")
     again = local_build(patched_tree)
     assert again == patched.build and marker.stat().st_mtime_ns == stamp
