@@ -23,11 +23,12 @@ ports on gemma-4 (262,144 tokens: minutes to explain). Per port it prints:
 - unexplained cases.
 
 `--real` also runs real tokenizer libraries through the `cmd:` adapters in benchmarks/real_libraries/,
-each only when installed, never from this project's dependencies: Hugging Face `tokenizers` with a Python
-named by `--real-python` (or `$TOKCONF_REAL_PYTHON`) that has it, and `@huggingface/tokenizers` and
+each only when installed, never from this project's dependencies: Hugging Face `tokenizers` and `tiktoken`
+(over a tokenizer.json's ranks) with a Python named by `--real-python` (or `$TOKCONF_REAL_PYTHON`) that
+has them, and `@huggingface/tokenizers` and
 `gpt-tokenizer` from the node_modules folder `--real-npm` (or `$TOKCONF_REAL_NPM`) names, e.g.
 
-    python3 -m venv /tmp/real && /tmp/real/bin/pip install tokenizers
+    python3 -m venv /tmp/real && /tmp/real/bin/pip install tokenizers tiktoken
     mkdir /tmp/npm && (cd /tmp/npm && npm install @huggingface/tokenizers gpt-tokenizer)
     python benchmarks/explain.py --real-only --real-python /tmp/real/bin/python --real-npm /tmp/npm/node_modules
 
@@ -48,6 +49,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
+# Not this script's folder (python puts it first): benchmarks/bisect.py would shadow the standard library's.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 sys.path.insert(0, str(TESTS))
 os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")]))  # workers
 
@@ -151,6 +154,14 @@ def real_libraries(python: str | None, npm: str | None) -> list[tuple[str, str, 
             found.append((f"tokenizers (PyPI), {what}", f"cmd:{python} {adapter} {tokenizer_json(pinned)}", vocab))
     else:
         print(f"skipped: Hugging Face tokenizers (PyPI): no Python with it ({python or 'give --real-python'})")
+    if python and subprocess.run([python, "-c", "import tiktoken"], capture_output=True).returncode == 0:
+        adapter = ADAPTERS / "tiktoken_adapter.py"
+        for vocab, (what, pinned) in jsons.items():
+            pattern = "LLAMA3" if vocab == "llama-bpe" else "GPT2"
+            impl = f"cmd:{python} {adapter} {tokenizer_json(pinned)} {pattern}"
+            found.append((f"tiktoken (PyPI), ranks of the {what}", impl, vocab))
+    else:
+        print(f"skipped: tiktoken (PyPI): no Python with it ({python or 'give --real-python'})")
     modules = Path(npm) if npm else None
     if modules is None:
         print("skipped: npm libraries: give --real-npm NODE_MODULES")

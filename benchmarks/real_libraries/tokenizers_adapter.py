@@ -21,8 +21,13 @@ def main() -> None:
         request = json.loads(line)
         rid, op = request["id"], request["op"]
         if op == "hello":
-            answer = {"protocol": 2, "name": "tokenizers", "version": tokenizers.__version__,
-                      "vocab_types": ["bpe", "spm", "wpm", "ugm"], "unsupported": ["invalid-utf8"]}
+            answer = {
+                "protocol": 2,
+                "name": "tokenizers",
+                "version": tokenizers.__version__,
+                "vocab_types": ["bpe", "spm", "wpm", "ugm"],
+                "unsupported": ["invalid-utf8"],
+            }
         elif op == "load":
             answer = {"ok": True, "ops": []}
         elif op == "encode":
