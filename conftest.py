@@ -24,7 +24,18 @@ CACHE = cache_root()  # read before pytester moves HOME
 
 @pytest.fixture(scope="session")
 def llama_build() -> Build:
-    """The complete pinned build (b11192) from the cache."""
+    """The pinned build (b11192) from the cache, as libllama users get it: the tokenizer-only library
+    (tests/test_tokenizer_build.py proves it answers as the full build)."""
+    try:
+        return require_build(DEFAULT_BUILD, tokenize=False)
+    except TokconfError as error:
+        pytest.fail(str(error), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def llama_full_build() -> Build:
+    """The pinned build's full CMake build, for what only it has: `llama-tokenize`, and the provenance
+    of a libllama in its build folder (libllama-common's build info, the CMakeCache.txt naming its tree)."""
     try:
         return require_build(DEFAULT_BUILD)
     except TokconfError as error:
@@ -47,10 +58,10 @@ def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that needs the pinned build (it asks for `llama_build`) is marked `oracle`, so
+    """Every test that needs the pinned build (it asks for `llama_build` or `llama_full_build`) is marked `oracle`, so
     `-m "not oracle"` runs the rest without llama.cpp."""
     for item in items:
-        if "llama_build" in getattr(item, "fixturenames", ()):
+        if {"llama_build", "llama_full_build"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.oracle)
 
 

@@ -95,34 +95,38 @@ def test_a_patched_tree_fails_on_the_cases_its_patch_changes(
     assert f"git {_head(patched_tree)} dirty" in run.impl_name
 
 
-def test_the_pinned_library_given_as_a_file_passes(llama_build: Build, check_runs: list[CheckRun]) -> None:
-    assert main(["check", "--impl", f"llama.cpp:{llama_build.libllama}", "--recordings", str(QWEN2)]) == 0
+def test_the_pinned_library_given_as_a_file_passes(llama_full_build: Build, check_runs: list[CheckRun]) -> None:
+    assert main(["check", "--impl", f"llama.cpp:{llama_full_build.libllama}", "--recordings", str(QWEN2)]) == 0
     (run,) = check_runs
     assert run.summary.problems == [] and len(run.results) > 12_000
-    assert f"libllama sha256 {sha256_file(llama_build.libllama)}" in run.impl_name
+    assert f"libllama sha256 {sha256_file(llama_full_build.libllama)}" in run.impl_name
     assert "llama_version 0.5.0-dev, build info b11192-unknown, built with GNU" in run.impl_name
 
 
-def test_the_provenance_of_a_library(llama_build: Build) -> None:
-    impl = resolve(f"llama.cpp:{llama_build.libllama}", None)
+def test_the_provenance_of_a_library(llama_full_build: Build) -> None:
+    impl = resolve(f"llama.cpp:{llama_full_build.libllama}", None)
     assert isinstance(impl, LlamaCppImplementation) and impl.library is not None
-    source, real = impl.build.source, llama_build.libllama.resolve()
-    assert (source.kind, source.origin, source.build) == ("local-library", str(llama_build.libllama), DEFAULT_BUILD)
+    source, real = impl.build.source, llama_full_build.libllama.resolve()
+    assert (source.kind, source.origin, source.build) == (
+        "local-library",
+        str(llama_full_build.libllama),
+        DEFAULT_BUILD,
+    )
     assert (source.sha256, source.library) == (sha256_file(real), str(real))
-    assert source.header == str(llama_build.llama_h)  # its build folder's CMakeCache.txt names the tree
+    assert source.header == str(llama_full_build.llama_h)  # its build folder's CMakeCache.txt names the tree
     assert (source.commit, source.dirty, source.content) == (None, None, None)  # the cache is no git checkout
     assert impl.library.version == "0.5.0-dev"  # llama_version()
     assert impl.library.build_info is not None and impl.library.build_info.startswith("b11192-unknown, built with ")
     assert impl.library.system_info is not None and impl.library.system_info.startswith("CPU : ")
 
 
-def test_a_library_without_its_tree_is_bound_with_the_pinned_header(llama_build: Build, tmp_path: Path) -> None:
+def test_a_library_without_its_tree_is_bound_with_the_pinned_header(llama_full_build: Build, tmp_path: Path) -> None:
     alone = tmp_path / "lib" / "libllama.so"  # its RUNPATH still finds the libggml*.so it was built with
     alone.parent.mkdir()
-    shutil.copy(llama_build.libllama, alone)
+    shutil.copy(llama_full_build.libllama, alone)
     made = local_build(alone)
     assert made.source.header == f"b{DEFAULT_BUILD}'s (no llama.h found beside the library)"
-    assert made.llama_h == llama_build.llama_h and made.source.sha256 == sha256_file(llama_build.libllama)
+    assert made.llama_h == llama_full_build.llama_h and made.source.sha256 == sha256_file(llama_full_build.libllama)
     assert probe_library(made).version == "0.5.0-dev"
 
 
@@ -230,11 +234,11 @@ def test_a_folder_that_is_not_a_tree_is_an_error(tmp_path: Path) -> None:
         resolve(f"llama.cpp:{tmp_path}", None)
 
 
-def test_a_library_that_does_not_load_is_an_error(llama_build: Build, tmp_path: Path) -> None:
+def test_a_library_that_does_not_load_is_an_error(llama_full_build: Build, tmp_path: Path) -> None:
     """Another architecture (the ELF class byte says 32-bit), a file that is no library, another library
     of llama.cpp's: each refused before any vocabulary, never taken for llama.cpp refusing one."""
     other_arch = tmp_path / "libllama.so"
-    data = bytearray(llama_build.libllama.read_bytes())
+    data = bytearray(llama_full_build.libllama.read_bytes())
     data[4] = 1  # EI_CLASS: ELFCLASS32
     other_arch.write_bytes(bytes(data))
     with pytest.raises(TokconfError, match=r"cannot be the oracle: it does not load: .*wrong ELF class") as wrong:
@@ -244,33 +248,33 @@ def test_a_library_that_does_not_load_is_an_error(llama_build: Build, tmp_path: 
     text.write_text("not a library\n" * 100, encoding="utf-8")
     with pytest.raises(TokconfError, match=r"cannot be the oracle: it does not load: .*invalid ELF header"):
         resolve(f"llama.cpp:{text}", None)
-    ggml = llama_build.libllama.parent / "libggml-base.so"
+    ggml = llama_full_build.libllama.parent / "libggml-base.so"
     with pytest.raises(TokconfError, match=r"cannot be the oracle: it does not export llama_backend_init"):
         resolve(f"llama.cpp:{ggml}", None)
 
 
 def test_record_with_a_local_library_says_which_library_answered(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    llama_full_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     corpus = tmp_path / "t.yaml"
     hello = "  - {id: hello, text: Hello world, why: canonical}\n"
     corpus.write_text(f"theme: t\ndescription: d\ncases:\n{hello}", encoding="utf-8")
     out = tmp_path / "out"
-    args = ["record", "--llama", str(llama_build.libllama), "--vocab", "bert-bge", "--corpus", str(corpus)]
+    args = ["record", "--llama", str(llama_full_build.libllama), "--vocab", "bert-bge", "--corpus", str(corpus)]
     assert main([*args, "--fuzz-count", "3", "--out", str(out), "--jobs", "1"]) == 0
     recording = load(out / "bert-bge.yaml")
     recorded = recording.provenance["llama_cpp"]
-    real = llama_build.libllama.resolve()
+    real = llama_full_build.libllama.resolve()
     assert recorded == {
         "build": DEFAULT_BUILD,
         "source": "local-library",
-        "origin": str(llama_build.libllama),
+        "origin": str(llama_full_build.libllama),
         "sha256": sha256_file(real),
         "commit": None,
         "dirty": None,
         "content": None,
         "library": str(real),
-        "header": str(llama_build.llama_h),
+        "header": str(llama_full_build.llama_h),
         "version": "0.5.0-dev",
         "build_info": recorded["build_info"],
         "system_info": recorded["system_info"],
@@ -295,10 +299,10 @@ def test_fuzzing_the_patched_tree_finds_the_tie_break(
     capsys.readouterr()
 
 
-def test_llama_local_prints_the_provenance(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["llama", "local", str(llama_build.libllama)]) == 0
+def test_llama_local_prints_the_provenance(llama_full_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["llama", "local", str(llama_full_build.libllama)]) == 0
     out = capsys.readouterr().out
-    assert f"libllama:  {llama_build.libllama.resolve()}" in out
+    assert f"libllama:  {llama_full_build.libllama.resolve()}" in out
     assert "version:   0.5.0-dev" in out and "build:     b11192-unknown" in out
 
 

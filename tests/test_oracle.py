@@ -55,8 +55,8 @@ def test_a_truncated_vocab_is_a_clear_error(llama_build: Build, tmp_path: Path) 
         LibllamaOracle(llama_build, broken)
 
 
-def test_the_cli_refuses_the_aborting_input_too(llama_build: Build) -> None:
-    cli = CliOracle(llama_build, _vocab(llama_build, "qwen2"), add_bos=False)
+def test_the_cli_refuses_the_aborting_input_too(llama_full_build: Build) -> None:
+    cli = CliOracle(llama_full_build, _vocab(llama_full_build, "qwen2"), add_bos=False)
     assert cli.tokenize(CRASH, False, False) == Refusal("abort: uncaught std::invalid_argument: invalid codepoint")
     assert cli.tokenize(b"<|im_start|>x", False, True) == [151644, 87]
 
@@ -92,7 +92,7 @@ SAMPLE = 60  # recorded cases per vocab re-asked of the live oracle
 
 @pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the vocab loads
 def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
-    name: str, llama_build: Build, tmp_path: Path, evidence: Evidence
+    name: str, llama_full_build: Build, tmp_path: Path, evidence: Evidence
 ) -> None:
     """One libllama worker per vocab (gemma-4's takes a second to load) answers both: the recording
     re-asked (its aborting input and a random sample, facts included), and the backend cross-check:
@@ -100,19 +100,19 @@ def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
     EVIDENCE and produced again live for LIVE_CLI (llama-tokenize reloads the vocab for every
     input: gemma-4's 12 take 15 s)."""
     recording = load(ROOT / "recordings" / "b11192" / f"{name}.yaml")
-    vocab = llama_build.models_dir / recording.provenance["vocab"]["file"]
+    vocab = llama_full_build.models_dir / recording.provenance["vocab"]["file"]
     rng = SplitMix64(int(recording.vocab_sha256[:8], 16))
     crash = [c for c in recording.cases if c.id == "invalid-utf8/above-max-f4-90"]
     sample = crash + [recording.cases[rng.below(len(recording.cases))] for _ in range(SAMPLE)]
     kept = evidence.vocabs[name]
-    plan = Plan(llama_build, tuple(load_corpus([ROOT / "corpora"])), evidence.seed, 2000, tmp_path)
+    plan = Plan(llama_full_build, tuple(load_corpus([ROOT / "corpora"])), evidence.seed, 2000, tmp_path)
     recorded = {c.id: c for c in recording.cases}
-    with LibllamaOracle(llama_build, vocab) as oracle:
+    with LibllamaOracle(llama_full_build, vocab) as oracle:
         facts = oracle.facts()
         live = oracle.tokenize_many([(c.data, *MODES[m]) for c in sample for m in MODES])
         picked = [c.id for c in crosscheck_sample(all_cases(plan, vocab, facts), evidence.sample, plan.seed)]
         worker = oracle.tokenize_many([(recorded[a.case].data, *MODES[a.mode]) for a in kept.answers])
-        again = crosscheck_vocab(plan, llama_build, vocab, evidence.sample, oracle) if name in LIVE_CLI else None
+        again = crosscheck_vocab(plan, llama_full_build, vocab, evidence.sample, oracle) if name in LIVE_CLI else None
     assert facts == recording.facts
     assert live == [c.outcomes[m] for c in sample for m in MODES]
     assert kept.sha256 == recording.vocab_sha256 and kept.file == vocab.name
@@ -125,7 +125,7 @@ def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
 
 
 def test_record_backend_cli_save_writes_the_bundled_evidence(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], evidence: Evidence
+    llama_full_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], evidence: Evidence
 ) -> None:
     """The command that wrote EVIDENCE writes the same answers again (llama-spm: cheap to load)."""
     saved = tmp_path / "answers.json"
