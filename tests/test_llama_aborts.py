@@ -41,9 +41,12 @@ def _verdicts(run: CheckRun, cases: list[str]) -> Counter[Verdict]:
     return Counter(r.verdict for r in run.results if r.case in cases)
 
 
-def _check(impl: str, tmp_path: Path, check_runs: list[CheckRun]) -> tuple[int, CheckRun, dict[str, object]]:
+def _check(
+    impl: str, tmp_path: Path, check_runs: list[CheckRun], *more: str
+) -> tuple[int, CheckRun, dict[str, object]]:
     verdict = tmp_path / "verdict.json"
-    status = main(["check", "--impl", impl, "--recordings", RECORDING, *CASES, "--json", str(verdict)])
+    recordings = [arg for path in (RECORDING, *more) for arg in ("--recordings", path)]
+    status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict)])
     return status, check_runs[-1], json.loads(verdict.read_text())
 
 
@@ -52,9 +55,16 @@ def test_a_program_that_dies_where_llama_cpp_aborts_passes_those_cases(
     batch: bool, tmp_path: Path, check_runs: list[CheckRun]
 ) -> None:
     """Every death agrees, is restarted (one start per death, but the first), and costs no give-up: all
-    cases pass and the run passes; the report and the verdict file say how many aborted so."""
+    cases pass and the run passes; the report and the verdict file say how many aborted so. With a
+    second vocabulary (gpt-2, where the same inputs give ids), the interleaving check asks the aborting
+    cases again in one process, where their deaths agree too."""
     starts = tmp_path / "starts"
-    status, run, document = _check(_port("die", starts, *["--batch"] * batch), tmp_path, check_runs)
+    impl = _port("die", starts, *["--batch"] * batch)
+    status, run, document = _check(impl, tmp_path, check_runs, "bundled/gpt-2.yaml")
+    interleaved = [r for r in run.results if r.section == "interleave"]
+    assert interleaved and {r.verdict for r in interleaved} == {Verdict.PASSED}
+    assert any(isinstance(r.actual, Refusal) and r.actual.kind is RefusalKind.DIED for r in interleaved)
+    run.results[:] = [r for r in run.results if r.vocab == VOCAB and r.section != "interleave"]
     assert _verdicts(run, ABORTING) == Counter({Verdict.PASSED: ABORTS})
     assert _verdicts(run, QUOTED + PLAIN) == Counter({Verdict.PASSED: 3 * len(QUOTED + PLAIN)})
     died = [r for r in run.results if isinstance(r.actual, Refusal)]

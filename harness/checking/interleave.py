@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.facts import Fact, VocabFacts
-from ..core.outcome import MODES, Mode, Outcome
+from ..core.outcome import MODES, Mode, Outcome, Refusal
 from ..implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
 from ..implementations.command import CommandImplementation
 from ..implementations.python import PythonImplementation
@@ -126,7 +126,8 @@ def _replayed(shared: Implementation, replay: Replay, previous: str, again: str)
                "into the same process: the implementation keeps state across vocabularies")  # fmt: skip
     out = []
     try:
-        answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in replay.cases])
+        aborts = frozenset(i for i, (case, mode) in enumerate(replay.cases) if isinstance(case.outcomes[mode], Refusal))
+        answers = session.encode_many([(case.data, *MODES[mode]) for case, mode in replay.cases], aborts)
         for (case, mode), answer in zip(replay.cases, answers, strict=True):
             passed = judge(case.outcomes[mode], answer)[0] is Verdict.PASSED
             verdict = Verdict.PASSED if passed else Verdict.FAILED

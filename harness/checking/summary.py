@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
-from ..core.outcome import InputClass, Refusal, RefusalKind
+from ..core.outcome import MODES, InputClass, Refusal, RefusalKind
 from ..recordings.format import VocabGroup
 from .contract import Decision, Gate, Section, Standing, Verdict, decide
 from .engine import CaseResult
@@ -37,9 +37,10 @@ class Summary:
                 self.problems.append(result)
             elif (
                 result.verdict is Verdict.PASSED
+                and result.section in MODES  # not the interleaving check's replays of the same cases
                 and isinstance(result.expected, Refusal)
-                and isinstance(result.actual, Refusal)
-            ):  # no actual: a vocabulary both refuse to load
+                and isinstance(result.actual, Refusal)  # none: a vocabulary both refuse to load
+            ):
                 self.aborts[(result.vocab, result.section)][result.actual.kind] += 1
 
     def count(
