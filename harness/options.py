@@ -96,7 +96,8 @@ class Option:
 
 MAX_TIMEOUT = 86400.0  # a day: longer is a typo, and would overflow the deadlines it is added to
 IMPL_HELP = (
-    "reference, a registered name (NAME:ARG for one taking an argument), module:factory, 'cmd:PROGRAM ARGS', "
+    "reference, a registered name (NAME:ARG for one taking an argument), module:factory (module:factory:ARG: "
+    "factory(ARG) is the factory), 'cmd:PROGRAM ARGS', "
     "llama.cpp@N, llama.cpp:PATH (a libllama.so or a llama.cpp source tree)"
 )
 TIMEOUT = Option(

@@ -251,6 +251,11 @@ class Tokenizer:
             raise UnsupportedVocab(f"tokenizer model {model!r} is not one llama.cpp b11192 knows")
         self.add_bos = bool(fields.get("tokenizer.ggml.add_bos_token", self.add_bos)) or self.force_bos
         self.add_eos = bool(fields.get("tokenizer.ggml.add_eos_token", self.add_eos))
+        # llama_vocab::impl::load: true for WPM and the BPE pre names jina-v1-en, jina-v2-code and
+        # roberta-bpe, then the GGUF key; reported by llama_vocab_get_add_sep, not used by tokenize.
+        sep_pres = ("jina-v1-en", "jina-v2-code", "roberta-bpe")
+        sep = self.kind == "wpm" or (model == "gpt2" and fields.get("tokenizer.ggml.pre") in sep_pres)
+        self.add_sep = bool(fields.get("tokenizer.ggml.add_sep_token", sep))
         self.eog_ids = self._end_of_generation(fields)
         special = [i for i, a in enumerate(self.attrs) if a & (ATTR_CONTROL | ATTR_USER_DEFINED | ATTR_UNKNOWN)]
         # cache_special_tokens: longest text first (std::sort; ties here by id).

@@ -27,6 +27,7 @@ class LlamaCpp:
         facts = self.oracle.facts()
         self.add_bos = facts["add_bos"]
         self.add_eos = facts["add_eos"]
+        self.add_sep = facts["add_sep"]
         self.bos_id = facts["special_ids"]["bos"]
         self.eos_id = facts["special_ids"]["eos"]
         self.eog_ids = facts["eog_ids"]

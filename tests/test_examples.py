@@ -76,7 +76,7 @@ def test_each_adapter_passes_every_gpt2_case_fact_and_decoding(
     assert run.impl_name == f"gpt2-{language}-example (cmd)"
     for mode in ("plain", "special", "bos"):
         assert _verdicts(run, mode) == {Verdict.PASSED: len(load(GPT2).cases)}
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 5}  # over protocol 2's facts op
+    assert _verdicts(run, "facts") == {Verdict.PASSED: 6}  # over protocol 2's facts op
     assert _verdicts(run, "decode") == {Verdict.PASSED: 4}  # token_to_piece and detokenize, both ways
 
 
@@ -121,7 +121,7 @@ def test_a_planted_fact_bug_fails_the_gate(
     (wrong,) = [r for r in run.results if r.verdict is not Verdict.PASSED]
     assert (wrong.section, wrong.case, wrong.verdict) == ("facts", "eos", Verdict.FAILED)
     assert "eos: the implementation says 50257, llama.cpp says 50256" in output
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 4, Verdict.FAILED: 1}
+    assert _verdicts(run, "facts") == {Verdict.PASSED: 5, Verdict.FAILED: 1}
     assert _verdicts(run, "decode") == {Verdict.PASSED: 4}
 
 
@@ -144,7 +144,7 @@ def test_a_planted_decoding_bug_fails_only_detokenize(
     }
     assert all(" differ" in r.reason for r in run.results if r.section == "decode" and r.verdict is Verdict.FAILED)
     assert _verdicts(run, "plain") == {Verdict.PASSED: len(load(GPT2).cases)}
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 5}
+    assert _verdicts(run, "facts") == {Verdict.PASSED: 6}
 
 
 def test_the_rust_unicode_tables_are_generated_from_llama_cpps_data() -> None:

@@ -126,7 +126,26 @@ def test_a_program_that_loaded_another_vocabulary_is_one_error(
     mismatch = "vocabulary mismatch: the program loaded another vocabulary than ggml-vocab-qwen2.gguf: "
     mismatch += "n_tokens 32000 (llama.cpp: 151936), bos 1 (llama.cpp: 151643)"
     assert output.count(mismatch) == 1  # told once, not once per case
-    assert "4241 errors (facts 5, plain 4236), one reason: vocabulary mismatch" in output
+    assert "4242 errors (facts 6, plain 4236), one reason: vocabulary mismatch" in output
+
+
+def test_a_special_id_said_in_load_that_differs_is_a_failed_fact_not_another_vocabulary(
+    llama_build: Build, tmp_path: Path, check_runs: list[CheckRun]
+) -> None:
+    """A binding that says its config's EOS (the tokens are the GGUF's): every case is still checked,
+    and the eos fact fails with both ids; the same EOS as llama.cpp's passes it."""
+    wrong = _program(tmp_path, ["invalid-utf8"], n_tokens=151936, special_ids={"bos": 151643, "eos": 128009})
+    plain = ["--recordings", str(QWEN2), "--mode", "plain"]  # facts are checked with a whole mode
+    assert main(["check", "--impl", wrong, *plain]) == 1
+    run = check_runs[-1]
+    facts = {r.case: r for r in run.results if r.section == "facts"}
+    assert facts["eos"].verdict is Verdict.FAILED
+    assert facts["eos"].reason == "eos: the implementation says 128009, llama.cpp says 151643"
+    assert facts["bos"].verdict is Verdict.PASSED
+    assert {r.verdict for r in run.results if r.section != "facts"} == {Verdict.PASSED, Verdict.UNSUPPORTED}
+    right = _program(tmp_path, ["invalid-utf8"], n_tokens=151936, special_ids={"bos": 151643, "eos": 151643})
+    assert main(["check", "--impl", right, *plain]) == 0
+    assert {r.case: r.verdict for r in check_runs[-1].results if r.section == "facts"}["eos"] is Verdict.PASSED
 
 
 def test_a_hello_declaring_an_unknown_class_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -350,6 +350,7 @@ type vocab struct {
 	ranks          map[string]int
 	bos, eos       int
 	addBos, addEos bool
+	addSep         bool // llama_vocab_get_add_sep: false for gpt-2's pre unless the GGUF says otherwise
 	eog            []int
 	specials       []special
 	cache          map[string][]int
@@ -406,6 +407,7 @@ func loadVocab(path string) (*vocab, error) {
 	v.eos = intField(f, "tokenizer.ggml.eos_token_id", 11)
 	v.addBos = boolField(f, "tokenizer.ggml.add_bos_token")
 	v.addEos = boolField(f, "tokenizer.ggml.add_eos_token")
+	v.addSep = boolField(f, "tokenizer.ggml.add_sep_token")
 	eog := map[int]bool{}
 	if v.eos >= 0 && v.eos < len(v.tokens) {
 		eog[v.eos] = true
@@ -705,7 +707,7 @@ func answer(r request) map[string]any {
 		return map[string]any{"ids": ids}
 	case "facts":
 		return map[string]any{"facts": map[string]any{
-			"add_bos": loaded.addBos, "add_eos": loaded.addEos, "bos": loaded.bos, "eos": loaded.eos, "eog_ids": loaded.eog,
+			"add_bos": loaded.addBos, "add_eos": loaded.addEos, "add_sep": loaded.addSep, "bos": loaded.bos, "eos": loaded.eos, "eog_ids": loaded.eog,
 		}}
 	case "token_to_piece":
 		pieces := make([]string, len(r.IDs))

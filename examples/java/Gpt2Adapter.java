@@ -95,6 +95,7 @@ public final class Gpt2Adapter {
                     Map<String, Object> facts = new LinkedHashMap<>();
                     facts.put("add_bos", loaded().addBos);
                     facts.put("add_eos", loaded().addEos);
+                    facts.put("add_sep", loaded().addSep);
                     facts.put("bos", loaded().bos);
                     facts.put("eos", loaded().eos);
                     facts.put("eog_ids", loaded().eog);

@@ -259,7 +259,7 @@ final class Gpt2Tokenizer {
     private final int[] attrs;
     private final Map<String, Integer> ranks = new HashMap<>();
     final int bos, eos;
-    final boolean addBos, addEos;
+    final boolean addBos, addEos, addSep; // addSep: llama_vocab_get_add_sep, false for gpt-2's pre
     final int[] eog;
     private final List<Map.Entry<Integer, byte[]>> specials = new ArrayList<>(); // id, text
     private final Map<String, int[]> cache = new HashMap<>();
@@ -301,6 +301,7 @@ final class Gpt2Tokenizer {
         eos = intField(f, "tokenizer.ggml.eos_token_id", 11);
         addBos = Boolean.TRUE.equals(f.get("tokenizer.ggml.add_bos_token"));
         addEos = Boolean.TRUE.equals(f.get("tokenizer.ggml.add_eos_token"));
+        addSep = Boolean.TRUE.equals(f.get("tokenizer.ggml.add_sep_token"));
         TreeSet<Integer> eogIds = new TreeSet<>();
         if (eos >= 0 && eos < tokens.length) {
             eogIds.add(eos);

@@ -243,6 +243,7 @@ class Vocab {
     if (PLANTED === "eos-plus-one") this.eos += 1;
     this.addBos = f["tokenizer.ggml.add_bos_token"] ?? false;
     this.addEos = f["tokenizer.ggml.add_eos_token"] ?? false;
+    this.addSep = f["tokenizer.ggml.add_sep_token"] ?? false; // llama_vocab_get_add_sep: false for gpt-2's pre
     const eog = new Set(this.eos >= 0 && this.eos < this.tokens.length ? [this.eos] : []);
     for (const text of EOG_TEXTS) {
       const id = this.ids.get(text);
@@ -417,7 +418,7 @@ function answer(request) {
     }
     case "facts":
       return {
-        facts: { add_bos: vocab.addBos, add_eos: vocab.addEos, bos: vocab.bos, eos: vocab.eos, eog_ids: vocab.eog },
+        facts: { add_bos: vocab.addBos, add_eos: vocab.addEos, add_sep: vocab.addSep, bos: vocab.bos, eos: vocab.eos, eog_ids: vocab.eog },
       };
     case "token_to_piece":
       return { pieces_b64: request.ids.map((id) => vocab.piece(id, request.special).toString("base64")) };

@@ -157,6 +157,9 @@ class Gate:
     claim: Claim = Claim()
     strict: bool = False
     strict_xfail: bool = False
+    # How this front end takes a claim (`--claim`, `--tokconf-claim`), named where a mode falls short
+    # on declines; None where there is none to take (a fuzz campaign).
+    claim_option: str | None = None
 
 
 @dataclass(frozen=True)
@@ -259,6 +262,8 @@ def decide(
             continue
         why = _top(by_unit, unit)
         because = f": {why}" if why else ""
+        if gate.claim_option and unit.counts[Verdict.UNSUPPORTED] and not claim.explicit:
+            because += _claim_hint(unit, gate.claim_option)
         if not unit.judged:
             reasons.append(f"nothing judged in {unit.vocab} {unit.mode}{because}")
         elif not unit.passed:
@@ -289,6 +294,14 @@ def decide(
     warnings = () if gate.strict_xfail else tuple(stale)
     return Decision(not reasons, tuple(reasons), totals, len(scope), in_scope, covered, warnings,
                     sum(u.verified for u in scope))  # fmt: skip
+
+
+def _claim_hint(unit: Unit, option: str) -> str:
+    """What a port that cannot do a mode at all (one that cannot turn special parsing off declines
+    plain mode) does instead of declining it: claim the modes it does, so the one it leaves out is out
+    of scope, said, rather than short of coverage."""
+    others = " ".join(f"{option} {unit.vocab}/{mode}" for mode in MODES if mode != unit.mode)
+    return f"; an implementation that cannot do {unit.mode} at all claims the modes it does instead: {others}"
 
 
 def _counted(unit: Unit) -> str:

@@ -64,6 +64,7 @@ class Fact(enum.Enum):
 
     ADD_BOS = "add_bos"
     ADD_EOS = "add_eos"
+    ADD_SEP = "add_sep"  # llama_vocab_get_add_sep: WordPiece (and a few BPE pre names) add [SEP]
     BOS = "bos"
     EOS = "eos"
     EOG_IDS = "eog_ids"
@@ -79,6 +80,8 @@ class Fact(enum.Enum):
             return facts["add_bos"]
         if self is Fact.ADD_EOS:
             return facts["add_eos"]
+        if self is Fact.ADD_SEP:
+            return facts["add_sep"]
         if self is Fact.EOG_IDS:
             return sorted(facts["eog_ids"])
         return facts["special_ids"][self.value]
@@ -87,7 +90,7 @@ class Fact(enum.Enum):
         """An implementation's value of this fact, typed as llama.cpp's (`llama_vocab_get_add_bos` is a
         bool, `llama_vocab_bos` a token id); a ValueError for anything else. One rule for every front
         end: in Python `True == 1` and `1.0 == 1`, so an untyped comparison would pass `1` for a flag."""
-        if self in (Fact.ADD_BOS, Fact.ADD_EOS):
+        if self in (Fact.ADD_BOS, Fact.ADD_EOS, Fact.ADD_SEP):
             if isinstance(value, bool):
                 return value
             raise ValueError(f"fact {self.value} must be true or false, not {value!r}")

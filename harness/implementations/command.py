@@ -386,8 +386,9 @@ class CommandSession:
     def facts(self) -> ExposedFacts:
         """The facts the program answers to `facts` (protocol 2); the ones it leaves out are not checked.
         A wrong type (`1` for a flag, `true` for an id) is broken, not compared: in Python `True == 1`."""
+        said = self.loaded.facts()  # what its load answer said (special_ids)
         if Op.FACTS not in self.loaded.ops:
-            return {}
+            return said
         try:
             answer = Facts.parse(self.ask(Op.FACTS, {}))
         except ProgramFailed as failure:
@@ -396,7 +397,11 @@ class CommandSession:
             raise Broken(str(wrong)) from None
         if isinstance(answer, Fault):
             raise Broken(answer.reason)
-        return answer.values
+        for fact, value in said.items():
+            if fact in answer.values and answer.values[fact] != value:
+                raise Broken(f"the program said {fact.value} {value} loading the vocabulary, then "
+                             f"{answer.values[fact]} to facts")  # fmt: skip
+        return said | answer.values
 
     def close(self) -> None:
         """The end of this vocabulary: its process ends (killed with its group if it does not exit), or

@@ -240,15 +240,22 @@ class Loaded:
         return {"ok": True, "ops": [op.value for op in Op if op in self.ops], **limit}
 
     def differences(self, vocab: VocabInfo) -> list[str]:
-        """How what the program says it loaded differs from llama.cpp's vocabulary (nothing when it
-        does not say)."""
-        found = []
-        if self.n_tokens is not None and self.n_tokens != vocab.n_tokens:
-            found.append(f"n_tokens {self.n_tokens!r} (llama.cpp: {vocab.n_tokens})")
+        """How what the program says it loaded differs from llama.cpp's vocabulary: nothing unless its
+        tokens differ (`n_tokens`), for only then is it another vocabulary; then every difference it
+        said, the special ids too. A special id alone that differs is a fact (`facts`), not this."""
+        if self.n_tokens is None or self.n_tokens == vocab.n_tokens:
+            return []
+        found = [f"n_tokens {self.n_tokens!r} (llama.cpp: {vocab.n_tokens})"]
         for name, token in sorted(self.special_ids.items()):
             if name in vocab.special_ids and token != vocab.special_ids[name]:
                 found.append(f"{name} {token!r} (llama.cpp: {vocab.special_ids[name]})")
         return found
+
+    def facts(self) -> ExposedFacts:
+        """The facts its `special_ids` say (`bos`, `eos`): checked as the `facts` answer's are, so a
+        program that says its config's EOS (128009 against the GGUF's 128001) fails that fact, and its
+        ids are still checked. The other special ids name the vocabulary, and are not compared."""
+        return {fact: self.special_ids[fact.value] for fact in (Fact.BOS, Fact.EOS) if fact.value in self.special_ids}
 
     @classmethod
     def parse(cls, answer: Mapping[str, Any], protocol: int) -> Loaded:

@@ -231,8 +231,11 @@ def _raised(where: str, error: Exception) -> str:
 
 
 def load_factory(spec: str) -> Callable[[Path], Any]:
-    """The callable a `module:factory` value names."""
-    module_name, _, attribute = spec.partition(":")
+    """The callable a `module:factory` value names; for `module:factory:ARG`, what `factory(ARG)`
+    returns, as for a registered `NAME:ARG` (one port, one tokenizer.json per vocabulary: one factory,
+    not one generated name per file). ARG is the rest of the value, colons and all (a path)."""
+    module_name, _, rest = spec.partition(":")
+    attribute, colon, argument = rest.partition(":")
     if not module_name or not attribute:
         raise TokconfError(f"--impl {spec}: expected module:factory, e.g. mypkg.tok:load")
     try:
@@ -249,11 +252,16 @@ def load_factory(spec: str) -> Callable[[Path], Any]:
     factory = getattr(module, attribute, None)
     if not callable(factory):
         raise TokconfError(f"--impl {spec}: {module_name} has no callable {attribute!r}", "name a factory function")
+    if colon:
+        return _factory_for(spec, f"{module_name}:{attribute}", factory, argument, "ARG")
     return factory  # type: ignore[no-any-return]
 
 
 ENTRY_POINT_GROUP = "tokconf.implementations"
-FORMS = "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD, llama.cpp:PATH or a registered name"
+FORMS = (
+    "module:factory, module:factory:ARG, NAME:ARG, 'cmd:PROGRAM ARGS', llama.cpp@BUILD, llama.cpp:PATH or a "
+    "registered name"
+)
 
 
 def _entry_points() -> dict[str, importlib.metadata.EntryPoint]:

@@ -160,7 +160,10 @@ class CheckPlugin:
         self.paths = paths
         claim = Claim(claims, config.getoption("tokconf_min_coverage"))
         self.gate = Gate(
-            claim, bool(config.getoption("tokconf_strict")), bool(config.getoption("tokconf_strict_xfail"))
+            claim,
+            bool(config.getoption("tokconf_strict")),
+            bool(config.getoption("tokconf_strict_xfail")),
+            "--tokconf-claim",
         )
         self.selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),

@@ -166,6 +166,7 @@ impl Adapter {
                 Json::object([
                     ("add_bos", vocab.add_bos.into()),
                     ("add_eos", vocab.add_eos.into()),
+                    ("add_sep", vocab.add_sep.into()),
                     ("bos", i64::from(vocab.bos).into()),
                     ("eos", i64::from(vocab.eos).into()),
                     ("eog_ids", ids_json(&vocab.eog)),

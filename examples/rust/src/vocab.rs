@@ -50,6 +50,7 @@ pub struct Vocab {
     pub eos: Token,
     pub add_bos: bool,
     pub add_eos: bool,
+    pub add_sep: bool, // llama_vocab_get_add_sep: false for gpt-2's pre unless the GGUF says otherwise
     pub eog: Vec<Token>,
     /// cache_special_tokens: control, user-defined and unknown tokens, longest text first.
     specials: Vec<Token>,
@@ -201,6 +202,7 @@ impl Vocab {
             eos,
             add_bos: bool_field(&fields, "tokenizer.ggml.add_bos_token").unwrap_or(false),
             add_eos: bool_field(&fields, "tokenizer.ggml.add_eos_token").unwrap_or(false),
+            add_sep: bool_field(&fields, "tokenizer.ggml.add_sep_token").unwrap_or(false),
             eog,
             specials,
             byte_to_char,
