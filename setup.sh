@@ -9,7 +9,10 @@
 # 2. what the tests (`.venv/bin/tox`), `tokconf record`, `fuzz` and `bisect` need: Debian packages
 #    (a compiler and cmake, Node, Go, a JDK and Debian's rustc/cargo for the example adapters,
 #    redis-server, ccache, headless Chromium), the test extra, and llama.cpp b11192 built into the
-#    cache (once per machine, its progress shown), then `tokconf llama info`.
+#    cache (once per machine, its progress shown): its tokenizer-only libllama, which `llama.cpp@N`
+#    and most tests load (a minute), and its full CMake build, for `llama-tokenize` and the tests
+#    that run it (harness/llama/build.py); then `tokconf llama info`. The tests build the
+#    tokenizer-only libraries of b9093 and b11434 they compare with the full builds' answers.
 #
 # A failing main job does not stop the installation, so the tests can still run and say why; the
 # script exits with the main job's status at the end (so `.ci/run` stops before the tests).
@@ -56,7 +59,7 @@ command -v redis-server >/dev/null || missing="$missing redis-server"  # tests/t
 command -v chromium >/dev/null || missing="$missing chromium"  # tests/test_html_report.py looks at the report
 [ -z "$missing" ] || apt_install $missing
 .venv/bin/pip install --quiet --disable-pip-version-check -e '.[test]'
-.venv/bin/tokconf llama build  # cmake's progress goes to stderr
+.venv/bin/tokconf llama build  # the full build and the tokenizer-only library; progress goes to stderr
 .venv/bin/tokconf llama info
 
 case "$impl" in
