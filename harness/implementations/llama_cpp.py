@@ -62,7 +62,9 @@ class LlamaCppImplementation:
 
 
 def published(build: int) -> LlamaCppImplementation:
-    """`llama.cpp@N`: the complete build N from the cache (libllama is all it uses, as a bisect builds)."""
+    """`llama.cpp@N`: build N's tokenizer-only libllama from the cache (all it calls is the vocabulary's
+    functions; tests/test_tokenizer_build.py proves it answers as the full build), or the full libllama
+    where the tokenizer-only one cannot be built for that tree (tokconf.llama.build says so)."""
     return LlamaCppImplementation(require_build(build, tokenize=False), f"llama.cpp@{build}")
 
 

@@ -74,6 +74,9 @@ GGML_DEFINES = ("-DGGML_BUILD", "-DGGML_SHARED", "-DGGML_SCHED_MAX_COPIES=4", "-
 LLAMA_DEFINES = ("-DLLAMA_BUILD", "-DLLAMA_SHARED", "-DGGML_SHARED")
 C_STANDARD, CXX_STANDARD = "-std=gnu11", "-std=gnu++17"
 
+# Itanium-mangled data: vtables, VTTs, typeinfo and its names, guard variables. A stub is a function,
+# so a class missing its vtable (constructed somewhere in these files) is no case for one.
+DATA_PREFIXES = ("_ZTV", "_ZTT", "_ZTI", "_ZTS", "_ZGV")
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
 TEMPLATE_VARIABLE = re.compile(r"@[A-Za-z0-9_]+@")
 
@@ -245,6 +248,9 @@ def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: l
     if first.returncode != 0:
         if not symbols:
             raise ShimFailed(f"linking failed:\n{_tail(first.stderr)}")
+        data = [symbol for symbol in symbols if symbol.startswith(DATA_PREFIXES)]
+        if data:  # a function stub cannot stand in for data that may be read when the library loads
+            raise ShimFailed(f"the files need data no stub can stand in for: {', '.join(_demangle(data))}")
         (out / "stubs.c").write_text(_stubs(symbols), encoding="utf-8")
         cc, _ = compilers()
         stub = [*cc, *OPTIMIZE, C_STANDARD, "-w", "-c", "stubs.c", "-o", "obj/stubs.o"]
