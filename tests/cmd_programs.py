@@ -22,6 +22,7 @@ from typing import Any
 
 BEHAVIOURS = {
     "hang": "encode sleeps for an hour",
+    "hang-on-load": "load sleeps for an hour",
     "spin": "encode spins the CPU forever",
     "orphan-then-exit": "encode starts a sleeping child (with MARKER-orphan) that holds no pipe, then exits",
     "ignore-eof": "answers, and at the end of its input sleeps for an hour instead of exiting",
@@ -48,6 +49,8 @@ def main() -> int:
         if request["op"] == "hello":
             answer.update(protocol=2, name="misbehaving", vocab_types=["bpe"])
         elif request["op"] == "load":
+            if args.behaviour == "hang-on-load":
+                time.sleep(3600)
             answer.update(ok=True)
         else:
             encodes += 1

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 import xml.etree.ElementTree as ET
 from collections import Counter
 from pathlib import Path
@@ -245,3 +247,15 @@ def test_the_contract_decides_a_plugin_run_and_a_claim_scopes_it(sandbox: pytest
     result.assert_outcomes(passed=hello)
     assert result.ret == pytest.ExitCode.OK
     result.stdout.fnmatch_lines(["PASS: * passed; coverage * cases in scope (100.00%), 1 vocab x mode"])
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "option"), [("hang", "--tokconf-timeout"), ("hang-on-load", "--tokconf-load-timeout")]
+)
+def test_a_timeout_names_the_pytest_option_that_sets_it(sandbox: pytest.Pytester, behaviour: str, option: str) -> None:
+    """In pytest the options are pytest's: a message naming `tokconf check`'s `--timeout` would send a
+    reader to an option this run does not have."""
+    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "cmd_programs.py"), behaviour])
+    args = [f"--tokconf-recordings={QWEN2}", "--tokconf-impl", program, "-k", "plain-edge-hello-world"]
+    result = sandbox.runpytest(*args, option, "1")
+    result.stdout.fnmatch_lines([f"*no answer within 1 s (the {option} option)*"])

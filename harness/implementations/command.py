@@ -58,7 +58,7 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import Program, ProgramExited, ProgramFailed, Wait
+from .transport import CLI_TIMEOUTS, Program, ProgramExited, ProgramFailed, TimeoutOptions, Wait
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)
@@ -485,15 +485,23 @@ class CommandImplementation:
 
     contained = True
 
-    def __init__(self, launcher: Launcher, timeout: float, load_timeout: float, label: str | None = "cmd") -> None:
+    def __init__(
+        self,
+        launcher: Launcher,
+        timeout: float,
+        load_timeout: float,
+        label: str | None = "cmd",
+        options: TimeoutOptions = CLI_TIMEOUTS,
+    ) -> None:
         """`label`: said after the name the program gives itself (none for tokconf's own worker, which
         gives the `--impl` value: the worker is how every Python port runs, not a kind of port). The
         first process starts here; its handshake is read when first needed (`hello`): a program that
-        cannot serve is then a usage error, before any vocabulary is asked."""
+        cannot serve is then a usage error, before any vocabulary is asked. `options`: what sets each
+        timeout where the run was started, which a timeout's message names."""
         self.launcher = launcher
         self.label = label
-        self.answer_wait = Wait(timeout)
-        self.load_wait = Wait(load_timeout, "--load-timeout")
+        self.answer_wait = Wait(timeout, options.answer)
+        self.load_wait = Wait(load_timeout, options.load)
         try:
             first = Conversation(launcher, self.answer_wait, self.load_wait, greeted=False)
         except ProgramFailed as failure:
@@ -519,7 +527,11 @@ class CommandImplementation:
 
     @classmethod
     def of_command(
-        cls, command: str, timeout: float = DEFAULT_TIMEOUT, load_timeout: float = DEFAULT_LOAD_TIMEOUT
+        cls,
+        command: str,
+        timeout: float = DEFAULT_TIMEOUT,
+        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        options: TimeoutOptions = CLI_TIMEOUTS,
     ) -> CommandImplementation:
         """`cmd:COMMAND`, split as a shell would."""
         try:
@@ -530,7 +542,7 @@ class CommandImplementation:
             ) from None
         if not argv:
             raise TokconfError("--impl cmd: needs a program", "e.g. --impl 'cmd:./my-tokenizer --serve'")
-        return cls(Launcher(tuple(argv)), timeout, load_timeout)
+        return cls(Launcher(tuple(argv)), timeout, load_timeout, options=options)
 
     @property
     def protocol(self) -> int:

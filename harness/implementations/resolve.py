@@ -26,21 +26,28 @@ from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementatio
 from .llama_cpp import local, published
 from .python import PythonImplementation, resolve_python
 from .serve import SYS_PATH, forked
+from .transport import CLI_TIMEOUTS, TimeoutOptions
 
 IN_PROCESS_ALWAYS = "reference"  # tokconf's own code: trusted, and the main job's speed
 
 
 def resolve(
-    spec: str, timeout: float | None = None, *, load_timeout: float | None = None, in_process: bool = False
+    spec: str,
+    timeout: float | None = None,
+    *,
+    load_timeout: float | None = None,
+    in_process: bool = False,
+    options: TimeoutOptions = CLI_TIMEOUTS,
 ) -> Implementation:
     """Turn an `--impl` value into an implementation. A Python implementation (but the reference) runs
     in worker processes (`tokconf.implementations.serve`, given the same value), one per vocabulary,
     and is imported there only: its code never runs in this process, which judges it. With
     `in_process` it is imported and called here (for debugging), and says it is not contained.
-    `timeout`: seconds for each answer; `load_timeout`: for starting and loading one vocabulary."""
+    `timeout`: seconds for each answer; `load_timeout`: for starting and loading one vocabulary;
+    `options`: the options that set them where the run was started (named by a timeout's message)."""
     answer, load = timeout or DEFAULT_TIMEOUT, load_timeout or DEFAULT_LOAD_TIMEOUT
     if spec.startswith("cmd:"):
-        return CommandImplementation.of_command(spec[4:], answer, load)
+        return CommandImplementation.of_command(spec[4:], answer, load, options)
     if spec.startswith("llama.cpp@"):
         number = spec.removeprefix("llama.cpp@")
         if not number.isdigit():
@@ -64,7 +71,7 @@ def resolve(
         return python
     worker = (sys.executable, "-P", "-m", "tokconf.implementations.serve", spec)  # -P: the path is the caller's
     launcher = Launcher(worker, {SYS_PATH: json.dumps(sys.path)}, label=f"--impl {spec} (its worker process)")
-    return CommandImplementation(launcher, answer, load, label=None)
+    return CommandImplementation(launcher, answer, load, label=None, options=options)
 
 
 def contained_factory(

@@ -98,6 +98,19 @@ class Wait:
         return f"{self.seconds:g} s (the {self.option} option)"
 
 
+@dataclass(frozen=True)
+class TimeoutOptions:
+    """The options that set the per-answer and the load timeout where the run was started, which every
+    timeout message names (`tokconf check` and `tokconf fuzz` by default; the pytest plugin its own)."""
+
+    answer: str = "--timeout"
+    load: str = "--load-timeout"
+
+
+CLI_TIMEOUTS = TimeoutOptions()  # tokconf check, tokconf fuzz
+PYTEST_TIMEOUTS = TimeoutOptions("--tokconf-timeout", "--tokconf-load-timeout")
+
+
 class ProgramFailed(Exception):
     """The program did not answer a request as it must; the message says how. The program has ended
     (its process group killed) by the time this is raised."""

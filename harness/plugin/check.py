@@ -35,6 +35,7 @@ from ..core.outcome import MODES, InputClass, Mode
 from ..core.printable import printable
 from ..implementations.base import Implementation
 from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
+from ..implementations.transport import PYTEST_TIMEOUTS
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
 from ..recordings.format import Recording, VocabGroup, load, recording_files
@@ -227,7 +228,8 @@ class CheckPlugin:
         if self._unresolved is not None:
             raise self._unresolved
         try:
-            return resolve(self.spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process)
+            return resolve(self.spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process,
+                           options=PYTEST_TIMEOUTS)  # fmt: skip
         except Exception as error:
             self._unresolved = error
             raise
