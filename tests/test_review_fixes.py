@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 from tokconf.checking.contract import Verdict
+from tokconf.checking.explain.causes import reason_template
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.implementations import python
@@ -277,3 +278,16 @@ def test_an_interrupted_pytest_run_fails_and_skips_the_interleaving_check(sandbo
     cut = json.loads((sandbox.path / "cut.json").read_text())
     assert cut["passed"] is False and cut["reasons"][0] == "the run was interrupted"
     assert "interleave" not in {unit["mode"] for unit in cut["units"]}
+
+
+@pytest.mark.parametrize(
+    ("reason", "template"),
+    [
+        ("invalid-utf8 (the port said: no utf16 at 12)", "invalid-utf8 (the port said: no utf16 at N)"),
+        ("x86_64 build, gpt2 pre, 3 of 40", "x86_64 build, gpt2 pre, N of N"),
+        ("code point U+110000 at -3", "code point U+N at -N"),
+    ],
+)
+def test_grouped_reasons_keep_digits_inside_words(reason: str, template: str) -> None:
+    """Numbers standing alone vary per case and are masked; digits inside a word name something."""
+    assert reason_template(reason) == template

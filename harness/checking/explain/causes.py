@@ -26,7 +26,7 @@ from .explainer import Cause
 FORMAT = 1  # the document's "format": raised when a field changes meaning
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: a port's exception text may hold it
 _VARYING = re.compile(
-    r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|(?<![A-Za-z])\d+"
+    r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|(?<!\w)\d+(?!\w)"
 )
 
 
@@ -36,8 +36,8 @@ def case_id(result: CaseResult) -> str:
 
 
 def reason_template(reason: str) -> str:
-    """A reason with what varies per case masked: `N` for numbers (not digits inside a word, as in
-    `invalid-utf8`), `'…'` for quoted text."""
+    """A reason with what varies per case masked: `N` for numbers standing alone (not digits inside a
+    word, as in `invalid-utf8`, `utf16` or `x86_64`), `'…'` for quoted text."""
     return _VARYING.sub(lambda m: "'…'" if m.group()[0] in "'\"" else "N", reason)[:500]
 
 
