@@ -65,6 +65,8 @@ from tokconf.implementations.resolve import resolve  # noqa: E402
 B11192 = ROOT / "recordings" / "b11192"
 ADAPTERS = ROOT / "benchmarks" / "real_libraries"
 SLOW_VOCABS = {"gemma-4"}
+# Runs besides each port on its own vocabulary: binding_bert's cls-from-add-bos bites only where add_bos is false.
+EXTRA = ["binding_bert@synthetic/variant-wpm-no-cls-sep"]
 
 
 @dataclass
@@ -202,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--real-npm", default=os.environ.get("TOKCONF_REAL_NPM"))
     args = parser.parse_args(argv)
     if not args.real_only:
-        for item in args.ports or list(real_ports.ALL_PORTS):
+        for item in args.ports or [*real_ports.ALL_PORTS, *EXTRA]:
             name, _, vocab = item.partition("@")
             spec = real_ports.ALL_PORTS[name]
             vocab = vocab or spec.vocab
