@@ -167,6 +167,7 @@ class Explainer:
             if not self._place(result):
                 unexplained.append(result)
         self._consolidate()
+        self._unmask()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
 
@@ -201,8 +202,8 @@ class Explainer:
             known = self._replayable(result.data, mode)
             found = self._reproducing(known, result) or self._extended(known, result)
             if found:
-                for cause in [*found, *self._masked(found, known, result)]:
-                    _join(cause, [result])
+                for cause in [*found, *self._masked(found, known, result)]:  # distinct causes: once each
+                    cause.cases.append(result)
                 return True
             held = self._held(result, mode, known)
             if held is None:
@@ -211,8 +212,8 @@ class Explainer:
                     return False
                 held = shrunk if isinstance(shrunk.mechanism, Character) else None
             if held is not None:  # with the known causes that change this case too: it may need both
-                for cause in [held, *self._changing(known, result)]:
-                    _join(cause, [result])
+                for cause in [held, *self._changing(known, result)]:  # a character cause is never known
+                    cause.cases.append(result)
                 return True
         return False
 
@@ -249,6 +250,17 @@ class Explainer:
                 needed = fewer
         return needed
 
+    def _unmask(self) -> None:
+        """Once every cause is known, each case under a masking cause is put under the causes it
+        hides as well (a short case is placed before the cause it hides is found: `\\x00` alone
+        comes before any text GPT-2's byte mapping changes)."""
+        for cause in [c for c in self.causes if c.kind in MASKING]:
+            for result in cause.cases:
+                under = [c for c in self.causes if any(r is result for r in c.cases)]
+                known = self._replayable(result.data, mode_of(result))
+                for hidden in self._masked(under, known, result):
+                    hidden.cases.append(result)
+
     def _masked(self, found: list[Cause], known: list[Cause], result: CaseResult) -> list[Cause]:
         """The known causes a masking cause hides on this case: a port that cuts the input at NUL or
         refuses it answers as if its other faults were not there, but fixing the mask alone would
@@ -256,7 +268,7 @@ class Explainer:
         byte mapping on `\\x00` after the cut is fixed)."""
         if not any(c.kind in MASKING for c in found):
             return []
-        others = [c for c in known if c not in found and c.kind not in MASKING]
+        others = [c for c in known if all(c is not f for f in found) and c.kind not in MASKING]
         masks = [f.mechanism for f in found]
         return [c for c in self._changing(others, result) if self._fits([*masks, c.mechanism], result)]
 
@@ -417,12 +429,12 @@ class Explainer:
         return same(self.model.predict(mechanisms, result.data, mode_of(result)), result.actual, mechanisms)
 
     def _show(self, cause: Cause, minimal: bytes, found_in: Mode, got: Outcome) -> None:
-        """The cause's example: the minimal input in the mode it was found in where this cause alone
-        makes the port's answer there, else the first mode where it does (a whitespace fault found in
-        bos mode is shown in plain mode, not beside a missing BOS), with llama.cpp's answer and the
-        port's own pieces. The mode printed is the mode both answers are of."""
+        """The cause's example: the minimal input in the first mode where this cause alone makes the
+        port's answer (a whitespace fault found in bos mode is shown in plain mode, not beside a
+        missing BOS), else in the mode it was found in, with llama.cpp's answer and the port's own
+        pieces. The mode printed is the mode both answers are of."""
         shown, actual = found_in, got
-        for mode in [found_in, *(m for m in MODES if m != found_in)]:
+        for mode in MODES:
             (answer,) = (got,) if mode == found_in else self._port([minimal], mode)
             (plain_answer,) = self.model.judge.answers([(minimal, *MODES[mode])])
             alone = self.model.predict([cause.mechanism], minimal, mode)
