@@ -25,11 +25,11 @@ ports on gemma-4 (262,144 tokens: minutes to explain). Per port it prints:
 `--real` also runs real tokenizer libraries through the `cmd:` adapters in benchmarks/real_libraries/,
 each only when installed, never from this project's dependencies: Hugging Face `tokenizers` and `tiktoken`
 (over a tokenizer.json's ranks) with a Python named by `--real-python` (or `$TOKCONF_REAL_PYTHON`) that
-has them, and `@huggingface/tokenizers` and
-`gpt-tokenizer` from the node_modules folder `--real-npm` (or `$TOKCONF_REAL_NPM`) names, e.g.
+has them, and `@huggingface/tokenizers`,
+`gpt-tokenizer` and `llama3-tokenizer-js` from the node_modules folder `--real-npm` (or `$TOKCONF_REAL_NPM`) names, e.g.
 
     python3 -m venv /tmp/real && /tmp/real/bin/pip install tokenizers tiktoken
-    mkdir /tmp/npm && (cd /tmp/npm && npm install @huggingface/tokenizers gpt-tokenizer)
+    mkdir /tmp/npm && (cd /tmp/npm && npm install @huggingface/tokenizers gpt-tokenizer llama3-tokenizer-js)
     python benchmarks/explain.py --real-only --real-python /tmp/real/bin/python --real-npm /tmp/npm/node_modules
 
 There are no bugs to switch off in a real library: it prints each cause with its minimal input and both
@@ -180,6 +180,10 @@ def real_libraries(python: str | None, npm: str | None) -> list[tuple[str, str, 
         found.append(("gpt-tokenizer (npm), r50k_base", f"cmd:node {adapter} gpt-tokenizer r50k_base", "gpt-2"))
     else:
         print(f"skipped: gpt-tokenizer: not in {modules}")
+    if (modules / "llama3-tokenizer-js").is_dir():
+        found.append(("llama3-tokenizer-js (npm)", f"cmd:node {adapter} llama3-tokenizer-js", "llama-bpe"))
+    else:
+        print(f"skipped: llama3-tokenizer-js: not in {modules}")
     return found
 
 

@@ -3,11 +3,14 @@
 //
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs hf-tokenizers TOKENIZER_JSON   (@huggingface/tokenizers)
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs gpt-tokenizer r50k_base        (gpt-tokenizer)
+//   cmd:node benchmarks/real_libraries/js_adapter.mjs llama3-tokenizer-js            (its baked-in Llama 3 vocabulary)
 //
 // Strings in, so inputs that are not UTF-8 are declined (`invalid-utf8`), decoded strictly and
 // keeping a leading U+FEFF. @huggingface/tokenizers: parse_special off is `split_special_tokens`
 // in the tokenizer config, add_special is `add_special_tokens`. gpt-tokenizer: parse_special on is
 // `allowedSpecial: "all"`, off `disallowedSpecial: new Set()` (special texts encoded as text).
+// llama3-tokenizer-js: add_special is its default `{bos: true, eos: true}` (off: both false); parse_special
+// off passes a `specialTokenRegex` that matches nowhere.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -36,10 +39,18 @@ if (library === "hf-tokenizers") {
   const api = await load("gpt-tokenizer", `encoding/${arg}`);
   encode = (text, addSpecial, parseSpecial) =>
     api.encode(text, parseSpecial ? { allowedSpecial: "all" } : { disallowedSpecial: new Set() });
+} else if (library === "llama3-tokenizer-js") {
+  const tokenizer = await load("llama3-tokenizer-js");
+  const nothing = /(?!)/g; // its `specialTokenRegex` option: a regex that matches nowhere parses no special token
+  encode = (text, addSpecial, parseSpecial) =>
+    tokenizer.encode(text, {
+      ...(addSpecial ? { bos: true, eos: true } : { bos: false, eos: false }), // add_special: its default, both
+      ...(parseSpecial ? {} : { specialTokenRegex: nothing }),
+    });
 } else {
   throw new Error(`unknown library ${library}`);
 }
-const packageName = library === "hf-tokenizers" ? "@huggingface/tokenizers" : "gpt-tokenizer";
+const packageName = { "hf-tokenizers": "@huggingface/tokenizers" }[library] ?? library;
 const decoder = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
 const lines = readline.createInterface({ input: process.stdin });
