@@ -304,14 +304,17 @@ class Explainer:
     # ---- shrinking and classifying ---------------------------------------------------------
 
     def _fails(self, mode: Mode, context: Sequence[Mechanism]) -> FailsFn:
-        """ddmin's test: the port answers other than llama.cpp with the known causes replayed."""
+        """ddmin's test: the port answers other than llama.cpp with the known causes replayed, and
+        other than llama.cpp itself (an input only a wrong known cause mispredicts, `ㄱ` while an NFKD
+        cause stands where the port's fault is NFC, is no example of any fault)."""
 
         def fails(inputs: list[bytes]) -> list[bool]:
             predicted = self.model.predict_many(context, inputs, mode)
+            plain = self.model.judge.answers([(data, *MODES[mode]) for data in inputs])
             actual = self._port(inputs, mode)
             return [
-                not (isinstance(a, Refusal) and a.kind is not RefusalKind.REFUSED) and not same(p, a, context)
-                for p, a in zip(predicted, actual, strict=True)
+                _answered(a) and not same(p, a, context) and not same(o, a)
+                for p, o, a in zip(predicted, plain, actual, strict=True)
             ]
 
         return fails
@@ -573,9 +576,10 @@ class Explainer:
             yield Renumbered(kind, Stage.OUTPUT, remap=remap, texts={w: self._text(w) for w in remap})
 
     def _boundaries(self) -> list[tuple[str, tuple[Kind, ...]]]:
-        """The tokens llama.cpp puts around a text and the kinds of their faults: BOS and EOS, or
-        for a vocabulary that adds SEP (the facts' add_sep: WordPiece) [CLS] and [SEP]."""
-        if self.facts.get("add_sep"):
+        """The tokens llama.cpp puts around a text and the kinds of their faults: BOS and EOS, or for
+        WordPiece [CLS] and [SEP] (llama_tokenize_impl's WPM case adds both with add_special, whatever
+        add_bos and add_sep say)."""
+        if self.facts["vocab_type"] == "wpm":
             return [("bos", (Kind.CLS_MISSING,)), ("sep", (Kind.SEP_MISSING,))]
         return [("bos", (Kind.BOS_MISSING, Kind.BOS_ADDED)), ("eos", (Kind.EOS_MISSING, Kind.EOS_ADDED))]
 

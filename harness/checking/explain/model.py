@@ -181,16 +181,18 @@ def _bounded_lookup(encoder: Any, over: int) -> Callable[[str], tuple[int, ...]]
 
 
 def edges_of(facts: VocabFacts) -> Edges:
-    """The ids llama_tokenize_impl puts around a text with add_special: BOS if add_bos ([CLS] for
-    WordPiece), EOS if add_eos, or [SEP] where the vocabulary adds SEP (add_sep)."""
+    """The ids llama_tokenize_impl puts around a text with add_special: BOS if add_bos, EOS if
+    add_eos; for WordPiece always [CLS] (its BOS) and [SEP], whatever add_bos and add_sep say (the
+    WPM case of llama_tokenize_impl pushes special_bos_id and special_sep_id)."""
     ids = facts["special_ids"]
+    wpm = facts["vocab_type"] == "wpm"
 
     def edges(add_special: bool) -> tuple[list[int], list[int]]:
         if not add_special:
             return [], []
-        head = [ids["bos"]] if facts["add_bos"] and ids.get("bos", -1) >= 0 else []
-        if facts.get("add_sep") and ids.get("sep", -1) >= 0:
-            return head, [ids["sep"]]
+        head = [ids["bos"]] if (wpm or facts["add_bos"]) and ids.get("bos", -1) >= 0 else []
+        if wpm:
+            return head, [ids["sep"]] if ids.get("sep", -1) >= 0 else []
         return head, [ids["eos"]] if facts["add_eos"] and ids.get("eos", -1) >= 0 else []
 
     return edges
