@@ -5,24 +5,20 @@ numbers, answering otherwise from chosen builds on)."""
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+import fake_history
 import pytest
-from tokconf.bisect import probe as probe_module
+from fake_history import small_qwen2
 from tokconf.bisect.probe import Answers, Key
 from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
-from tokconf.core.outcome import Outcome, Refusal, Request
+from tokconf.core.outcome import Outcome, Refusal
 from tokconf.history import data
 from tokconf.history.walk import Cases, walk
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama import registry
 from tokconf.llama.build import Build
-from tokconf.llama.lock import Lock
 
-QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
 
 
@@ -77,41 +73,13 @@ def test_a_walk_whose_end_cannot_be_probed_is_an_error() -> None:
 
 @pytest.fixture
 def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
-    """Builds 11192..11197: 11193 does not compile; from 11194 "Hello world" gets one more id, from 11196
-    the empty input gets id 7."""
-    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(registry, "published_builds", lambda: [11190, 11192, 11193, 11194, 11195, 11196, 11197])
-    provided: list[int] = []
-
-    def provide(build: int, lock: Lock, **_: object) -> Build:
-        provided.append(build)
-        if build == 11193:
-            raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
-        return dataclasses.replace(llama_build, build=build)
-
-    monkeypatch.setattr(probe_module, "provide", provide)
-    monkeypatch.setattr(probe_module, "recorded_vocab", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
-    real = LibllamaOracle.tokenize_many
-
-    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
-        answers = real(self, requests)
-        number = self.build.build
-        changed = []
-        for answer, (text, _, _) in zip(answers, requests, strict=True):
-            if isinstance(answer, list) and text == b"Hello world" and number >= 11194 and answer[-1:] != [42]:
-                answer = [*answer, 42]  # once: after a crash, the oracle asks the rest through this again
-            if text == b"" and number >= 11196:
-                answer = [7]
-            changed.append(answer)
-        return changed
-
-    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
-    return provided
+    return fake_history.install(llama_build, monkeypatch, tmp_path)
 
 
 def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Path) -> None:
     out, page, kept = tmp_path / "report.md", tmp_path / "report.html", tmp_path / "history.json.gz"
-    args = ["upgrade", "--to", "11197", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    small = small_qwen2(tmp_path / "small")
+    args = ["upgrade", "--to", "11197", "--recordings", str(small), "--lock", str(tmp_path / "l")]
     assert main([*args, "-o", str(out), "--html", str(page), "--data", str(kept)]) == 0
     history = data.read(kept)
     assert history.builds == (11192, 11193, 11194, 11195, 11196, 11197)
@@ -122,10 +90,10 @@ def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Pat
     assert hello[0] is None and hello[1] == hello[2] and isinstance(hello[1], list) and hello[1][-1] == 42
     assert history.outcomes["qwen2", "edge/empty", "bos"] == (None, None, [7])
     assert len(history.outcomes) == 12  # four cases (llama.cpp/0002 and 0011 are the same inputs), three modes
-    assert history.command == "tokconf upgrade --to 11197 --recordings bundled/qwen2.yaml"
+    assert history.command == f"tokconf upgrade --to 11197 --recordings {small}"
     assert 11193 not in history.sdists and set(history.sdists) <= {11192, 11194, 11195, 11196, 11197}
     text = out.read_text(encoding="utf-8")
-    assert "b11197 answers 12 of" in text and "2 change points" in text
+    assert "b11197 answers 12 of 18 outcomes otherwise than the recordings" in text and "2 change points" in text
     assert "compare/b11192...b11194" in text and "b11193 could not be probed" in text
     assert "<table>" in page.read_text(encoding="utf-8")
     before = list(fake_builds)
@@ -134,10 +102,13 @@ def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Pat
     assert (tmp_path / "again.json.gz").read_bytes() == kept.read_bytes()  # the same bytes for the same answers
 
 
-def test_upgrade_refuses_what_it_cannot_compare(fake_builds: list[int], capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["upgrade", "--to", "11192", "--recordings", str(QWEN2)]) == 2
+def test_upgrade_refuses_what_it_cannot_compare(
+    fake_builds: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    small = str(small_qwen2(tmp_path))
+    assert main(["upgrade", "--to", "11192", "--recordings", small]) == 2
     assert "--to 11192 is not after b11192" in capsys.readouterr().err
-    assert main(["upgrade", "--to", "11199", "--recordings", str(QWEN2)]) == 2
+    assert main(["upgrade", "--to", "11199", "--recordings", small]) == 2
     assert "b11199 is not a published build" in capsys.readouterr().err
 
 

@@ -1,0 +1,65 @@
+"""Fake published builds for tests of `tokconf upgrade` and `tokconf identify`: the pinned build under
+other numbers, answering otherwise from chosen builds on, so no llama.cpp is compiled."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+from tokconf.bisect import probe as probe_module
+from tokconf.core.errors import TokconfError
+from tokconf.core.outcome import Outcome, Request
+from tokconf.live.client import LibllamaOracle
+from tokconf.llama import registry
+from tokconf.llama.build import Build
+from tokconf.llama.lock import Lock
+from tokconf.recordings.format import load, write
+
+QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
+SMALL = ("edge/empty", "edge/hello-world", "llama.cpp/0002", "llama.cpp/0011", "llama.cpp/0005", "llama.cpp/0009")
+ONLY_EMPTY = 99999  # a build number no published build has: the empty input's change without Hello world's
+
+
+def small_qwen2(folder: Path) -> Path:
+    """qwen2's recording cut to the cases above (the two the fakes change, each twice, and two they do
+    not), so a test's upgrade and identify ask 18 outcomes, not 12,000."""
+    recording = load(QWEN2)
+    recording.cases = [case for case in recording.cases if case.id in SMALL]
+    folder.mkdir(parents=True, exist_ok=True)
+    write(folder / "qwen2.yaml", recording)
+    return folder / "qwen2.yaml"
+
+
+def install(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:
+    """Builds 11192..11197: 11193 does not compile; from 11194 "Hello world" gets one more id, from 11196
+    the empty input gets id 7. Returns the list of builds asked for, as they are asked."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(registry, "published_builds", lambda: [11190, 11192, 11193, 11194, 11195, 11196, 11197])
+    provided: list[int] = []
+
+    def provide(build: int, lock: Lock, **_: object) -> Build:
+        provided.append(build)
+        if build == 11193:
+            raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
+        return dataclasses.replace(llama_build, build=build)
+
+    monkeypatch.setattr(probe_module, "provide", provide)
+    monkeypatch.setattr(probe_module, "recorded_vocab", lambda *_: llama_build.models_dir / "ggml-vocab-qwen2.gguf")
+    real = LibllamaOracle.tokenize_many
+
+    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        answers = real(self, requests)
+        number = self.build.build
+        changed = []
+        for answer, (text, _, _) in zip(answers, requests, strict=True):
+            hello = number >= 11194 and number != ONLY_EMPTY
+            if isinstance(answer, list) and text == b"Hello world" and hello and answer[-1:] != [42]:
+                answer = [*answer, 42]  # once: after a crash, the oracle asks the rest through this again
+            if text == b"" and number >= 11196:
+                answer = [7]
+            changed.append(answer)
+        return changed
+
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
+    return provided
