@@ -100,7 +100,7 @@ def test_wrong_facts_fail(llama_build: Build, capsys: pytest.CaptureFixture[str]
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--mode", "plain")
     assert status == 1
     assert "bos: the implementation says 151644, llama.cpp says 151643" in output
-    assert _counts("facts")[0:2] == [4, 1]
+    assert _counts("facts")[0:2] == [5, 1]
 
 
 def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
@@ -206,7 +206,7 @@ def test_a_protocol_1_program_passes_and_its_facts_are_unsupported(
     status, output = check(capsys, "--impl", _cmd(), "--mode", "special")
     assert status == 0, output
     assert _counts("special")[1] == 0
-    assert _counts("facts")[0:4] == [0, 0, 0, 5]  # protocol 1 has no facts op: unsupported, never passed
+    assert _counts("facts")[0:4] == [0, 0, 0, len(Fact)]  # protocol 1 has no facts op: unsupported, never passed
     assert "bos is not exposed" in output
 
 
@@ -220,7 +220,7 @@ def test_a_python_implementation_runs_in_a_worker_over_protocol_2(
     assert status == 1
     assert "tokconf check: fake_impls:wrong_bos against" in output
     assert "bos: the implementation says 151644, llama.cpp says 151643" in output
-    assert _counts("facts")[0:2] == [4, 1]
+    assert _counts("facts")[0:2] == [5, 1]
     assert _counts("decode")[0:2] == [4, 0]
 
 

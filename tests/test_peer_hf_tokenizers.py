@@ -13,6 +13,7 @@ from npm_tokenizers import NpmFetchFailed, tokenizer_json
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
+from tokconf.core.facts import Fact
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported
 from tokconf.implementations.peers.hf_tokenizers import factory
@@ -121,8 +122,9 @@ def test_another_models_tokenizer_json_declines_the_vocabulary_as_a_vocab_mismat
         "first 256 'Ġt' vs 'ĠĠ', 257 'Ġa' vs 'ĠĠĠĠ', 258 'he' vs 'in'"
     )
     assert {r.reason for r in check_runs[-1].results} == {reason}
-    assert f"unsupported: {3 * cases + 5 + 4} of llama-bpe: {reason}" in output
-    verdict = f"FAIL: {3 * cases + 5 + 4} unsupported; coverage 0/0 cases in scope, 0 vocab x mode — nothing in scope"
+    checks = 3 * cases + len(Fact) + 4
+    assert f"unsupported: {checks} of llama-bpe: {reason}" in output
+    verdict = f"FAIL: {checks} unsupported; coverage 0/0 cases in scope, 0 vocab x mode — nothing in scope"
     assert f"{verdict}: the implementation declined every vocabulary (llama-bpe)" in output.splitlines()
 
 

@@ -137,7 +137,7 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
     cases = len(load(recording).cases)
     result.assert_outcomes(passed=3 * cases + 1 + 4)  # every case and mode, facts, decoding
     expected = {f"{name} {mode} passed": cases for mode in ("plain", "special", "bos")}
-    assert _verdicts(sandbox, "synthetic") == {**expected, f"{name} facts passed": 5, f"{name} decode passed": 4}
+    assert _verdicts(sandbox, "synthetic") == {**expected, f"{name} facts passed": 6, f"{name} decode passed": 4}
 
 
 @pytest.mark.parametrize("engine", ["tokconf", "hypothesis"])
@@ -259,3 +259,30 @@ def test_a_timeout_names_the_pytest_option_that_sets_it(sandbox: pytest.Pytester
     args = [f"--tokconf-recordings={QWEN2}", "--tokconf-impl", program, "-k", "plain-edge-hello-world"]
     result = sandbox.runpytest(*args, option, "1")
     result.stdout.fnmatch_lines([f"*no answer within 1 s (the {option} option)*"])
+
+
+def test_a_binding_dying_where_llama_cpp_aborts_passes_its_items(sandbox: pytest.Pytester) -> None:
+    """In pytest as in `tokconf check`: each death where the recording holds llama.cpp's abort is a
+    passed item, restarted, never a give-up (6 deaths, more than 5), and the summary says so."""
+    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "aborting_port.py"), "die"])
+    recording = ROOT / "recordings" / "b11192" / "synthetic" / "variant-spm-no-byte-fallback.yaml"
+    result = sandbox.runpytest(
+        f"--tokconf-recordings={recording}", "--tokconf-impl", program, "-k", "noncharacters or specials", JUNIT
+    )
+    result.assert_outcomes(passed=6)
+    assert _verdicts(sandbox, "synthetic") == {
+        f"variant-spm-no-byte-fallback {mode} passed": 2 for mode in ("plain", "special", "bos")
+    }
+    result.stdout.fnmatch_lines(
+        ["6 cases of variant-spm-no-byte-fallback abort as llama.cpp does (its process ended (restarted each time): 6)"]
+    )
+
+
+def test_a_fuzz_timeout_names_its_pytest_option(sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path) -> None:
+    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "cmd_programs.py"), "hang"])
+    result = sandbox.runpytest(
+        "--tokconf-fuzz", program, "--tokconf-fuzz-vocab", "gpt-2", "--tokconf-fuzz-mode", "plain",
+        "--tokconf-fuzz-examples", "2", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-database", "",
+        "--tokconf-fuzz-found-dir", str(tmp_path / "found"), "--tokconf-fuzz-timeout", "1",
+    )  # fmt: skip
+    result.stdout.fnmatch_lines(["*no answer within 1 s (the --tokconf-fuzz-timeout option)*"])

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import check_recording
+from tokconf.core.facts import Fact
 from tokconf.implementations.resolve import resolve
 from tokconf.llama.build import Build
 from tokconf.recordings.decoding import load_for
@@ -30,4 +31,4 @@ def test_reference_matches_llama_cpp(name: str, llama_build: Build) -> None:
     verdicts = Counter(r.verdict for r in results)
     problems = [f"{r.section} {r.case}: {r.reason}" for r in results if r.verdict is not Verdict.PASSED][:5]
     assert not problems, problems
-    assert verdicts[Verdict.PASSED] == 3 * len(recording.cases) + 5 + 4  # every case in 3 modes, 5 facts, 4 decodings
+    assert verdicts[Verdict.PASSED] == 3 * len(recording.cases) + len(Fact) + 4  # 3 modes, the facts, 4 decodings

@@ -23,6 +23,7 @@ import pytest
 from gguf import GGUFWriter
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import check_recording
+from tokconf.core.facts import Fact
 from tokconf.core.files import CORPUS
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.files import load_corpus
@@ -113,7 +114,8 @@ def test_the_pre_name_tokenizes_as_llama_cpp(pre: str, texts: list[bytes], llama
     results = list(check_recording(recording, reference, path, decoding=decoding))
     problems = [f"{r.section} {r.case}: {r.reason}" for r in results if r.verdict is not Verdict.PASSED][:5]
     assert not problems, problems
-    assert Counter(r.verdict for r in results)[Verdict.PASSED] == 3 * len(recording.cases) + 5 + 4 * bool(decoding)
+    checks = 3 * len(recording.cases) + len(Fact) + 4 * bool(decoding)
+    assert Counter(r.verdict for r in results)[Verdict.PASSED] == checks
     recorded = {case.data for case in recording.cases if set(case.outcomes) == set(MODES)}
     live = [data for data in texts if data not in recorded]
     assert 0 < len(live) < 0.1 * len(texts)  # most of the sample is in the recording

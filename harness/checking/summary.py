@@ -32,16 +32,9 @@ class Summary:
     def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
         for result in results:
             self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason,
-                       result.declined)  # fmt: skip
+                       result.declined, agreed_abort(result))  # fmt: skip
             if result.verdict.is_problem:
                 self.problems.append(result)
-            elif (
-                result.verdict is Verdict.PASSED
-                and result.section in MODES  # not the interleaving check's replays of the same cases
-                and isinstance(result.expected, Refusal)
-                and isinstance(result.actual, Refusal)  # none: a vocabulary both refuse to load
-            ):
-                self.aborts[(result.vocab, result.section)][result.actual.kind] += 1
 
     def count(
         self,
@@ -52,11 +45,15 @@ class Summary:
         standing: Standing = Standing.LOADED,
         reason: str = "",
         declined: InputClass | None = None,
+        aborted: RefusalKind | None = None,
     ) -> None:
-        """One verdict; an unsupported case's input class (`declined`) when it declined an input."""
+        """One verdict; an unsupported case's input class (`declined`) when it declined an input; how a
+        passed case aborted as llama.cpp does (`aborted`, `agreed_abort`)."""
         self.counts[(vocab, section)][verdict] += 1
         self.groups[vocab] = group
         self.standing[vocab] = standing
+        if aborted is not None:
+            self.aborts[(vocab, section)][aborted] += 1
         if verdict is not Verdict.UNSUPPORTED:
             return
         if declined is not None:
@@ -75,3 +72,12 @@ class Summary:
         verified = {unit: sum(n for c, n in found.items() if c.verified) for unit, found in self.declines.items()}
         return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases,
                       verified)  # fmt: skip
+
+
+def agreed_abort(result: CaseResult) -> RefusalKind | None:
+    """How the implementation aborted where llama.cpp aborts, on a case that passed so (refused, its
+    process died, it said it caught the abort); None for any other result, and for the interleaving
+    check's replays of the same cases and a vocabulary both refuse to load (no answer at all)."""
+    if result.verdict is not Verdict.PASSED or result.section not in MODES or not isinstance(result.expected, Refusal):
+        return None
+    return result.actual.kind if isinstance(result.actual, Refusal) else None

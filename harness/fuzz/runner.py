@@ -17,6 +17,7 @@ from typing import Any
 from ..core.outcome import MODES, Mode
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
+from ..implementations.transport import CLI_TIMEOUTS, TimeoutOptions
 from ..llama.build import Build, require_build
 from ..llama.vocabs import resolve_vocabs
 from . import PROFILES, Engine
@@ -43,6 +44,7 @@ class Asked:
     engine: Engine
     load_timeout: float | None = None
     in_process: bool = False
+    timeout_options: TimeoutOptions = CLI_TIMEOUTS  # what sets the timeouts, which their messages name
 
     @classmethod
     def of(cls, value: Callable[[str], Any], seed: int, database: str, engine: Engine) -> Asked:
@@ -92,7 +94,8 @@ class Runner:
     @functools.cached_property
     def impl(self) -> Implementation:
         asked = self.asked
-        return resolve(asked.impl, asked.timeout, load_timeout=asked.load_timeout, in_process=asked.in_process)
+        return resolve(asked.impl, asked.timeout, load_timeout=asked.load_timeout, in_process=asked.in_process,
+                       options=asked.timeout_options)  # fmt: skip
 
     def vocabs(self) -> list[Path]:
         return resolve_vocabs(list(self.asked.vocabs), self.build)

@@ -107,8 +107,7 @@ class TimeoutOptions:
     load: str = "--load-timeout"
 
 
-CLI_TIMEOUTS = TimeoutOptions()  # tokconf check, tokconf fuzz
-PYTEST_TIMEOUTS = TimeoutOptions("--tokconf-timeout", "--tokconf-load-timeout")
+CLI_TIMEOUTS = TimeoutOptions()  # tokconf check, tokconf fuzz; the pytest plugins name their own
 
 
 class ProgramFailed(Exception):

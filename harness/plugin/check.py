@@ -26,16 +26,25 @@ from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, che
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
 from ..checking.interleave import interleave, sample
-from ..checking.report import Invocation, closing_lines, decline_lines, describe, describe_cause, text_table
-from ..checking.summary import Summary
+from ..checking.report import (
+    Invocation,
+    abort_lines,
+    closing_lines,
+    decline_lines,
+    describe,
+    describe_cause,
+    text_table,
+)
+from ..checking.summary import Summary, agreed_abort
 from ..checking.verdict_json import write_unfinished, write_verdict
 from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, InputClass, Mode
+from ..core.outcome import MODES, InputClass, Mode, RefusalKind
 from ..core.printable import printable
 from ..implementations.base import Implementation
 from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
-from ..implementations.transport import PYTEST_TIMEOUTS
+from ..implementations.transport import TimeoutOptions
+from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
 from ..recordings.format import Recording, VocabGroup, load, recording_files
@@ -45,6 +54,8 @@ from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
 XFAIL_PROPERTY = "tokconf-xfail"  # the expected-failure entry an xfailed or xpassed item matched
 CAUSE_PROPERTY = "tokconf-cause"  # with --tokconf-explain: the cause a failed item is counted under
+# The options that set the timeouts in pytest, which their messages name (not `tokconf check`'s).
+TIMEOUTS = TimeoutOptions(pytest_flag("tokconf", TIMEOUT), pytest_flag("tokconf", LOAD_TIMEOUT))
 
 
 @dataclass(frozen=True)
@@ -62,6 +73,7 @@ class Reported:
     reason: str = ""  # kept for unsupported results, errors and failed facts or decoding: `--causes` lists them
     recording: str = ""  # its recording file: the interleaving check replays what passed in each
     declined: InputClass | None = None  # an unsupported case's input class
+    aborted: RefusalKind | None = None  # how a passed case aborted where llama.cpp aborts (`agreed_abort`)
 
     @classmethod
     def of(cls, result: CaseResult, group: VocabGroup, recording: Path) -> Reported:
@@ -69,7 +81,7 @@ class Reported:
         kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR) or other
         return cls(
             result.vocab, result.section, result.verdict, group, result.standing, result.case,
-            result.reason if kept else "", str(recording), result.declined,
+            result.reason if kept else "", str(recording), result.declined, agreed_abort(result),
         )  # fmt: skip
 
     def to_property(self) -> str:
@@ -77,6 +89,7 @@ class Reported:
         fields |= {"case": self.case}
         fields |= {"group": self.group.value, "standing": self.standing.value, "reason": self.reason}
         fields |= {"recording": self.recording, "declined": self.declined.value if self.declined else None}
+        fields |= {"aborted": self.aborted.value if self.aborted else None}
         return json.dumps(fields)  # ASCII: a port's lone surrogate in a reason is an escape, not an encoding error
 
     @classmethod
@@ -84,9 +97,10 @@ class Reported:
         value = json.loads(text)
         section: Section = value["section"]  # written by `to_property`
         declined = InputClass.named(value["declined"]) if value["declined"] else None
+        aborted = RefusalKind(value["aborted"]) if value["aborted"] else None
         return cls(value["vocab"], section, Verdict(value["verdict"]), VocabGroup(value["group"]),
                    Standing(value["standing"]), value["case"], value["reason"], value["recording"],
-                   declined)  # fmt: skip
+                   declined, aborted)  # fmt: skip
 
     @property
     def case_id(self) -> str:
@@ -229,7 +243,7 @@ class CheckPlugin:
             raise self._unresolved
         try:
             return resolve(self.spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process,
-                           options=PYTEST_TIMEOUTS)  # fmt: skip
+                           options=TIMEOUTS)  # fmt: skip
         except Exception as error:
             self._unresolved = error
             raise
@@ -332,7 +346,7 @@ class CheckPlugin:
             if key == PROPERTY and isinstance(value, str):
                 got = Reported.from_property(value)
                 self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason,
-                                   got.declined)  # fmt: skip
+                                   got.declined, got.aborted)  # fmt: skip
                 if got.reason:
                     self.reported.append(got)
                 if got.verdict is Verdict.PASSED and got.section in (*MODES, FACTS) and got.standing is Standing.LOADED:
@@ -441,7 +455,8 @@ class CheckPlugin:
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        table = text_table(self.summary) + decline_lines(self.summary) if self.summary.counts else []
+        notes = abort_lines(self.summary) + decline_lines(self.summary)
+        table = text_table(self.summary) + notes if self.summary.counts else []
         for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
 

@@ -12,6 +12,7 @@ key). A campaign run collects only the campaign.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from pathlib import Path
 from typing import Any
@@ -25,8 +26,9 @@ from ..fuzz import DEFAULT_DATABASE, INI_DATABASE, Engine
 from ..fuzz.campaign import CampaignStats, TargetStats
 from ..fuzz.report import summary_lines, write_html
 from ..fuzz.runner import Asked, Runner
+from ..implementations.transport import TimeoutOptions
 from ..llama.vocabs import vocab_name
-from ..options import FUZZ, pytest_flag
+from ..options import FUZZ, LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf-fuzz"  # each item's target, its counts, oracle and impl seconds, and its findings described
@@ -80,7 +82,8 @@ class FuzzPlugin:
             config.getini(INI_DATABASE) or DEFAULT_DATABASE if database is None else database,
             Engine(option("tokconf_fuzz_engine")),
         )
-        self.runner = Runner(asked)
+        named = TimeoutOptions(pytest_flag("tokconf-fuzz", TIMEOUT), pytest_flag("tokconf-fuzz", LOAD_TIMEOUT))
+        self.runner = Runner(dataclasses.replace(asked, timeout_options=named))
         self.report: Path | None = option("tokconf_fuzz_report")
         self.totals = CampaignStats(seed=asked.seed)  # every item's counts, also those xdist workers send back
         self.described: list[str] = []
