@@ -343,12 +343,10 @@ class Aborts:
     exception or GGML_ASSERT it caught). It agrees where the recording holds llama.cpp's abort, and is
     a failure, named as an abort, where llama.cpp gave ids: the program's llama.cpp aborts where the
     recorded one does not. A program that cannot catch the abort may die instead: the same verdicts,
-    at the cost of a restart (docs/line-protocol.md, section 5)."""
+    at the cost of a restart (docs/line-protocol.md, section 5). tokconf's worker never writes it: a
+    Python port's `Refused` is its refusal, and a native abort takes the worker down."""
 
     reason: str
-
-    def fields(self) -> dict[str, Any]:
-        return {"aborted": self.reason}
 
 
 EncodeAnswer = Ids | Refuses | Aborts | CannotTake | Fault
