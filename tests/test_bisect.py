@@ -236,6 +236,8 @@ def test_llama_fetch_and_build_trust_an_unpinned_build_on_first_use(
     trusted = Lock(lock).get(11200)
     assert trusted is not None and trusted == fetch_module.fetched_source(11200).sha256
     assert "b11200: trusted on first use" in capsys.readouterr().err
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(tmp_path / "other.lock")]) == 0
+    assert Lock(tmp_path / "other.lock").get(11200) == trusted  # the cached sdist, remembered by a new lock too
     monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "second"))  # the registry's file changed
     for kept in (tmp_path / "cache" / "downloads").iterdir():  # and the archive kept from the first fetch is gone
         kept.unlink()
