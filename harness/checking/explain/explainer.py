@@ -41,6 +41,7 @@ from .kinds import (
     NulTruncated,
     NumberClass,
     RawBytes,
+    RawTail,
     Reclassed,
     Refusing,
     Renumbered,
@@ -633,6 +634,7 @@ class Explainer:
             yield NulTruncated(Kind.NUL_TRUNCATED, Stage.INPUT)
         if not is_utf8(minimal):
             yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
+            yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)

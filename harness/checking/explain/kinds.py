@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import re
 import unicodedata
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -310,6 +310,7 @@ class RawRun:
 
 
 Piece = bytes | int | RawRun  # a text tokenized alone, a token, or raw bytes merged as one word
+Words = Callable[[bytes], list[bytes] | None]  # the vocabulary's pre-tokenizer words of a valid text
 
 
 @dataclass
@@ -326,8 +327,9 @@ class Segmenting(Mechanism):
         assert isinstance(other, Segmenting)
         self.tokens.update(other.tokens)
 
-    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
-        """The pieces, or None where the port tokenizes this input whole."""
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
+        """The pieces, or None where the port tokenizes this input whole (`words`: the vocabulary's
+        pre-tokenizer, for a mechanism that needs a text's last word)."""
         raise NotImplementedError
 
     def applies(self, data: bytes, mode: Mode) -> bool:
@@ -346,7 +348,7 @@ class SpecialStartOnly(Segmenting):
 
     parses_pieces: ClassVar[bool] = False
 
-    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
         for token, text in sorted(self.tokens.items(), key=lambda item: (-len(item[1]), item[0])):
             if data.startswith(text):
                 rest = data[len(text) :]
@@ -369,7 +371,7 @@ class SpecialIsolated(Segmenting):
     looks at the flag. llama.cpp tokenizes the whole input as one text (tokenizer_st_partition cuts
     nothing without parse_special but user-defined tokens)."""
 
-    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
         if MODES[mode][1] or not any(text in data for text in self.tokens.values()):
             return None
         pieces: list[bytes] = [data]
@@ -406,7 +408,7 @@ class RawBytes(Segmenting):
     `E4 B8` is two U+FFFD, where Python's `errors="replace"` makes one), and overlong forms (`C0 80`)
     decode, since only the top bits are checked (`reference_impl.unicode.decode` is that rule)."""
 
-    def segments(self, data: bytes, mode: Mode) -> list[Piece] | None:
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
         if is_utf8(data):
             return None
         text = data.decode("utf-8", errors="surrogateescape")
@@ -422,6 +424,43 @@ class RawBytes(Segmenting):
         return (
             "tokenizes bytes that are not valid UTF-8 as the raw bytes (a run of them one word); llama.cpp "
             "reads each byte it cannot decode as U+FFFD (unicode_cpts_from_utf8) and decodes overlong forms"
+        )
+
+
+@dataclass
+class RawTail(Segmenting):
+    """Everything from the first byte that is not valid UTF-8 on merged as raw bytes in one piece,
+    together with the last word of the valid text before it: tiktoken's `_encode_bytes` (the valid
+    prefix encoded as text, its last piece's tokens decoded back to bytes, and those bytes with the
+    rest of the input given to `byte_pair_encode` whole; no special token parsed). llama.cpp reads the
+    bad bytes as U+FFFD one at a time (`RawBytes`) and splits the text after them into words."""
+
+    parses_pieces: ClassVar[bool] = False  # encode_ordinary: no special token is parsed there
+
+    def key(self) -> Hashable:
+        return (self.kind, "tail")
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return not is_utf8(data)
+
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
+        try:
+            data.decode("utf-8")
+            return None
+        except UnicodeDecodeError as error:
+            start = error.start
+        prefix = data[:start]
+        split = words(prefix) if prefix else []
+        if split is None:
+            return None
+        last = split[-1] if split else b""
+        head = prefix[: len(prefix) - len(last)]
+        return [*([head] if head else []), RawRun(last + data[start:])]
+
+    def label(self) -> str:
+        return (
+            "merges everything from the first byte that is not valid UTF-8 on as raw bytes, with the word "
+            "before it (tiktoken's _encode_bytes); llama.cpp reads each such byte as U+FFFD and splits the rest"
         )
 
 

@@ -109,9 +109,22 @@ class Mutants:
         encoder = self.reference.encoder if self.is_bpe else None
         if encoder is None or not encoder.byte_encode:
             return None
+        from reference_impl.bpe import SCAN_LIMIT
+
         symbols = list(data.decode("latin-1").translate(BYTE_TO_UNICODE))
-        merged = encoder._merge_short(symbols) if len(symbols) > 1 else symbols
-        return [encoder.token_to_id[symbol] for symbol in merged]
+        if len(symbols) > 1:
+            symbols = encoder._merge(symbols) if len(symbols) > SCAN_LIMIT else encoder._merge_short(symbols)
+        return [encoder.token_to_id[symbol] for symbol in symbols]
+
+    def words(self, text: bytes) -> list[bytes] | None:
+        """The vocabulary's pre-tokenizer words of a valid UTF-8 text (the reference's regexes), or
+        None where the vocabulary has no BPE pre-tokenizer the reference carries."""
+        from reference_impl.pretokenize import split
+
+        if not self.is_bpe:
+            return None
+        encoder = self.reference.encoder
+        return [w.encode("utf-8") for w in split(text.decode("utf-8"), encoder.regexes, encoder.classes)]
 
     def _mutate(self, mechanisms: Sequence[Mechanism]) -> Any:
         from reference_impl.pretokenize import LLAMA_CLASSES, Classes, reclassified
@@ -227,7 +240,7 @@ class Model:
                 return [None] * len(inputs)
             backend = mutant
         segmenting = next((m for m in staged if isinstance(m, Segmenting)), None)
-        pieces = [segmenting.segments(d, mode) if segmenting else None for d in transformed]
+        pieces = [segmenting.segments(d, mode, self.mutants.words) if segmenting else None for d in transformed]
         requests = [(d, *flags) for d, cut in zip(transformed, pieces, strict=True) if cut is None]
         texts = list(dict.fromkeys(p for cut in pieces if cut for p in cut if isinstance(p, bytes)))
         parse = flags[1] and (segmenting is None or segmenting.parses_pieces)
