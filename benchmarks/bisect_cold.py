@@ -1,6 +1,6 @@
 """`tokconf bisect --good 9093 --bad 11192 --vocab bert-bge` from an empty build cache, as a user runs it.
 
-    python benchmarks/bisect.py [--good 9093] [--bad 11192] [--vocab bert-bge] [--expect 9596] [--warm-ccache]
+    python benchmarks/bisect_cold.py [--good 9093] [--bad 11192] [--vocab bert-bge] [--expect 9596] [--warm-ccache]
 
 What is cold: a fresh tokconf cache (no build, no extracted tree, no probe answers, no registry list)
 and, unless --warm-ccache, a fresh ccache folder, so every compiled object is compiled. What is
