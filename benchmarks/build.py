@@ -1,7 +1,7 @@
 """What a build costs: the tokenizer-only libllama cold, then a neighbouring build's with ccache warm, and
 llama.cpp's full libllama build, all in the same run.
 
-    python benchmarks/build.py [--cold 11433] [--next 11434] [--jobs 2]
+    python benchmarks/build.py [--cold 11401] [--next 11434] [--jobs 2]
 
 Runs in a temporary tokconf cache and a temporary ccache folder (the sdists come from PyPI, trusted on
 first use into a temporary lock), so nothing already cached helps:
@@ -55,7 +55,7 @@ def changed_inputs(before: Path, after: Path) -> list[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--cold", type=int, default=11433)
+    parser.add_argument("--cold", type=int, default=11401)
     parser.add_argument("--next", type=int, default=11434)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
