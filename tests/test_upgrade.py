@@ -5,11 +5,14 @@ numbers, answering otherwise from chosen builds on)."""
 
 from __future__ import annotations
 
+import dataclasses
+import subprocess
 from pathlib import Path
 
 import fake_history
 import pytest
 from fake_history import small_qwen2
+from tokconf.bisect import probe as probe_module
 from tokconf.bisect.probe import Answers, Key
 from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
@@ -18,6 +21,7 @@ from tokconf.core.outcome import Outcome, Refusal
 from tokconf.history import data
 from tokconf.history.walk import Cases, walk
 from tokconf.llama.build import Build
+from tokconf.llama.fetch import Source
 
 KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
 
@@ -116,3 +120,41 @@ def test_a_damaged_history_is_an_error_that_says_how_to_make_it(tmp_path: Path) 
     (tmp_path / "h.json.gz").write_bytes(b"not gzip")
     with pytest.raises(TokconfError, match="make it again with `tokconf upgrade"):
         data.read(tmp_path / "h.json.gz")
+
+
+def _git(repo: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_with_a_checkout_each_change_is_bisected_to_its_commit(
+    fake_builds: list[int], llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """b11195 -> b11196 (the empty input's change) holds three commits, the second made it; the change
+    next to the build that does not compile (b11193) has no two neighbours to look between."""
+    repo = tmp_path / "llama.cpp"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    shas = []
+    for subject in ("base", "ggml: faster matmul", "vocab: the empty input gets an id", "docs: readme"):
+        (repo / "file.txt").write_text(subject)
+        _git(repo, "add", "file.txt")
+        _git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", subject)
+        shas.append(_git(repo, "rev-parse", "HEAD"))
+    _git(repo, "tag", "b11195", shas[0])
+    _git(repo, "tag", "b11196", shas[3])
+
+    def build_commit(source: Path, sha: str, number: int, **_: object) -> Build:
+        answers_as = 11196 if sha in shas[2:] else number  # the fake oracle answers by build number
+        source_of = Source(number, "git-commit", str(source), None, sha)
+        return dataclasses.replace(llama_build, build=answers_as, source=source_of)
+
+    monkeypatch.setattr(probe_module, "build_commit", build_commit)
+    small = small_qwen2(tmp_path / "small")
+    out = tmp_path / "report.md"
+    args = ["upgrade", "--to", "11197", "--recordings", str(small), "--lock", str(tmp_path / "l"), "-o", str(out)]
+    assert main([*args, "--source", str(repo)]) == 0
+    text = out.read_text(encoding="utf-8")
+    link = f"[{shas[2][:12]}](https://github.com/ggml-org/llama.cpp/commit/{shas[2]})"
+    assert f"the first commit answering otherwise: {link} vocab: the empty input gets an id" in text
+    assert text.count("the first commit answering otherwise") == 1  # b11192 -> b11194 has b11193 between
