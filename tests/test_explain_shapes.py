@@ -91,6 +91,7 @@ def test_a_contraction_fault_after_whitespace_is_one_cause_naming_the_class() ->
     rule = cause.mechanism
     assert isinstance(rule, ContextRule) and rule.contraction and not rule.prefix
     assert {0x09, 0x0A, 0x0D, 0x2028, 0x3000} <= rule.points and 0x20 not in rule.points
+    assert "matches no contraction right after any whitespace but U+0020 (SPACE)" in cause.label
 
 
 class _Probing:

@@ -583,9 +583,16 @@ class ContextRule(Widening):
         return out
 
     def label(self) -> str:
+        from reference_impl.unicode import WHITESPACE
+
         rules = (("matches no contraction", self.contraction), ("drops a word's leading space", self.prefix))
         broken = " and ".join(what for what, on in rules if on)
-        return f"{broken} right after {self._names()}; llama.cpp's pre-tokenizer does"
+        spared = sorted(set(WHITESPACE) - self.points)  # llama.cpp's whitespace (unicode_set_whitespace)
+        if len(self.points) > len(spared) and len(spared) <= 4:
+            names = "any whitespace but " + _some([char_name(chr(c).encode()) for c in spared])
+        else:
+            names = self._names()
+        return f"{broken} right after {names}; llama.cpp's pre-tokenizer does"
 
 
 @dataclass(frozen=True)
