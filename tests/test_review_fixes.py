@@ -113,8 +113,8 @@ def test_a_port_that_cannot_do_a_mode_is_pointed_to_claim(
     assert main(["check", "--impl", "always_special:load", *FEW]) == 1
     hint = (
         "fail: nothing judged in qwen2 plain: 2 unsupported, other (the port said: special parsing cannot be turned "
-        "off); an implementation that cannot do plain at all claims the modes it does instead: "
-        "--claim qwen2/special --claim qwen2/bos"
+        "off); an implementation that cannot do plain at all claims the modes it does instead "
+        "(--claim, pytest --tokconf-claim): qwen2/special qwen2/bos"
     )
     assert hint in capsys.readouterr().out
     assert (

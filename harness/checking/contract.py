@@ -157,9 +157,9 @@ class Gate:
     claim: Claim = Claim()
     strict: bool = False
     strict_xfail: bool = False
-    # How this front end takes a claim (`--claim`, `--tokconf-claim`), named where a mode falls short
-    # on declines; None where there is none to take (a fuzz campaign).
-    claim_option: str | None = None
+    # Whether the front end takes a claim (`tokconf check`, pytest; not a fuzz campaign): a mode that
+    # judged nothing, every case declined, is then pointed to the claim that leaves it out.
+    claimable: bool = False
 
 
 @dataclass(frozen=True)
@@ -262,8 +262,8 @@ def decide(
             continue
         why = _top(by_unit, unit)
         because = f": {why}" if why else ""
-        if gate.claim_option and unit.counts[Verdict.UNSUPPORTED] and not claim.explicit:
-            because += _claim_hint(unit, gate.claim_option)
+        if gate.claimable and not unit.judged and not claim.explicit:
+            because += _claim_hint(unit)
         if not unit.judged:
             reasons.append(f"nothing judged in {unit.vocab} {unit.mode}{because}")
         elif not unit.passed:
@@ -296,12 +296,14 @@ def decide(
                     sum(u.verified for u in scope))  # fmt: skip
 
 
-def _claim_hint(unit: Unit, option: str) -> str:
+def _claim_hint(unit: Unit) -> str:
     """What a port that cannot do a mode at all (one that cannot turn special parsing off declines
     plain mode) does instead of declining it: claim the modes it does, so the one it leaves out is out
-    of scope, said, rather than short of coverage."""
-    others = " ".join(f"{option} {unit.vocab}/{mode}" for mode in MODES if mode != unit.mode)
-    return f"; an implementation that cannot do {unit.mode} at all claims the modes it does instead: {others}"
+    of scope, said, rather than short of coverage. Worded alike in every front end (their verdict
+    lines are compared), naming both options."""
+    others = " ".join(f"{unit.vocab}/{mode}" for mode in MODES if mode != unit.mode)
+    return (f"; an implementation that cannot do {unit.mode} at all claims the modes it does instead "
+            f"(--claim, pytest --tokconf-claim): {others}")  # fmt: skip
 
 
 def _counted(unit: Unit) -> str:

@@ -82,7 +82,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str
     if args.json:
         write_unfinished(args.json, impl)
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir)
-    gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, "--claim")
+    gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, claimable=True)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None

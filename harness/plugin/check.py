@@ -178,7 +178,7 @@ class CheckPlugin:
             claim,
             bool(config.getoption("tokconf_strict")),
             bool(config.getoption("tokconf_strict_xfail")),
-            "--tokconf-claim",
+            claimable=True,
         )
         self.selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),
