@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     builds = history.builds
     vocabs = sorted({vocab for vocab, _, _ in found.answers})
     print(f"tokconf identify: {impl.name}")
-    print(f"  asked {len(found.answers)} outcomes of {len(vocabs)} vocabularies" + (
+    print(f"  asked {len(found.answers)} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
         f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "")
         + (f"; {found.declined} declined inputs left out" if found.declined else "")
         + (f"; declined whole: {', '.join(found.declined_vocabs)}" if found.declined_vocabs else ""))  # fmt: skip

@@ -1,0 +1,163 @@
+"""`tokconf identify`: which published builds tokenize exactly like an implementation.
+
+On fakes: a history made by `tokconf upgrade` on fake builds, and implementations answering like one
+stretch of them, or like none. On real llama.cpp: the pinned build's own libllama is placed in its
+stretch of the bundled history (made from real builds b9093..b11434) and not in its neighbours across
+a change point, and a tree patched in one line of its tokenizer matches no published build, its
+differences listed."""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import fake_history
+import pytest
+from fake_history import ONLY_EMPTY, small_qwen2
+from tokconf.bisect.probe import ProbeSet
+from tokconf.cli.main import main
+from tokconf.core.errors import TokconfError
+from tokconf.core.files import BUNDLED_RECORDINGS
+from tokconf.history import data
+from tokconf.history.data import History
+from tokconf.history.identify import Identification, identify
+from tokconf.implementations.llama_cpp import LlamaCppImplementation
+from tokconf.implementations.resolve import resolve
+from tokconf.llama.build import Build
+from tokconf.llama.fetch import source_dir
+from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.recordings.format import Recording, load, recording_files
+
+
+@pytest.fixture(scope="module")
+def fake_history_file(llama_build: Build, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The history of fake builds b11192..b11197: stretches b11192, b11194..b11195, b11196..b11197; the
+    fake builds stay in place for the module's tests."""
+    tmp_path = tmp_path_factory.mktemp("fakes")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        fake_history.install(llama_build, monkeypatch, tmp_path)
+        kept = tmp_path / "history.json.gz"
+        small = small_qwen2(tmp_path / "small")
+        args = ["upgrade", "--to", "11197", "--recordings", str(small), "--lock", str(tmp_path / "l")]
+        assert main([*args, "-o", str(tmp_path / "report.md"), "--data", str(kept)]) == 0
+        yield kept
+
+
+def _small(history_file: Path) -> Path:
+    """The cut qwen2 recording the fake history was made from."""
+    return history_file.parent / "small" / "qwen2.yaml"
+
+
+def _identify(llama_build: Build, number: int, history_file: Path, history: History | None = None) -> Identification:
+    history = history or data.read(history_file)
+    recordings = [load(_small(history_file))]
+    probes = ProbeSet.from_recordings(recordings, frozenset(), None)
+    impl = LlamaCppImplementation(dataclasses.replace(llama_build, build=number), f"fake b{number}")
+    return identify(impl, history, recordings, probes)
+
+
+def test_each_fake_build_is_placed_in_its_stretch(llama_build: Build, fake_history_file: Path) -> None:
+    spans = {}
+    for number in (11192, 11195, 11197):
+        found = _identify(llama_build, number, fake_history_file)
+        spans[number] = [(first.first, last.last) for first, last in found.ranges]
+    assert spans == {11192: [(11192, 11192)], 11195: [(11194, 11195)], 11197: [(11196, 11197)]}
+    found = _identify(llama_build, 11195, fake_history_file)
+    assert found.mismatches == [6, 0, 6]  # hello world, then the empty input (each 2 cases x 3 modes)
+    assert {case for _, case, _ in found.versus(None)} == {"edge/hello-world", "llama.cpp/0011"}
+
+
+def test_an_implementation_like_no_build_is_told_so_with_its_nearest(
+    llama_build: Build, fake_history_file: Path
+) -> None:
+    found = _identify(llama_build, ONLY_EMPTY, fake_history_file)  # the empty input's change alone
+    assert found.ranges == []
+    assert found.mismatches == [6, 12, 6]
+    assert (found.nearest.first, found.nearest.last) == (11196, 11197)  # the later of the two as near
+    assert {case for _, case, _ in found.versus(None)} == {"edge/empty", "llama.cpp/0002"}
+
+
+def test_identify_on_the_command_line(
+    llama_build: Build, fake_history_file: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tokconf.implementations import resolve as resolve_module
+
+    def fake(spec: str, *_: object, **__: object) -> LlamaCppImplementation:
+        number = int(spec.removeprefix("llama.cpp@"))
+        return LlamaCppImplementation(dataclasses.replace(llama_build, build=number), spec)
+
+    monkeypatch.setattr(resolve_module, "resolve", fake)
+    args = ["identify", "--data", str(fake_history_file), "--recordings", str(_small(fake_history_file))]
+    assert main([*args, "--impl", "llama.cpp@11194"]) == 0
+    assert "tokenizes exactly like: b11194..b11195 (2 published builds)" in capsys.readouterr().out
+    assert main([*args, "--impl", f"llama.cpp@{ONLY_EMPTY}"]) == 1
+    out = capsys.readouterr().out
+    assert "no published build in b11192..b11197 tokenizes exactly like it" in out
+    assert "against the pinned build b11192 (its recordings): 6 outcomes differ" in out
+
+
+def test_a_history_of_other_recordings_is_refused(llama_build: Build, fake_history_file: Path) -> None:
+    history = dataclasses.replace(data.read(fake_history_file), vocabs={"qwen2": "0" * 64})
+    with pytest.raises(TokconfError, match="made from other recordings"):
+        _identify(llama_build, 11192, fake_history_file, history)
+
+
+def _bundled(names: set[str]) -> list[Recording]:
+    return [load(p) for p in recording_files([BUNDLED_RECORDINGS]) if p.stem in names]
+
+
+def _identify_real(spec: str, recordings: list[Recording], history: History) -> Identification:
+    impl = resolve(spec)
+    try:
+        return identify(impl, history, recordings, ProbeSet.from_recordings(recordings, frozenset(), None))
+    finally:
+        impl.close()
+
+
+def test_the_pinned_library_is_placed_between_its_change_points(llama_build: Build) -> None:
+    """The bundled history's stretch holding b11192, asked on the vocabularies whose changes bound it:
+    the answer holds b11192 and neither neighbour across those change points."""
+    history = data.read()
+    index = next(i for i, s in enumerate(history.stretches) if s.first <= DEFAULT_BUILD <= s.last)
+    stretch = history.stretches[index]
+    bounding = [i for i in (index - 1, index + 1) if 0 <= i < len(history.stretches)]
+    assert bounding, "the bundled history has a change point next to the pinned build"
+    vocabs = {vocab for vocab, _, _ in _changed_between(history, index, bounding)}
+    found = _identify_real(f"llama.cpp:{llama_build.libllama}", _bundled(vocabs), history)
+    assert [(first.first, last.last) for first, last in found.ranges] == [(stretch.first, stretch.last)]
+    assert not found.versus(None)  # answers as its own recordings do
+    for neighbour in bounding:
+        assert found.mismatches[neighbour] > 0
+
+
+def _changed_between(history: History, index: int, others: list[int]) -> set[tuple[str, str, str]]:
+    return {key for key, answers in history.outcomes.items() for other in others if answers[index] != answers[other]}
+
+
+GIT = ["git", "-c", "user.name=tokconf", "-c", "user.email=tokconf@example.invalid", "-c", "commit.gpgsign=false"]
+COMPARATOR = "return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);"  # as tests/test_llama_local.py
+PATCHED = "return l.rank > r.rank || (l.rank == r.rank && l.left < r.left);"
+
+
+def test_a_patched_tree_matches_no_published_build(llama_build: Build, tmp_path: Path) -> None:
+    """b11192's tree with its BPE tie-break flipped (the patch of tests/test_llama_local.py, so its
+    build is shared through the cache): qwen2 answers otherwise in 313 outcomes, which no published
+    build of the history does."""
+    tree = tmp_path / "llama.cpp"
+    pinned = source_dir(DEFAULT_BUILD)
+    shutil.copytree(
+        pinned, tree, ignore=lambda folder, names: ["docs", "models", "media"] if folder == str(pinned) else []
+    )
+    vocab_cpp = tree / "src" / "llama-vocab.cpp"
+    text = vocab_cpp.read_text(encoding="utf-8")
+    assert text.count(COMPARATOR) == 1
+    vocab_cpp.write_text(text.replace(COMPARATOR, PATCHED), encoding="utf-8")
+    subprocess.run([*GIT, "init", "-q", str(tree)], check=True)
+    found = _identify_real(f"llama.cpp:{tree}", _bundled({"qwen2"}), data.read())
+    assert found.ranges == []
+    differ = found.versus(None)
+    assert len(differ) == 313 and {vocab for vocab, _, _ in differ} == {"qwen2"}
+    assert min(found.mismatches) == 313  # qwen2 never changed in the history: every stretch is as far
