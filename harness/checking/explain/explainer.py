@@ -65,6 +65,8 @@ HELD_CHECKED = 8  # variants of `character` causes a case holds that the port is
 MASKING = frozenset({Kind.NUL_TRUNCATED, Kind.TOO_LONG_REFUSED, Kind.REFUSED, Kind.INVALID_UTF8_REFUSED})
 LOOKUP_BOUNDS = (8, 12, 15, 16, 24, 31, 32, 48, 63, 64, 127, 128, 255, 256)  # key buffer sizes ports use
 FailsFn = Callable[[list[bytes]], list[bool]]
+# A port refusing: it raised Refused, or says the llama.cpp it wraps aborted and it caught that.
+REFUSING = frozenset({RefusalKind.REFUSED, RefusalKind.ABORTED})
 
 
 def same(predicted: Outcome | None, actual: Outcome | None, mechanisms: Sequence[Mechanism] = ()) -> bool:
@@ -74,7 +76,7 @@ def same(predicted: Outcome | None, actual: Outcome | None, mechanisms: Sequence
         return False
     if isinstance(predicted, Refusal):
         if isinstance(actual, Refusal):
-            return actual.kind is RefusalKind.REFUSED
+            return actual.kind in REFUSING
         return any(m.kind is Kind.NOT_REFUSED for m in mechanisms)
     return predicted == actual
 
@@ -719,7 +721,7 @@ def _whitespace() -> frozenset[int]:
 
 def _answered(outcome: Outcome) -> bool:
     """Ids or a refusal: not a port's error or decline, which says nothing of a mechanism."""
-    return not isinstance(outcome, Refusal) or outcome.kind is RefusalKind.REFUSED
+    return not isinstance(outcome, Refusal) or outcome.kind in REFUSING
 
 
 def _folds(known: Mechanism, new: Mechanism) -> bool:
