@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import fake_history
@@ -33,9 +32,9 @@ from tokconf.recordings.format import Recording, load, recording_files
 
 
 @pytest.fixture(scope="module")
-def fake_history_file(llama_build: Build, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """The history of fake builds b11192..b11197: stretches b11192, b11194..b11195, b11196..b11197; the
-    fake builds stay in place for the module's tests."""
+def history_of_fakes(llama_build: Build, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The history of fake builds b11192..b11197 (stretches b11192, b11194..b11195, b11196..b11197),
+    made once; the fakes are undone after, so no other test sees them."""
     tmp_path = tmp_path_factory.mktemp("fakes")
     with pytest.MonkeyPatch.context() as monkeypatch:
         fake_history.install(llama_build, monkeypatch, tmp_path)
@@ -43,7 +42,16 @@ def fake_history_file(llama_build: Build, tmp_path_factory: pytest.TempPathFacto
         small = small_qwen2(tmp_path / "small")
         args = ["upgrade", "--to", "11197", "--recordings", str(small), "--lock", str(tmp_path / "l")]
         assert main([*args, "-o", str(tmp_path / "report.md"), "--data", str(kept)]) == 0
-        yield kept
+    return kept
+
+
+@pytest.fixture
+def fake_history_file(
+    history_of_fakes: Path, llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> Path:
+    """That history, with the fake builds in place for this test (they answer by build number)."""
+    fake_history.install(llama_build, monkeypatch, tmp_path)
+    return history_of_fakes
 
 
 def _small(history_file: Path) -> Path:
