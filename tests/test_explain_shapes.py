@@ -274,3 +274,86 @@ def test_a_bos_that_is_a_normal_token_is_labelled_with_its_text() -> None:
         impl.close()
     (cause,) = explanation.causes
     assert cause.kind is Kind.BOS_ADDED and "',' (11)" in cause.label
+
+
+class _StickyGpt2(_NlAddsZero):
+    """GPT-2 with gpt-tokenizer 4's special-token scan (`BytePairEncodingCore.findNextSpecialToken`):
+    with special parsing on, a sticky regex is tried at the scan position only (the start, or the
+    end of the token before), and the token found at offset s is taken to start at 2s (the text
+    between kept as text); with it off nothing is parsed, as in llama.cpp."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        reference = self.reference
+        if not parse_special:
+            return list(reference.encode(data, add_special, False))
+        specials = [(reference.special_bytes[t], t) for t in reference.specials if reference.special_bytes[t]]
+        ids: list[int] = []
+        at = 0
+        while True:
+            found = next(((text, t) for text, t in specials if data.startswith(text, at)), None)
+            if found is None:
+                return ids + list(reference.encode(data[at:], False, False))
+            ids += [*reference.encode(data[at : 2 * at], False, False), found[1]]
+            at = 2 * at + len(found[0])
+
+
+class _ShiftedLlama3(_NlAddsZero):
+    """Llama 3 as llama3-tokenizer-js 1.2 tokenizes it: EOS `<|end_of_text|>` appended with
+    add_special (its `encode` adds both BOS and EOS by default), and the reserved special tokens from
+    128002 up numbered one higher than the GGUF vocabulary (its own special-token table)."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ids = [t + 1 if t >= 128002 else t for t in self.reference.encode(data, add_special, parse_special)]
+        return [*ids, 128001] if add_special else ids
+
+
+def _explained_port(port: Any, vocab: str, selection: Selection) -> tuple[CheckedFile, Explanation]:
+    impl = PythonImplementation(port.__name__, port)
+    try:
+        checked = check_file(BUNDLED / f"{vocab}.yaml", impl, selection, ExpectedFailures(), None)
+        return checked, explain_file(checked, impl)
+    finally:
+        impl.close()
+
+
+def test_a_sticky_special_scan_is_one_start_only_cause_that_parses_nothing_in_plain_mode() -> None:
+    """gpt-tokenizer's shape: `\\n<|endoftext|>` is all text with special parsing on, `<|endoftext|>`
+    alone is text in plain mode (right) and the token with parsing on; one `special-start-only` cause,
+    not a `character` one, and it says plain mode parses nothing (contrast `startonly_gpt2`)."""
+    checked, explanation = _explained_port(_StickyGpt2, "gpt-2", Selection(sections=frozenset({"plain", "special"})))
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    assert failed and not explanation.unexplained
+    (cause,) = explanation.causes
+    mechanism = cause.mechanism
+    assert isinstance(mechanism, SpecialStartOnly) and not mechanism.plain and mechanism.doubled
+    assert sorted(map(id, cause.cases)) == sorted(map(id, failed))
+    assert {r.section for r in failed} == {"special"}
+    assert "with parse_special=true" in cause.label and "even with parse_special=false" not in cause.label
+
+
+def test_a_renumbered_special_token_behind_an_added_eos_needs_no_shrink() -> None:
+    """llama3-tokenizer-js's shape: in bos mode each reserved token's answer differs by its id and by
+    the EOS appended; the renumbering is read off llama.cpp's answer with the EOS replayed, so each
+    of the 250 tokens joins `special-wrong-id` (with `eos-added`) without a shrink of its own (the
+    shrinking budget would leave most unexplained)."""
+    cases = frozenset(f"vocab/{t}-alone" for t in range(128000, 128256))
+    checked, explanation = _explained_port(
+        _ShiftedLlama3, "llama-bpe", Selection(sections=frozenset({"bos"}), cases=cases)
+    )
+    failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
+    assert len(failed) > 200 and not explanation.unexplained
+    kinds = {c.kind: c for c in explanation.causes}
+    assert set(kinds) == {Kind.EOS_ADDED, Kind.SPECIAL_WRONG_ID}
+    assert len(kinds[Kind.EOS_ADDED].cases) == len(failed)
+    assert len(kinds[Kind.SPECIAL_WRONG_ID].cases) == len(failed) - 2  # BOS and EOS keep their ids
+    assert explanation.shrinks < 10
+
+
+def test_a_raw_tail_keeps_the_words_before_it_as_the_prefix_splits_them(probing: Any) -> None:
+    """tiktoken's `_encode_bytes` on ` <U+205F>쯸\\xbf`: the valid prefix tokenized whole splits ` `
+    from `<U+205F>` (a letter follows), and only `쯸` is merged with the raw byte; ` <U+205F>`
+    tokenized alone would be one word."""
+    explainer = probing("rawbytes_gpt2")
+    tail = RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
+    data = " \u205f쯸".encode() + b"\xbf"
+    assert explainer.model.predict([tail], data, "plain") == [220, 46256, 253, 168, 107, 116, 123]

@@ -341,27 +341,66 @@ class Segmenting(Mechanism):
 
 @dataclass
 class SpecialStartOnly(Segmenting):
-    """Special tokens matched only where their text opens the input, and there in every mode (a
+    """Special tokens matched only where their text opens the input, the rest tokenized as text: a
     binding checking `text.startswith(special)` so that a chat prompt's leading token is one token,
-    and tokenizing the rest as text): with parse_special off llama.cpp keeps that text as text; with
-    it on llama.cpp parses the token wherever it is. `tokens` are every special text the port knows."""
+    there in every mode (`plain`); or gpt-tokenizer 4's `findNextSpecialToken`, whose sticky regex
+    (`new RegExp(escaped.join('|'), 'y')`, `lastIndex = searchIndex`) matches only at the scan
+    position, only with special parsing on, and which returns `match.index + searchIndex` for a
+    match whose index is already `searchIndex` (`doubled`): a token right after a leading one is
+    placed at twice its offset, the text between kept as text (`<|endoftext|><|endoftext|>` →
+    [50256, <text of <|endoftext|>>, 50256]) and the scan resumed past it. llama.cpp keeps the text
+    as text with parse_special off and parses the token wherever it is with it on. `tokens` are
+    every special text the port knows."""
 
     parses_pieces: ClassVar[bool] = False
+    plain: bool = True  # parses the leading token with parse_special off too
+    doubled: bool = False  # gpt-tokenizer's scan: a token found at offset s is taken to start at 2s
+
+    def key(self) -> Hashable:
+        return (self.kind, self.plain, self.doubled)
 
     def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
-        for token, text in sorted(self.tokens.items(), key=lambda item: (-len(item[1]), item[0])):
-            if data.startswith(text):
-                rest = data[len(text) :]
-                return [token, rest] if rest else [token]
-        if MODES[mode][1] and any(text in data for text in self.tokens.values()):
+        parse_special = MODES[mode][1]
+        if not parse_special and not self.plain:
+            return None
+        ordered = sorted(self.tokens.items(), key=lambda item: (-len(item[1]), item[0]))
+        text = data.decode("utf-8", errors="surrogateescape").encode("utf-16-le", errors="surrogatepass")
+        pieces: list[Piece] = []
+        at = 0  # the scan position in UTF-16 code units (JavaScript's string indices)
+        while at * 2 <= len(text):
+            rest = _utf8(text[at * 2 :])
+            token = next((t for t, special in ordered if rest.startswith(special)), None)
+            if token is None:
+                break
+            start = 2 * at if self.doubled else at
+            pieces += [p for p in (_utf8(text[at * 2 : start * 2]), token) if p != b""]
+            at = start + len(self.tokens[token])  # special texts are ASCII: one code unit a byte
+            if not self.doubled:
+                break
+        if pieces:
+            tail = _utf8(text[at * 2 :])
+            return [*pieces, tail] if tail else pieces
+        if parse_special and any(special in data for special in self.tokens.values()):
             return [data]  # parsed nowhere else
         return None
 
     def label(self) -> str:
+        where = "only at the start of the text"
+        if self.doubled:
+            where += " (a second one right after it at twice its offset, the text between kept as text)"
+        if self.plain:
+            return (
+                f"parses special tokens ({self._names()}) {where}, there even with parse_special=false; "
+                "llama.cpp parses them anywhere with parse_special and nowhere without"
+            )
         return (
-            f"parses special tokens ({self._names()}) only at the start of the text, there even with "
-            "parse_special=false; llama.cpp parses them anywhere with parse_special and nowhere without"
+            f"parses special tokens ({self._names()}) {where} with parse_special=true; llama.cpp parses them anywhere"
         )
+
+
+def _utf8(units: bytes) -> bytes:
+    """UTF-16-LE code units back to the input's bytes (invalid bytes as they came)."""
+    return units.decode("utf-16-le", errors="surrogatepass").encode("utf-8", errors="surrogateescape")
 
 
 @dataclass
@@ -432,7 +471,8 @@ class RawTail(Segmenting):
     """Everything from the first byte that is not valid UTF-8 on merged as raw bytes in one piece,
     together with the last word of the valid text before it: tiktoken's `_encode_bytes` (the valid
     prefix encoded as text, its last piece's tokens decoded back to bytes, and those bytes with the
-    rest of the input given to `byte_pair_encode` whole; no special token parsed). llama.cpp reads the
+    rest of the input given to `byte_pair_encode` whole; no special token parsed). The other words
+    keep the tokens they have in the prefix tokenized whole. llama.cpp reads the
     bad bytes as U+FFFD one at a time (`RawBytes`) and splits the text after them into words."""
 
     parses_pieces: ClassVar[bool] = False  # encode_ordinary: no special token is parsed there
@@ -453,9 +493,10 @@ class RawTail(Segmenting):
         split = words(prefix) if prefix else []
         if split is None:
             return None
-        last = split[-1] if split else b""
-        head = prefix[: len(prefix) - len(last)]
-        return [*([head] if head else []), RawRun(last + data[start:])]
+        # the words before the last one each alone, as the prefix tokenized whole splits them: the
+        # text before the last word, tokenized alone, may split otherwise at its new end (` <U+205F>`
+        # is one word at the end of a text, ` ` and `<U+205F>` before a letter)
+        return [*split[:-1], RawRun((split[-1] if split else b"") + data[start:])]
 
     def label(self) -> str:
         return (
