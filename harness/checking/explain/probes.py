@@ -54,10 +54,12 @@ _AROUND = (
     (b"", b"'d"), (b"1", b"2"), (b"x", b"x"),
 )  # fmt: skip
 # One character `c` of it in other contexts: doubled between words, doubled at the start, before a
-# contraction after a letter and at the start, before a word.
+# contraction after a letter and at the start, before a word, and beside punctuation (a character a
+# port reads as whitespace and one it reads as punctuation split apart from `!` or join it).
 _CHAR: tuple[Callable[[bytes], bytes], ...] = (
     lambda c: b"x " + c + c + b" y", lambda c: c + c + b"x", lambda c: b"a" + c + b"'d",
     lambda c: c + b"'re", lambda c: c + b" x", lambda c: b"x" + c + b"y", lambda c: c + b"\n\nb",
+    lambda c: b"!" + c, lambda c: c + b"!",
 )  # fmt: skip
 
 
