@@ -77,3 +77,32 @@ def test_a_cache_setting_that_cannot_be_a_folder_is_one_clear_error(
         assert f"tokconf: error: cannot use {cache} (TOKCONF_CACHE) as tokconf's cache folder: {reason}" in err
         assert "what to do: set TOKCONF_CACHE to a folder tokconf may create and write" in err
     assert (tmp_path / "a-file").read_text(encoding="utf-8") == "not a folder\n"
+
+
+def test_a_device_fifo_or_symlink_output_is_written_in_place_never_replaced(tmp_path: Path) -> None:
+    """`--junit /dev/null` as root once replaced the machine's null device with a regular file (the
+    atomic rename landed on it): a device or FIFO is a stream to write, a symlink's target the file."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # a reader, so opening the FIFO to write cannot block
+    atomic_write(fifo, "through the pipe\n", "verdict file")
+    assert os.read(reader, 100) == b"through the pipe\n"
+    os.close(reader)
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    target = tmp_path / "real.json"
+    target.write_text("old\n", encoding="utf-8")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    atomic_write(link, "new\n", "verdict file")
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == "new\n"
+    if os.geteuid() == 0:  # a character device of our own, the shape of /dev/null (making one needs root)
+        device = tmp_path / "null"
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        atomic_write(device, "discarded\n", "JUnit file")
+        assert stat.S_ISCHR(device.lstat().st_mode)
+    with pytest.raises(TokconfError) as refused:
+        atomic_write(tmp_path, "x", "verdict file")
+    assert refused.value.problem == f"cannot write verdict file {tmp_path}: Is a directory"
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        ["pipe", "real.json", "link.json"] + (["null"] if os.geteuid() == 0 else [])
+    )

@@ -77,7 +77,19 @@ def atomic_output(path: Path, what: str = "output", binary: bool = False) -> Ite
     new one, never half of one; writers of one path at the same time each write a whole file of their
     own and the last rename wins, never a mix; and a failure (a full disk included) leaves the old
     file and no temporary behind.
+
+    Only a regular file (or a missing one) is replaced. A symlink's target is written, not the link; a
+    device, FIFO or terminal (`--junit /dev/null`, `--json /dev/stdout`) is a stream the caller named,
+    written in place: renaming a file over `/dev/null` as root would replace the machine's null
+    device with a regular file.
     """
+    path = Path(os.path.realpath(path))
+    if path.exists() and not path.is_file():
+        if path.is_dir():
+            raise _write_error(path, what, OSError(errno.EISDIR, os.strerror(errno.EISDIR)))
+        with _streamed(path, what, binary) as handle:
+            yield handle
+        return
     try:
         descriptor, tmp = _create_beside(path)
     except OSError as error:
@@ -94,6 +106,20 @@ def atomic_output(path: Path, what: str = "output", binary: bool = False) -> Ite
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def _streamed(path: Path, what: str, binary: bool) -> Iterator[IO[Any]]:
+    """`path` (a device, FIFO or terminal) opened for writing and written in place."""
+    try:
+        handle = path.open("wb") if binary else path.open("w", encoding="utf-8")
+    except OSError as error:
+        raise _write_error(path, what, error) from None
+    try:
+        with handle:
+            yield handle
+    except OSError as error:
+        raise _write_error(path, what, error) from None
 
 
 def _create_beside(path: Path) -> tuple[int, Path]:
