@@ -18,7 +18,9 @@ import subprocess
 import sys
 import tempfile
 from array import array
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_from_json
@@ -29,6 +31,7 @@ from .crash import crash_reason
 DEFAULT_TIMEOUT = 60.0
 BATCH_COUNT = 256  # inputs per round trip
 BATCH_BYTES = 1 << 20  # and about this much text
+T = TypeVar("T")
 
 
 class WorkerGone(Exception):
@@ -147,20 +150,13 @@ class LibllamaOracle:
     def tokenize_many(self, requests: list[Request]) -> list[Outcome]:
         """Many inputs in few round trips; a batch that crashes is retried one input at a time."""
         outcomes: list[Outcome] = []
-        start = 0
-        while start < len(requests):
-            end, size = start, 0
-            while end < len(requests) and end - start < BATCH_COUNT and size < BATCH_BYTES:
-                size += len(requests[end][0])
-                end += 1
-            chunk = requests[start:end]
+        for chunk in _batches(requests, lambda request: len(request[0])):
             answered, crashed = self._batch(chunk)
             if crashed and len(chunk) > 1:
                 answered = [self.tokenize(*one) for one in chunk]
             elif crashed:
                 self.crashes += 1
             outcomes.extend(answered)
-            start = end
         return outcomes
 
     def _batch(self, requests: list[Request]) -> tuple[list[Outcome], bool]:
@@ -218,7 +214,29 @@ class LibllamaOracle:
         return answer[1:]
 
     def detokenize_many(self, requests: list[tuple[list[int], bool, bool]]) -> list[bytes]:
-        return [self.detokenize(*request) for request in requests]
+        """llama_detokenize of each request, many per round trip (a check's decoding section asks one
+        per case: a round trip each cost more than the detokenizing)."""
+        texts: list[bytes] = []
+        for chunk in _batches(requests, lambda request: 4 * len(request[0])):
+            parts = [b"N", struct.pack("<I", len(chunk))]
+            for ids, remove_special, unparse_special in chunk:
+                flags = (1 if remove_special else 0) | (2 if unparse_special else 0)
+                parts.append(struct.pack("<BI", flags, len(ids)))
+                parts.append(array("i", ids).tobytes())
+            try:
+                answer = self._request(b"".join(parts))
+            except WorkerGone as gone:
+                raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
+            if answer[:1] != b"O":
+                raise TokconfError(
+                    f"llama.cpp failed detokenizing with {self.vocab}: {answer[1:].decode(errors='replace')}"
+                )
+            pos = 1
+            for _ in chunk:
+                (size,) = struct.unpack_from("<I", answer, pos)
+                texts.append(answer[pos + 4 : pos + 4 + size])
+                pos += 4 + size
+        return texts
 
     def close(self) -> None:
         proc = self._proc
@@ -235,3 +253,15 @@ class LibllamaOracle:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _batches(requests: list[T], size: Callable[[T], int]) -> Iterator[list[T]]:
+    """`requests` in order, cut into round trips of at most BATCH_COUNT requests and about BATCH_BYTES."""
+    start = 0
+    while start < len(requests):
+        end, total = start, 0
+        while end < len(requests) and end - start < BATCH_COUNT and total < BATCH_BYTES:
+            total += size(requests[end])
+            end += 1
+        yield requests[start:end]
+        start = end

@@ -14,7 +14,9 @@ llama_tokenize byte for byte. Requests:
   add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids);
 - `F`: the vocab facts, as `O` + JSON;
 - `P` + special byte: every token's piece, as `O` + per token (u32 length + piece);
-- `D` + flag byte (bit 0 remove_special, bit 1 unparse_special) + int32 ids: llama_detokenize.
+- `D` + flag byte (bit 0 remove_special, bit 1 unparse_special) + int32 ids: llama_detokenize;
+- `N` + u32 count + that many (flag byte as for `D`, u32 id count, int32 ids): llama_detokenize of
+  each, answered by `O` + per request (u32 length + text).
 Errors: `E` + message; `X` + crash reason (the child died on this request; the oracle then retries
 its inputs one by one to find the culprit).
 
@@ -69,6 +71,21 @@ def _tokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
     return out
 
 
+def _detokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
+    (count,) = struct.unpack_from("<I", frame, 1)
+    pos = 5
+    out = []
+    for _ in range(count):
+        flags, size = struct.unpack_from("<BI", frame, pos)
+        pos += 5
+        ids = array("i")
+        ids.frombytes(frame[pos : pos + 4 * size])
+        pos += 4 * size
+        text = vocab.detokenize(ids.tolist(), bool(flags & 1), bool(flags & 2))
+        out.append(struct.pack("<I", len(text)) + text)
+    return out
+
+
 def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
     """Answer frames until the parent closes the pipe."""
     while (frame := read_frame(requests)) is not None:
@@ -81,6 +98,8 @@ def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
             ids = array("i")
             ids.frombytes(frame[2:])
             write_frame(answers, b"O" + vocab.detokenize(ids.tolist(), bool(frame[1] & 1), bool(frame[1] & 2)))
+        elif op == b"N":
+            write_frame(answers, b"O" + b"".join(_detokenize_many(vocab, frame)))
         elif op == b"P":
             pieces = vocab.pieces(special=bool(frame[1]))
             write_frame(answers, b"O" + b"".join(struct.pack("<I", len(p)) + p for p in pieces))

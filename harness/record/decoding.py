@@ -30,7 +30,7 @@ def record_decoding(
 
     The vocab file is looked up by name in `vocab_dir` (default: the build's `models/`) and checked
     by sha256. A few seconds per vocabulary: the pieces come in one request each way, and the
-    detokenizations are small requests to the same worker; nothing here can abort llama.cpp on
+    detokenizations go many to a request to the same worker; nothing here can abort llama.cpp on
     recorded ids.
     """
     recording = recording or load(recording_path)  # just written by record_vocab, or read here
@@ -41,13 +41,12 @@ def record_decoding(
         pieces = oracle.pieces(True)
         plain = {i: p for i, p in enumerate(oracle.pieces(False)) if p != pieces[i]}
         detokenized: dict[str, dict[str, Edit]] = {setting: {} for setting in DETOKENIZE}
-        for case in recording.cases:
-            ids = case.outcomes.get("bos")
-            if isinstance(ids, list):
-                for setting, (remove, unparse) in DETOKENIZE.items():
-                    text = oracle.detokenize(ids, remove, unparse)
-                    if text != case.data:
-                        detokenized[setting][case.id] = splice(case.data, text)
+        asked = [(case, ids) for case in recording.cases if isinstance(ids := case.outcomes.get("bos"), list)]
+        for setting, (remove, unparse) in DETOKENIZE.items():
+            texts = oracle.detokenize_many([(ids, remove, unparse) for _, ids in asked])
+            for (case, _), text in zip(asked, texts, strict=True):
+                if text != case.data:
+                    detokenized[setting][case.id] = splice(case.data, text)
     provenance = {
         "llama_cpp": recording.provenance["llama_cpp"],
         "backend": "libllama (vocab_only, in a crash-isolated worker): llama_token_to_piece, llama_detokenize",
