@@ -19,6 +19,7 @@ from .core.errors import TokconfError
 from .core.facts import VocabFacts
 from .core.files import BUNDLED_RECORDINGS, recordings_arg
 from .core.outcome import Outcome, Refusal, Request
+from .core.timeouts import API_TIMEOUTS
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
 from .implementations.resolve import contained_factory
@@ -72,7 +73,8 @@ def check(
     xfails = ExpectedFailures.load(xfail)
     implementation = impl if isinstance(impl, str) else _from_factory(impl, timeout, load_timeout, in_process)
     return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
-                       explain, Gate(claim, strict, strict_xfail), jobs, load_timeout, in_process)  # fmt: skip
+                       explain, Gate(claim, strict, strict_xfail), jobs, load_timeout, in_process,
+                       API_TIMEOUTS)  # fmt: skip
 
 
 def _quiet(line: str) -> None:
@@ -89,7 +91,7 @@ def _from_factory(
     name = f"{getattr(factory, '__module__', '?')}:{getattr(factory, '__qualname__', type(factory).__name__)}"
     if in_process:
         return PythonImplementation(name, factory, contained=False)
-    return contained_factory(name, factory, timeout, load_timeout)
+    return contained_factory(name, factory, timeout, load_timeout, API_TIMEOUTS)
 
 
 def bundled_recordings(build: int | None = None) -> Path:

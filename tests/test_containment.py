@@ -187,7 +187,7 @@ def test_a_crash_or_a_hang_inside_a_batch_is_that_inputs_error_alone(
     errors = {(r.section, r.case): r.reason for r in run.results if r.verdict is Verdict.ERROR}
     assert set(errors) == {("plain", "edge/hello-world"), ("plain", "edge/hello-world-lead")}
     assert "the program exited with status 3" in errors[("plain", "edge/hello-world")]
-    assert "no answer within 2 s (the --timeout option)" in errors[("plain", "edge/hello-world-lead")]
+    assert "no answer within 2 s (the tokconf.check timeout= option)" in errors[("plain", "edge/hello-world-lead")]
     assert {r.verdict for r in run.results if r.section in MODES} == {Verdict.PASSED, Verdict.ERROR}
 
 

@@ -13,6 +13,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from ..core.errors import TokconfError
+from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
 from ..recordings.format import VocabGroup, read_provenance, recording_files
@@ -85,6 +86,7 @@ def check_paths(
     jobs: int = 1,
     load_timeout: float | None = None,
     in_process: bool = False,
+    options: TimeoutOptions = CLI_TIMEOUTS,
 ) -> CheckRun:
     """Check an implementation (an `--impl` value, or one made already) against every selected
     recording under `paths`; with `maxfail`, stop asking once that many problems were found; with
@@ -98,7 +100,7 @@ def check_paths(
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
         raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
-    running = _Running(timeout, load_timeout, in_process)
+    running = _Running(timeout, load_timeout, in_process, options)
     implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
     vocabs = provision(files, vocab_dir)
     task = _Task(impl, selection, xfails, vocab_dir, running, explain, vocabs)
@@ -212,14 +214,17 @@ class _Task:
 
 @dataclass(frozen=True)
 class _Running:
-    """How an `--impl` value is run: the per-answer and loading timeouts, in tokconf's process or not."""
+    """How an `--impl` value is run: the per-answer and loading timeouts (and the options that set them
+    where the run was started), in tokconf's process or not."""
 
     timeout: float | None
     load_timeout: float | None
     in_process: bool
+    options: TimeoutOptions
 
     def resolve(self, spec: str) -> Implementation:
-        return resolve(spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process)
+        return resolve(spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process,
+                       options=self.options)  # fmt: skip
 
 
 def _replay(checked: CheckedFile) -> Replay | None:

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcome import MODES, Mode
+from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
-from ..implementations.transport import CLI_TIMEOUTS, TimeoutOptions
 from ..llama.build import Build, require_build
 from ..llama.vocabs import resolve_vocabs
 from . import PROFILES, Engine

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions, Wait
 from .base import Broken, Decoder, Detokenize, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
     DECODING_OPS,
@@ -58,7 +59,7 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import CLI_TIMEOUTS, Program, ProgramExited, ProgramFailed, TimeoutOptions, Wait
+from .transport import Program, ProgramExited, ProgramFailed
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)

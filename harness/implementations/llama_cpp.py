@@ -5,15 +5,18 @@ to see whether it still answers as the recordings say."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
-from ..live.client import LibllamaOracle, VocabRefused
+from ..core.errors import TokconfError
+from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
+from ..live.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
 from ..llama.build import Build, require_build
 from ..llama.local import local_build
-from .base import Decoder, LoadRefused, Session, VocabInfo
+from .base import Broken, Decoder, LoadRefused, Session, VocabInfo
 
 
 class LlamaCppSession:
@@ -37,41 +40,63 @@ class LlamaCppSession:
         self.oracle.close()
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The `--timeout` and `--load-timeout` a check gave (None: the live worker's own defaults, which
+    allow a 262k vocabulary's pieces on a loaded machine), and the options that set them there."""
+
+    timeout: float | None = None
+    load_timeout: float | None = None
+    options: TimeoutOptions = CLI_TIMEOUTS
+
+
 class LlamaCppImplementation:
     """A live llama.cpp, one worker per vocabulary. `library` is what a local one says about itself
     (None for a published build, whose number says it all)."""
 
     contained = True  # libllama runs in a worker process
 
-    def __init__(self, build: Build, name: str, library: LibraryInfo | None = None) -> None:
+    def __init__(
+        self, build: Build, name: str, library: LibraryInfo | None = None, limits: Limits | None = None
+    ) -> None:
         self.build = build
         self.name = name
         self.library = library
+        self.limits = limits or Limits()
 
     def open(self, vocab: VocabInfo) -> Session:
         """A worker for the vocabulary. One this build refuses to load (`llama_model_load` fails: a pre
         name it does not know) is `LoadRefused` with llama.cpp's reason: that agrees with a recording of
         the same refusal, and fails against one that loaded (the check engine)."""
         try:
-            return LlamaCppSession(LibllamaOracle(self.build, vocab.path))  # the worker closes itself on a refusal
-        except VocabRefused as refused:
+            oracle = LibllamaOracle(self.build, vocab.path, self.limits.timeout or DEFAULT_TIMEOUT,
+                                    self.limits.load_timeout or DEFAULT_LOAD_TIMEOUT, self.limits.options)  # fmt: skip
+        except VocabRefused as refused:  # the worker closes itself on a refusal
             raise LoadRefused(f"{self.name} refuses to load it: {refused.reason}") from None
+        except LoadHung as hung:  # not llama.cpp's answer: every case of the vocabulary an error
+            raise Broken(hung.problem) from None
+        try:
+            return LlamaCppSession(oracle)
+        except TokconfError as failed:  # the facts request hung or died: the vocabulary's cases are errors
+            oracle.close()
+            raise Broken(failed.problem) from None
 
     def close(self) -> None:
         """Each session owns its worker."""
 
 
-def published(build: int) -> LlamaCppImplementation:
+def published(build: int, limits: Limits | None = None) -> LlamaCppImplementation:
     """`llama.cpp@N`: build N's tokenizer-only libllama from the cache (all it calls is the vocabulary's
     functions; tests/test_tokenizer_build.py proves it answers as the full build), or the full libllama
     where the tokenizer-only one cannot be built for that tree (tokconf.llama.build says so)."""
-    return LlamaCppImplementation(require_build(build, tokenize=False), f"llama.cpp@{build}")
+    return LlamaCppImplementation(require_build(build, tokenize=False), f"llama.cpp@{build}", limits=limits)
 
 
-def local(path: Path) -> LlamaCppImplementation:
+def local(path: Path, limits: Limits | None = None) -> LlamaCppImplementation:
     """`llama.cpp:PATH`: the user's libllama.so, or their source tree built in the cache, probed before
     any vocabulary (a library that cannot load is an error, never a vocabulary llama.cpp refuses). Its
     name carries the provenance: what the check table's title and a fuzz finding's campaign say."""
     made = local_build(path)
     library = probe_library(made)
-    return LlamaCppImplementation(made, f"llama.cpp:{path} ({made.source.identity()}, {library.describe()})", library)
+    name = f"llama.cpp:{path} ({made.source.identity()}, {library.describe()})"
+    return LlamaCppImplementation(made, name, library, limits)

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import TokconfError
+from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..llama.provide import default_lock, provide
 from .base import Implementation
 from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementation, Launcher
-from .llama_cpp import local, published
+from .llama_cpp import Limits, local, published
 from .python import PythonImplementation, resolve_python
 from .serve import SYS_PATH, forked
-from .transport import CLI_TIMEOUTS, TimeoutOptions
 
 IN_PROCESS_ALWAYS = "reference"  # tokconf's own code: trusted, and the main job's speed
 
@@ -53,14 +53,14 @@ def resolve(
         if not number.isdigit():
             raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
         provide(int(number), default_lock())  # fetched and built on first use, under the one trust policy
-        return published(int(number))
+        return published(int(number), Limits(timeout, load_timeout, options))
     if spec.startswith("llama.cpp:"):
         path = spec.removeprefix("llama.cpp:")
         if not path:
             raise TokconfError(
                 f"--impl {spec}: expected llama.cpp:PATH", "PATH: a built libllama.so or a llama.cpp source tree"
             )
-        return local(Path(path))
+        return local(Path(path), Limits(timeout, load_timeout, options))
     if spec == IN_PROCESS_ALWAYS:  # tokconf's own, never an entry point an installed package registers by its name
         from .reference import from_gguf  # reference_impl is slow to import: only when it is asked for
 
@@ -75,11 +75,15 @@ def resolve(
 
 
 def contained_factory(
-    name: str, factory: Callable[[Path], Any], timeout: float | None = None, load_timeout: float | None = None
+    name: str,
+    factory: Callable[[Path], Any],
+    timeout: float | None = None,
+    load_timeout: float | None = None,
+    options: TimeoutOptions = CLI_TIMEOUTS,
 ) -> Implementation:
     """A factory object (`tokconf.check(load)`): served by this process forked, one fork per vocabulary,
     so its calls cannot reach the caller's verdict (its import already happened here, by the caller)."""
     impl = PythonImplementation(name, factory)
     launcher = Launcher((name,), target=forked(impl), label=f"{name} (its forked worker process)")
     return CommandImplementation(launcher, timeout or DEFAULT_TIMEOUT, load_timeout or DEFAULT_LOAD_TIMEOUT,
-                                 label=None)  # fmt: skip
+                                 label=None, options=options)  # fmt: skip

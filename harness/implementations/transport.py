@@ -19,10 +19,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import IO, Protocol
 
 from ..core.errors import TokconfError
+from ..core.timeouts import Wait
 
 MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
 STDERR_KEPT = 64 << 10  # the end of the program's standard error kept in memory, to show on failure
@@ -85,29 +85,6 @@ class ForkedProcess:
             _, status = os.waitpid(self.pid, 0)
             self._status = os.waitstatus_to_exitcode(status)
         return self._status
-
-
-@dataclass(frozen=True)
-class Wait:
-    """How long one answer may take, and the option that sets it, which a timeout's message names."""
-
-    seconds: float
-    option: str = "--timeout"
-
-    def describe(self) -> str:
-        return f"{self.seconds:g} s (the {self.option} option)"
-
-
-@dataclass(frozen=True)
-class TimeoutOptions:
-    """The options that set the per-answer and the load timeout where the run was started, which every
-    timeout message names (`tokconf check` and `tokconf fuzz` by default; the pytest plugin its own)."""
-
-    answer: str = "--timeout"
-    load: str = "--load-timeout"
-
-
-CLI_TIMEOUTS = TimeoutOptions()  # tokconf check, tokconf fuzz; the pytest plugins name their own
 
 
 class ProgramFailed(Exception):

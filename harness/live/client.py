@@ -17,6 +17,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 from array import array
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,11 +25,13 @@ from typing import TypeVar
 
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_from_json
-from ..core.outcome import Outcome, Refusal, Request
+from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from ..core.timeouts import TimeoutOptions, Wait
 from ..llama.build import Build
 from .crash import crash_reason
 
-DEFAULT_TIMEOUT = 60.0
+DEFAULT_TIMEOUT = 60.0  # seconds for each answer (a batch of inputs, or a 262k vocabulary's pieces)
+DEFAULT_LOAD_TIMEOUT = 600.0  # seconds to start the worker and load one vocabulary
 BATCH_COUNT = 256  # inputs per round trip
 BATCH_BYTES = 1 << 20  # and about this much text
 T = TypeVar("T")
@@ -36,6 +39,15 @@ T = TypeVar("T")
 
 class WorkerGone(Exception):
     """The worker closed its pipe or did not answer in time."""
+
+
+class WorkerHung(WorkerGone):
+    """The worker did not answer in time (it is alive, and is then killed)."""
+
+
+class LoadHung(TokconfError):
+    """The worker did not load the vocabulary within the load timeout: not llama.cpp's answer (as a
+    refusal is), so never judged as one."""
 
 
 class VocabRefused(TokconfError):
@@ -56,10 +68,22 @@ LOAD_ERROR = re.compile(r"(?:error loading model(?: vocabulary)?: )+(.+)")  # ll
 class LibllamaOracle:
     """llama_tokenize in a worker subprocess, restarted after every crash."""
 
-    def __init__(self, build: Build, vocab: Path, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self,
+        build: Build,
+        vocab: Path,
+        timeout: float = DEFAULT_TIMEOUT,
+        load_timeout: float = DEFAULT_LOAD_TIMEOUT,
+        options: TimeoutOptions | None = None,
+    ) -> None:
+        """`timeout`: seconds for each answer; `load_timeout`: for starting the worker and loading the
+        vocabulary (a 262k-token one takes seconds, more on a loaded machine); `options`: the options
+        that set them where the run was started, which a timeout's message names (none for the
+        recorder, which sets neither)."""
         self.build = build
         self.vocab = vocab
-        self.timeout = timeout
+        self.answer_wait = Wait(timeout, options.answer if options else None)
+        self.load_wait = Wait(load_timeout, options.load if options else None)
         self.restarts = 0
         self.crashes = 0
         self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the oracle; closed in close())
@@ -83,7 +107,10 @@ class LibllamaOracle:
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env
         )
         try:
-            ready = self._read()
+            ready = self._read(self.load_wait)
+        except WorkerHung as hung:
+            self._kill()
+            raise LoadHung(f"llama.cpp did not load {self.vocab} in time: {hung}", "raise the load timeout") from None
         except WorkerGone as gone:
             raise VocabRefused(self.build.build, self.vocab, self._died(str(gone)), self.build.source.label()) from None
         if ready[:1] != b"R":
@@ -95,14 +122,15 @@ class LibllamaOracle:
             )
             raise VocabRefused(self.build.build, self.vocab, reason, self.build.source.label())
 
-    def _read_exact(self, size: int) -> bytes:
+    def _read_exact(self, size: int, wait: Wait) -> bytes:
         assert self._proc is not None and self._proc.stdout is not None
         fd = self._proc.stdout.fileno()
         chunks: list[bytes] = []
+        deadline = time.monotonic() + wait.seconds
         while size:
-            ready, _, _ = select.select([fd], [], [], self.timeout)
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
             if not ready:
-                raise WorkerGone(f"no answer within {self.timeout:g} s")
+                raise WorkerHung(f"no answer within {wait.describe()}")
             chunk = os.read(fd, size)
             if not chunk:
                 raise WorkerGone("worker exited")
@@ -110,9 +138,9 @@ class LibllamaOracle:
             size -= len(chunk)
         return b"".join(chunks)
 
-    def _read(self) -> bytes:
-        (size,) = struct.unpack("<I", self._read_exact(4))
-        return self._read_exact(size)
+    def _read(self, wait: Wait) -> bytes:
+        (size,) = struct.unpack("<I", self._read_exact(4, wait))
+        return self._read_exact(size, wait)
 
     def _request(self, payload: bytes) -> bytes:
         if self._proc is None:
@@ -123,7 +151,7 @@ class LibllamaOracle:
             self._proc.stdin.write(struct.pack("<I", len(payload)) + payload)
         except BrokenPipeError:
             raise WorkerGone("worker exited") from None
-        return self._read()
+        return self._read(self.answer_wait)
 
     def _died(self, why: str) -> str:
         returncode = self._kill()
@@ -167,6 +195,8 @@ class LibllamaOracle:
             parts.append(data)
         try:
             answer = self._request(b"".join(parts))
+        except WorkerHung as hung:  # not llama.cpp's answer: never agreement with a recorded abort
+            return [Refusal(self._died(str(hung)), RefusalKind.BROKEN)] * len(requests), True
         except WorkerGone as gone:
             return [Refusal(self._died(str(gone)))] * len(requests), True
         if answer[:1] == b"X":

@@ -41,9 +41,9 @@ from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, InputClass, Mode, RefusalKind
 from ..core.printable import printable
+from ..core.timeouts import TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
-from ..implementations.transport import TimeoutOptions
 from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path

@@ -1,0 +1,89 @@
+"""A live llama.cpp under test (`llama.cpp@N`, `llama.cpp:PATH`) takes `--timeout` and `--load-timeout`
+as a port does, a timeout is never llama.cpp's answer, and every timeout message names the option that
+sets it where the run was started (`tokconf check`'s flags, `tokconf.check`'s arguments).
+
+- a load past `--load-timeout` makes every case of the vocabulary an error (it was "llama.cpp refuses
+  to load it", a failure against the recording, and the options were ignored: the worker's 60 s);
+- an answer past `--timeout` is an error, also where the recording holds llama.cpp's abort (a hang
+  there was a refusal, and a refusal agrees with an abort: a hanging build passed);
+- `tokconf.check(timeout=...)` names its own argument, not `--timeout`."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import tokconf
+from tokconf.checking.contract import Verdict, judge
+from tokconf.checking.run import CheckRun
+from tokconf.cli.main import main
+from tokconf.core.files import recordings_arg as resolve_recordings
+from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.core.timeouts import Wait
+from tokconf.live.client import LibllamaOracle
+from tokconf.llama.build import Build
+from tokconf.recordings.format import load
+from tokconf.synth.files import recorded_vocab
+
+ABORTS_HERE = "controls/noncharacters"  # b11192 aborts on it with this vocabulary (its recording says so)
+IDS_HERE = "controls/c0-all"
+SPM = "bundled/synthetic/variant-spm-no-byte-fallback.yaml"
+
+
+def test_a_load_past_the_load_timeout_is_an_error_naming_the_option(
+    check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    args = ["check", "--impl", "llama.cpp@11192", "--vocab", "gpt-2", "--case", "edge/hello-world"]
+    assert main([*args, "--load-timeout", "0.001"]) == 1
+    results = check_runs[-1].results
+    assert results and {r.verdict for r in results} == {Verdict.ERROR}
+    assert all("llama.cpp did not load" in r.reason for r in results), results[0].reason
+    assert all("no answer within 0.001 s (the --load-timeout option)" in r.reason for r in results)
+    assert main(args) == 0  # the same check with the default: every case passes
+    capsys.readouterr()
+
+
+def test_an_answer_past_the_timeout_is_an_error_even_where_llama_cpp_aborts(
+    check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str], llama_build: Build
+) -> None:
+    """The worker's first request (the facts) past `--timeout`: the vocabulary's cases are errors, the
+    run goes on. A tokenization past it is an error too, where the recording holds llama.cpp's abort."""
+    args = ["check", "--impl", "llama.cpp@11192", "--recordings", SPM, "--mode", "plain"]
+    args += ["--case", ABORTS_HERE, "--case", IDS_HERE]
+    assert main([*args, "--timeout", "0.000001"]) == 1
+    verdicts = {r.case: r for r in check_runs[-1].results if r.section == "plain"}
+    assert verdicts.keys() == {ABORTS_HERE, IDS_HERE}
+    assert {r.verdict for r in verdicts.values()} == {Verdict.ERROR}  # the recorded abort too
+    assert all("no answer within 1e-06 s (the --timeout option)" in r.reason for r in verdicts.values())
+    assert main(args) == 0  # with time to answer, the abort agrees and the ids pass
+    capsys.readouterr()
+    recording = load(resolve_recordings(SPM))
+    case = next(c for c in recording.cases if c.id == ABORTS_HERE)
+    assert isinstance(case.outcomes["plain"], Refusal)  # llama.cpp's abort, recorded
+    with LibllamaOracle(llama_build, recorded_vocab(recording.provenance["vocab"], 11192, None)) as oracle:
+        oracle.facts()
+        oracle.answer_wait = Wait(0.000001, "--timeout")  # every tokenization now times out
+        hung = oracle.tokenize(case.data, False, False)
+    assert isinstance(hung, Refusal) and hung.kind is RefusalKind.BROKEN
+    assert judge(case.outcomes["plain"], hung)[0] is Verdict.ERROR
+
+
+class _Slow:
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        time.sleep(30)
+        return []
+
+
+def _slow(path: Path) -> _Slow:
+    return _Slow()
+
+
+def test_the_python_api_names_its_own_arguments() -> None:
+    slow = tokconf.check(_slow, vocabs=["gpt-2"], cases=["edge/hello-world"], modes=["plain"], timeout=0.5)
+    assert not slow.decision.passed
+    assert [r.verdict for r in slow.results if r.section == "plain"] == [Verdict.ERROR]
+    assert "no answer within 0.5 s (the tokconf.check timeout= option)" in slow.results[0].reason
+    late = tokconf.check("llama.cpp@11192", vocabs=["gpt-2"], cases=["edge/hello-world"], load_timeout=0.001)
+    assert not late.decision.passed and {r.verdict for r in late.results} == {Verdict.ERROR}
+    assert "(the tokconf.check load_timeout= option)" in late.results[0].reason
