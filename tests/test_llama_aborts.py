@@ -42,11 +42,11 @@ def _verdicts(run: CheckRun, cases: list[str]) -> Counter[Verdict]:
 
 
 def _check(
-    impl: str, tmp_path: Path, check_runs: list[CheckRun], *more: str
+    impl: str, tmp_path: Path, check_runs: list[CheckRun], *more: str, options: tuple[str, ...] = ()
 ) -> tuple[int, CheckRun, dict[str, object]]:
     verdict = tmp_path / "verdict.json"
     recordings = [arg for path in (RECORDING, *more) for arg in ("--recordings", path)]
-    status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict)])
+    status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict), *options])
     return status, check_runs[-1], json.loads(verdict.read_text())
 
 
@@ -84,8 +84,12 @@ def test_a_program_that_says_it_caught_the_abort_passes_without_a_restart(
     tmp_path: Path, check_runs: list[CheckRun]
 ) -> None:
     starts = tmp_path / "starts"
-    status, run, _ = _check(_port("say", starts), tmp_path, check_runs)
+    page = tmp_path / "report.html"
+    status, run, _ = _check(_port("say", starts), tmp_path, check_runs, options=("--report", str(page)))
     assert status == 0 and _verdicts(run, ABORTING) == Counter({Verdict.PASSED: ABORTS})
+    said = f"{ABORTS} cases of {VOCAB} abort as llama.cpp does (it said it caught the abort: {ABORTS})"
+    assert abort_lines(run.summary) == [said]
+    assert f"<li>{said}</li>" in page.read_text(encoding="utf-8")  # the HTML report's verdict says it too
     assert {r.actual.kind for r in run.results if isinstance(r.actual, Refusal)} == {RefusalKind.ABORTED}
     assert len(starts.read_text().splitlines()) == 1
 
