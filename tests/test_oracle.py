@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
-from tokconf.core.outcome import MODES, Refusal
+from tokconf.core.outcome import MODES, Refusal, RefusalKind
+from tokconf.core.timeouts import Wait
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import SplitMix64
 from tokconf.live.client import LibllamaOracle
@@ -41,10 +42,11 @@ def test_an_aborting_input_is_a_refusal_and_the_next_input_still_works(llama_bui
 
 def test_a_hanging_worker_is_killed_and_reported(llama_build: Build) -> None:
     with LibllamaOracle(llama_build, _vocab(llama_build, "bert-bge"), timeout=60) as oracle:
-        oracle.timeout = 1e-4  # far below the time to tokenize 2 MB
+        oracle.answer_wait = Wait(1e-4, None)  # far below the time to tokenize 2 MB
         outcome = oracle.tokenize(b"word " * 400_000, False, False)
-        assert isinstance(outcome, Refusal) and outcome.reason.startswith("hang: no answer within")
-        oracle.timeout = 60
+        assert isinstance(outcome, Refusal) and outcome.reason == "hang: no answer within 0.0001 s"
+        assert outcome.kind is RefusalKind.BROKEN  # never llama.cpp's answer
+        oracle.answer_wait = Wait(60, None)
         assert oracle.tokenize(b"hello", False, False) == [7592]
 
 
