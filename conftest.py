@@ -59,10 +59,13 @@ def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that needs the pinned build (it asks for `llama_build` or `llama_full_build`) is marked `oracle`, so
-    `-m "not oracle"` runs the rest without llama.cpp."""
+    `-m "not oracle"` runs the rest without llama.cpp. Tests marked `long` (minutes each: every bundled
+    input asked of a llama.cpp build) go first, so xdist's workers run the rest beside them instead of
+    waiting on them at the end (collection order put them among the last files)."""
     for item in items:
         if {"llama_build", "llama_full_build"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.oracle)
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the same order on every worker
 
 
 @pytest.fixture

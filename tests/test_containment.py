@@ -238,6 +238,7 @@ def zoo(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
 
 
+@pytest.mark.long
 @pytest.mark.usefixtures("zoo")
 def test_selective_declines_fail_the_documented_ci_command(tmp_path: Path) -> None:
     """docs/ci.md's Python job, as written, on the whole gpt-2 recording: a port wrong on every input

@@ -42,6 +42,7 @@ from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"
+pytestmark = pytest.mark.oracle  # llama.cpp builds, made here if missing
 OTHER_BUILDS = (9093, 11434)  # b11192, between them, is checked against the recordings themselves
 
 # src/llama-vocab.cpp's llm_bigram_bpe::comparator, the tie-break flipped (as tests/test_llama_local.py
@@ -93,6 +94,7 @@ def _differences(made: Build, expected: dict[str, dict[str, str]]) -> dict[str, 
     }
 
 
+@pytest.mark.long
 def test_b11192_tokenizer_only_passes_every_bundled_recording(check_runs: list[CheckRun]) -> None:
     made = tokenizer_build(DEFAULT_BUILD)
     assert made.libllama.parent.name == TOKENIZER
@@ -104,6 +106,7 @@ def test_b11192_tokenizer_only_passes_every_bundled_recording(check_runs: list[C
     assert len(run.vocabs) == 127 and len(run.results) > 470_000  # 19 shipped and 108 synthetic, every section
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("number", OTHER_BUILDS)
 def test_tokenizer_only_answers_as_the_full_build(number: int) -> None:
     expected = _full_answers()[f"b{number}"]["vocabs"]
