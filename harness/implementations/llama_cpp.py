@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
-from ..core.errors import TokconfError
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..live.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
