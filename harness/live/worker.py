@@ -32,6 +32,7 @@ import os
 import struct
 import sys
 from array import array
+from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -58,30 +59,32 @@ def write_frame(stream: BinaryIO, payload: bytes) -> None:
     stream.flush()
 
 
-def _tokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
+def _requests(frame: bytes, item_size: int) -> Iterator[tuple[bool, bool, bytes]]:
+    """The requests of an `M` or `N` frame: u32 count, then per request a flag byte, a u32 length in
+    items of `item_size` bytes, and those bytes; as (bit 0, bit 1, bytes)."""
     (count,) = struct.unpack_from("<I", frame, 1)
     pos = 5
-    out = []
     for _ in range(count):
         flags, size = struct.unpack_from("<BI", frame, pos)
         pos += 5
-        ids = vocab.tokenize(frame[pos : pos + size], bool(flags & 1), bool(flags & 2))
-        pos += size
+        yield bool(flags & 1), bool(flags & 2), frame[pos : pos + item_size * size]
+        pos += item_size * size
+
+
+def _tokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
+    out = []
+    for add_special, parse_special, text in _requests(frame, 1):
+        ids = vocab.tokenize(text, add_special, parse_special)
         out.append(struct.pack("<i", len(ids)) + array("i", ids).tobytes())
     return out
 
 
 def _detokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
-    (count,) = struct.unpack_from("<I", frame, 1)
-    pos = 5
     out = []
-    for _ in range(count):
-        flags, size = struct.unpack_from("<BI", frame, pos)
-        pos += 5
+    for remove_special, unparse_special, raw in _requests(frame, 4):
         ids = array("i")
-        ids.frombytes(frame[pos : pos + 4 * size])
-        pos += 4 * size
-        text = vocab.detokenize(ids.tolist(), bool(flags & 1), bool(flags & 2))
+        ids.frombytes(raw)
+        text = vocab.detokenize(ids.tolist(), remove_special, unparse_special)
         out.append(struct.pack("<I", len(text)) + text)
     return out
 
