@@ -14,6 +14,10 @@ from tokconf.live.client import LibllamaOracle
 from tokconf.llama import registry
 from tokconf.llama.build import Build
 from tokconf.llama.lock import Lock
+from tokconf.core.files import sha256_file
+from tokconf.recordings.decoding import load as load_decoding
+from tokconf.recordings.decoding import path_for
+from tokconf.recordings.decoding import write as write_decoding
 from tokconf.recordings.format import load, write
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
@@ -23,12 +27,18 @@ ONLY_EMPTY = 99999  # a build number no published build has: the empty input's c
 
 def small_qwen2(folder: Path) -> Path:
     """qwen2's recording cut to the cases above (the two the fakes change, each twice, and two they do
-    not), so a test's upgrade and identify ask 18 outcomes, not 12,000."""
+    not), so a test's upgrade and identify ask 18 outcomes, not 12,000; with its decoding, cut the same
+    way (llama.cpp's pieces, and its detokenized text of those cases)."""
     recording = load(QWEN2)
     recording.cases = [case for case in recording.cases if case.id in SMALL]
     folder.mkdir(parents=True, exist_ok=True)
-    write(folder / "qwen2.yaml", recording)
-    return folder / "qwen2.yaml"
+    small = folder / "qwen2.yaml"
+    write(small, recording)
+    decoding = load_decoding(path_for(QWEN2))
+    decoding.detokenized = {k: {c: e for c, e in v.items() if c in SMALL} for k, v in decoding.detokenized.items()}
+    decoding.provenance["recording"] = {**decoding.provenance["recording"], "sha256": sha256_file(small)}
+    write_decoding(path_for(small), decoding)
+    return small
 
 
 def install(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[int]:

@@ -13,11 +13,13 @@ import fake_history
 import pytest
 from fake_history import small_qwen2
 from tokconf.bisect import probe as probe_module
-from tokconf.bisect.probe import Answers, Key
+from tokconf.bisect.probe import VOCAB_WIDE, Answers, Key
 from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
+from tokconf.core.facts import VocabFacts
 from tokconf.core.outcome import Outcome, Refusal
+from tokconf.live.client import LibllamaOracle
 from tokconf.history import data
 from tokconf.history.walk import Cases, walk
 from tokconf.llama.build import Build
@@ -93,17 +95,55 @@ def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Pat
     hello = history.outcomes["qwen2", "edge/hello-world", "plain"]
     assert hello[0] is None and hello[1] == hello[2] and isinstance(hello[1], list) and hello[1][-1] == 42
     assert history.outcomes["qwen2", "edge/empty", "bos"] == (None, None, [7])
-    assert len(history.outcomes) == 12  # four cases (llama.cpp/0002 and 0011 are the same inputs), three modes
+    # four cases (llama.cpp/0002 and 0011 are the same inputs): three modes, and llama_detokenize of the
+    # changed bos ids both ways (id 7 is "(", 42 "K"); the facts and pieces do not change
+    items = sorted({item for _, _, item in history.outcomes})
+    assert items == ["bos", "plain", "remove-special", "special", "unparse-special"] and len(history.outcomes) == 20
+    assert history.outcomes["qwen2", "edge/empty", "unparse-special"] == (None, None, b"(".hex())
     assert history.command == f"tokconf upgrade --to 11197 --recordings {small}"
     assert 11193 not in history.sdists and set(history.sdists) <= {11192, 11194, 11195, 11196, 11197}
     text = out.read_text(encoding="utf-8")
-    assert "b11197 answers 12 of 18 outcomes otherwise than the recordings" in text and "2 change points" in text
+    versus = "12 outcomes of 18 and 8 facts, pieces or detokenized texts otherwise than the recordings"
+    assert f"b11197 answers {versus}" in text and "2 change points" in text
     assert "compare/b11192...b11194" in text and "b11193 could not be probed" in text
     assert "<table>" in page.read_text(encoding="utf-8")
     before = list(fake_builds)
     assert main([*args, "--data", str(tmp_path / "again.json.gz"), "-o", str(tmp_path / "again.md")]) == 0
     assert fake_builds == [*before, 11193]  # every answer from the probe cache; the failed build tried again
     assert (tmp_path / "again.json.gz").read_bytes() == kept.read_bytes()  # the same bytes for the same answers
+
+
+def test_a_change_of_facts_or_pieces_alone_is_a_change_point(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From b11195 on the fake builds say qwen2 adds EOS and render id 42 (special=false) otherwise:
+    no id changes there, and the walk still finds b11195, the report names the fact and the id."""
+    real_facts, real_pieces = LibllamaOracle.facts, LibllamaOracle.pieces
+
+    def facts(self: LibllamaOracle) -> VocabFacts:
+        found = real_facts(self)
+        return {**found, "add_eos": True} if self.build.build >= 11195 else found
+
+    def pieces(self: LibllamaOracle, special: bool = True) -> list[bytes]:
+        found = real_pieces(self, special)
+        return [*found[:42], b"<42>", *found[43:]] if self.build.build >= 11195 and not special else found
+
+    monkeypatch.setattr(LibllamaOracle, "facts", facts)
+    monkeypatch.setattr(LibllamaOracle, "pieces", pieces)
+    out, kept = tmp_path / "report.md", tmp_path / "history.json.gz"
+    args = ["upgrade", "--to", "11197", "--recordings", str(small_qwen2(tmp_path / "small"))]
+    assert main([*args, "--lock", str(tmp_path / "l"), "-o", str(out), "--data", str(kept)]) == 0
+    history = data.read(kept)
+    assert [(s.first, s.last) for s in history.stretches] == [(11192, 11192), (11194, 11194), (11195, 11195),
+                                                              (11196, 11197)]  # fmt: skip
+    facts_then = history.outcomes["qwen2", VOCAB_WIDE, "facts"]
+    assert facts_then[:2] == (None, None) and all(isinstance(f, str) and '"add_eos": true' in f for f in facts_then[2:])
+    assert history.outcomes["qwen2", VOCAB_WIDE, "pieces-plain"][:2] == (None, None)
+    assert ("qwen2", VOCAB_WIDE, "pieces-special") not in history.outcomes
+    text = out.read_text(encoding="utf-8")
+    assert "| b11194 | b11195 |" in text and "qwen2 (2)" in text
+    assert 'qwen2 [facts]\n  b11194: {"add_eos": false}\n  b11195: {"add_eos": true}' in text
+    assert "ids rendered otherwise from b11194 to b11195: 1 (42: 'K' → '<42>')" in text
 
 
 def test_upgrade_refuses_what_it_cannot_compare(

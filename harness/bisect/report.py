@@ -3,25 +3,52 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..core.outcome import render_outcome
+from ..core.outcome import MODES, render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
 from ..llama.fetch import fetched_source
+from ..recordings.decoding import DETOKENIZE
 from ..recordings.pieces import pieces_of
 from .commits import Commit
-from .probe import Answers, Key, Prober, ProbeSet, Target
+from .probe import VOCAB_WIDE, Answer, Answers, Key, PieceChanges, Prober, ProbeSet, Target
 from .search import Bisection
 
 EXAMPLES = 5
 UPSTREAM = "https://github.com/ggml-org/llama.cpp"
 
 
-def _outcome(outcome: object, other: object, vocab: Path) -> str:
-    if isinstance(outcome, list) and isinstance(other, list):
-        return ids_window(outcome, first_divergence(outcome, other), pieces_of(vocab), 3)
-    return render_outcome(outcome)  # type: ignore[arg-type]
+def _outcome(key: Key, answer: Answer, other: Answer, vocab: Path) -> str:
+    """One side of a change: ids around the first difference, the facts fields that differ, the
+    pieces' digest, or the detokenized text."""
+    item = key[2]
+    if isinstance(answer, list) and isinstance(other, list):
+        return ids_window(answer, first_divergence(answer, other), pieces_of(vocab), 3)
+    if isinstance(answer, str) and isinstance(other, str) and item == "facts":
+        mine, theirs = json.loads(answer), json.loads(other)
+        return json.dumps(
+            {k: mine.get(k) for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)}
+        )[:300]
+    if isinstance(answer, str) and item in DETOKENIZE:
+        return visible(bytes.fromhex(answer), 120)
+    return answer if isinstance(answer, str) else render_outcome(answer)
+
+
+def counted(changed: Iterable[Key], size: int) -> str:
+    """`3 outcomes of 6`, and how many facts, piece lists and detokenized texts besides."""
+    items = [item for _, _, item in changed]
+    ids = sum(1 for item in items if item in MODES)
+    others = f" and {len(items) - ids} facts, pieces or detokenized texts" if len(items) > ids else ""
+    return f"{ids} outcomes of {size}{others}"
+
+
+def piece_lines(changes: list[tuple[int, bytes, bytes]], lo_name: str, hi_name: str) -> list[str]:
+    """The ids whose piece changed: how many, and the first few (what a pieces digest stands for)."""
+    shown = ", ".join(f"{i}: {visible(a, 20)!r} → {visible(b, 20)!r}" for i, a, b in changes[:EXAMPLES])
+    more = f" (and {len(changes) - EXAMPLES} more)" if len(changes) > EXAMPLES else ""
+    return [f"    ids rendered otherwise from {lo_name} to {hi_name}: {len(changes)} ({shown}{more})"]
 
 
 def describe(result: Bisection[int], prober: Prober, good: int, bad: int, listed: int) -> str:
@@ -57,25 +84,38 @@ def _changes(prober: Prober, lo: Target, hi: Target, lo_name: str, hi_name: str)
     before, after = prober.answers[lo], prober.answers[hi]
     changed = [key for key in before if before[key] != after.get(key)]
     vocabs = sorted({vocab for vocab, _, _ in changed})
-    lines = [f"  changed between them: {len(changed)} outcomes of {prober.probes.size}, in {', '.join(vocabs)}"]
-    return lines + examples(prober.probes, changed, before, after, lo_name, hi_name)
+    pieces = prober.piece_changes(lo, hi, changed)
+    lines = [f"  changed between them: {counted(changed, prober.probes.size)}, in {', '.join(vocabs)}"]
+    return lines + examples(prober.probes, changed, before, after, lo_name, hi_name, pieces)
 
 
 def examples(
-    probes: ProbeSet, changed: Iterable[Key], before: Answers, after: Answers, lo_name: str, hi_name: str
+    probes: ProbeSet,
+    changed: Iterable[Key],
+    before: Answers,
+    after: Answers,
+    lo_name: str,
+    hi_name: str,
+    pieces: PieceChanges,
 ) -> list[str]:
-    """The shortest inputs among `changed`, each with both sides' ids and pieces around the first
-    difference (also what tokconf upgrade's report shows for each change)."""
+    """The vocabularies' facts and pieces that changed, then the shortest inputs among `changed`, each
+    with both sides' ids (pieces around the first difference) or detokenized text (also what tokconf
+    upgrade's report shows for each change)."""
     paths = {name: path for name, path, _ in probes.vocabs}
     data = {(name, case_id): raw for name, _, cases in probes.vocabs for case_id, raw in cases}
     width = max(len(lo_name), len(hi_name))
     lines = []
-    for key in sorted(changed, key=lambda k: (len(data[k[0], k[1]]), k))[:EXAMPLES]:
-        vocab, case, mode = key
-        raw = data[vocab, case]
-        lines.append(f"  {vocab} [{mode}] {case}: {visible(raw, 80)}  ({code_points(raw, 8)})")
-        lines.append(f"    {lo_name:{width}}: {_outcome(before[key], after[key], paths[vocab])}")
-        lines.append(f"    {hi_name:{width}}: {_outcome(after[key], before[key], paths[vocab])}")
+    for key in sorted(changed, key=lambda k: (len(data.get((k[0], k[1]), b"")), k))[:EXAMPLES]:
+        vocab, case, item = key
+        if case == VOCAB_WIDE:
+            lines.append(f"  {vocab} [{item}]")
+        else:
+            raw = data[vocab, case]
+            lines.append(f"  {vocab} [{item}] {case}: {visible(raw, 80)}  ({code_points(raw, 8)})")
+        lines.append(f"    {lo_name:{width}}: {_outcome(key, before[key], after[key], paths[vocab])}")
+        lines.append(f"    {hi_name:{width}}: {_outcome(key, after[key], before[key], paths[vocab])}")
+        if (vocab, item) in pieces:
+            lines += piece_lines(pieces[vocab, item], lo_name, hi_name)
     return lines
 
 

@@ -28,7 +28,7 @@ from ..implementations.base import (
     Unsupported,
     VocabInfo,
 )
-from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, load_for
+from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting, load_for
 from ..recordings.format import RecordedCase, Recording, load
 from ..synth.files import recorded_vocab
 from .contract import DECODE, FACTS, Claim, Section, Standing, Verdict, judge, listed
@@ -272,7 +272,7 @@ def _not_loaded(
             yield CaseResult(name, DECODE, kind, verdict, reason=reason, standing=standing)
 
 
-def _decoding_checks(name: str, selection: Selection) -> list[str]:
+def _decoding_checks(name: str, selection: Selection) -> list[PieceKind | Setting]:
     return [k for k in (*PIECE_KINDS, *DETOKENIZE) if selection.wants(name, DECODE, k)]
 
 
@@ -348,7 +348,7 @@ def _check_decoding(
     results = []
     for kind in kinds:
         try:
-            if kind in PIECE_KINDS:
+            if kind == "pieces-special" or kind == "pieces-plain":
                 wrong, total = _compare_pieces(decoding, decoder, PIECE_KINDS[kind])
             else:
                 wrong, total = _compare_detokenized(recording, decoding, decoder, kind)
@@ -382,7 +382,7 @@ def _compare_pieces(decoding: Decoding, decoder: Decoder, special: bool) -> tupl
 
 
 def _compare_detokenized(
-    recording: Recording, decoding: Decoding, decoder: Decoder, setting: str
+    recording: Recording, decoding: Decoding, decoder: Decoder, setting: Setting
 ) -> tuple[list[tuple[str, bytes, bytes]], int]:
     remove, unparse = DETOKENIZE[setting]
     asked: list[tuple[RecordedCase, list[int]]] = [

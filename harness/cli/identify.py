@@ -101,6 +101,6 @@ def run(args: argparse.Namespace) -> int:
         f"  against the pinned build b{pinned} (its recordings): {len(differ)} outcomes differ "
         f"({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))}): {listed}"
     )
-    for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it"):
+    for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it", {}):
         print(f"  {line}")
     return 0 if ranges else 1

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +49,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..bisect.commits import commits_between
-    from ..bisect.probe import Answers, Prober, ProbeSet, Target
+    from ..bisect.probe import Answers, Prober, ProbeSet, Target, decoded
     from ..bisect.search import bisect
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
@@ -59,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from ..llama.fetch import fetched_source
     from ..llama.pins import PINNED_SDIST_SHA256
     from ..llama.registry import published_builds
+    from ..recordings.decoding import load_for
     from ..recordings.format import load, recording_files
 
     files = [
@@ -83,6 +83,9 @@ def run(args: argparse.Namespace) -> int:
     builds = [b for b in published if start <= b <= args.to]
     probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
     lock = lock_of(args)
+    recorded: Answers = {}
+    for recording, path in zip(recordings, files, strict=True):
+        recorded.update(decoded(recording, load_for(path)))
 
     def ask(build: int, cases: Cases | None) -> Answers:
         return Prober(probes if cases is None else probes.only(cases), lock, args.jobs).answers_of(build)
@@ -91,21 +94,23 @@ def run(args: argparse.Namespace) -> int:
         print(f"tokconf upgrade: {line}", file=sys.stderr, flush=True)
 
     found = walk(builds, ask, progress)
-    versus: Counter[str] = Counter()
-    for recording in recordings:
-        for case in recording.cases:
-            for mode, recorded in case.outcomes.items():
-                answer = found.outcome(args.to, (recording.vocab_name, case.id, mode))
-                if answer is not None and not same(answer, recorded):
-                    versus[recording.vocab_name] += 1
+    versus = [
+        key for key, held in recorded.items() if (a := found.outcome(args.to, key)) is not None and not same(a, held)
+    ]
     sdists: dict[int, str] = {}
     for build in found.probed:
         source = fetched_source(build)
         known = lock.get(build) or PINNED_SDIST_SHA256.get(build) or (source.sha256 if source else None)
         if known:
             sdists[build] = known
+    everything = Prober(probes, lock, args.jobs)
+    pieces = {
+        (change.after, vocab, kind): found
+        for change in found.changes
+        for (vocab, kind), found in everything.piece_changes(change.before, change.after, change.keys).items()
+    }
     command = _command(args)
-    up = report.Upgrade(command, start, args.to, made_by[0], found, probes, versus, sdists)
+    up = report.Upgrade(command, start, args.to, made_by[0], found, probes, versus, sdists, pieces)
     if args.source is not None:
         for change in found.changes:
             if change.skipped:
@@ -127,6 +132,7 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.html, report.page(parts), "report")
         progress(f"HTML report written to {args.html}")
     if args.data is not None:
-        data.write(args.data, data.from_walk(found, recordings, command, sdists))
+        vocabs = {r.vocab_name: r.vocab_sha256 for r in recordings}
+        data.write(args.data, data.from_walk(found, recorded, made_by[0], vocabs, command, sdists))
         progress(f"build history written to {args.data}")
     return 0

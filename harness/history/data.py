@@ -2,10 +2,11 @@
 --data FILE` from real builds' answers, never written by hand.
 
 A stretch is the builds between two change points of a walk (tokconf.history.walk): they all answer
-alike. Only outcomes that some stretch answers otherwise than the recordings are stored (the rest are
+alike. Only answers that some stretch gives otherwise than the recordings are stored (the rest are
 the recordings' own), each as the distinct answers and one character per stretch saying which: `0` the
-recording's outcome, `1` the first stored answer, and so on. A refusal is stored as the index of its
-reason in `refusals`. The file names the recordings it was made from (each vocab file's sha256) and
+recording's answer, `1` the first stored answer, and so on. Ids are stored as a list, a refusal as the
+index of its reason in `refusals`, facts, pieces and detokenized text as the probe's text
+(tokconf.bisect.probe). The file names the recordings it was made from (each vocab file's sha256) and
 the sdist of every build it probed, so identify refuses to compare against other recordings, and a
 reader can fetch the same builds.
 """
@@ -19,11 +20,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..bisect.probe import Key
+from ..bisect.probe import ITEMS, Answer, Answers, Item, Key
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
-from ..core.outcome import MODES, Mode, Outcome, Refusal
-from ..recordings.format import Recording
+from ..core.outcome import Refusal
 from .walk import Walk, same
 
 FORMAT = 1
@@ -51,35 +51,35 @@ class History:
     builds: tuple[int, ...]  # the published builds covered, ascending
     stretches: tuple[Stretch, ...]
     sdists: dict[int, str]  # every probed build -> its sdist sha256
-    outcomes: dict[Key, tuple[Outcome | None, ...]]  # per stretch; None: the recording's outcome
+    outcomes: dict[Key, tuple[Answer | None, ...]]  # per stretch; None: the recording's outcome
 
-    def answer(self, stretch: int, key: Key, recorded: Outcome) -> Outcome:
+    def answer(self, stretch: int, key: Key, recorded: Answer) -> Answer:
         stored = self.outcomes.get(key)
         value = None if stored is None else stored[stretch]
         return recorded if value is None else value
 
 
-def from_walk(walk: Walk, recordings: list[Recording], command: str, sdists: dict[int, str]) -> History:
-    """The stretches of a walk and what each answers, kept where it differs from the recordings."""
+def from_walk(
+    walk: Walk, recorded: Answers, recordings_build: int, vocabs: dict[str, str], command: str, sdists: dict[int, str]
+) -> History:
+    """The stretches of a walk and what each answers, kept where it differs from what the recordings
+    hold (`recorded`: tokconf.bisect.probe.decoded; `vocabs`: each vocab file's sha256)."""
     stretches = tuple(
         Stretch(first, last, tuple(b for b in walk.builds if first <= b <= last)) for first, last in walk.stretches
     )
     representatives = [first for first, _ in walk.stretches]  # each stretch's first build was probed
-    outcomes: dict[Key, tuple[Outcome | None, ...]] = {}
-    for recording in recordings:
-        for case in recording.cases:
-            for mode, recorded in case.outcomes.items():
-                key = (recording.vocab_name, case.id, mode)
-                answers = [walk.outcome(build, key) for build in representatives]
-                if any(answer is None for answer in answers):
-                    continue  # not selected for the walk
-                kept = tuple(None if same(answer, recorded) else answer for answer in answers)
-                if any(answer is not None for answer in kept):
-                    outcomes[key] = kept
+    outcomes: dict[Key, tuple[Answer | None, ...]] = {}
+    for key, held in recorded.items():
+        answers = [walk.outcome(build, key) for build in representatives]
+        if any(answer is None for answer in answers):
+            continue  # not selected for the walk, or not asked (a case some build gives no ids to decode)
+        kept = tuple(None if same(answer, held) else answer for answer in answers)
+        if any(answer is not None for answer in kept):
+            outcomes[key] = kept
     return History(
         command=command,
-        recordings_build=recordings[0].build,
-        vocabs={r.vocab_name: r.vocab_sha256 for r in recordings},
+        recordings_build=recordings_build,
+        vocabs=vocabs,
         builds=tuple(walk.builds),
         stretches=stretches,
         sdists=dict(sorted(sdists.items())),
@@ -91,7 +91,7 @@ def _encode(history: History) -> dict[str, Any]:
     refusals: list[str] = []
     table: dict[str, dict[str, dict[str, list[Any]]]] = {}
     for (vocab, case, mode), answers in sorted(history.outcomes.items()):
-        distinct: list[Outcome] = []
+        distinct: list[Answer] = []
         marks = ""
         for answer in answers:
             if answer is None:
@@ -141,11 +141,21 @@ def read(path: Path | None = None) -> History:
         ) from None
 
 
-def _mode(name: str) -> Mode:
-    for mode in MODES:
-        if mode == name:
-            return mode
-    raise ValueError(f"mode {name!r}")
+def _item(name: str) -> Item:
+    for item in ITEMS:
+        if item == name:
+            return item
+    raise ValueError(f"item {name!r}")
+
+
+def _answer(value: object, refusals: list[str]) -> Answer:
+    if isinstance(value, str):
+        return value  # facts, a pieces digest or a detokenized text
+    if isinstance(value, int):
+        return Refusal(refusals[value])
+    if not isinstance(value, list):
+        raise ValueError(f"an answer {value!r}")
+    return [int(i) for i in value]
 
 
 def _decode(doc: dict[str, Any]) -> History:
@@ -157,14 +167,14 @@ def _decode(doc: dict[str, Any]) -> History:
         for first, last in doc["stretches"]
     )
     refusals = [str(r) for r in doc["refusals"]]
-    outcomes: dict[Key, tuple[Outcome | None, ...]] = {}
+    outcomes: dict[Key, tuple[Answer | None, ...]] = {}
     for vocab, cases in doc["outcomes"].items():
         for case, modes in cases.items():
             for mode, (marks, *distinct) in modes.items():
                 if len(marks) != len(stretches):
                     raise ValueError(f"{vocab} {case} {mode}: {len(marks)} stretches, not {len(stretches)}")
-                values = [Refusal(refusals[v]) if isinstance(v, int) else [int(i) for i in v] for v in distinct]
-                outcomes[vocab, case, _mode(mode)] = tuple(
+                values = [_answer(v, refusals) for v in distinct]
+                outcomes[vocab, case, _item(mode)] = tuple(
                     None if m == "0" else values[DIGITS.index(m) - 1] for m in marks
                 )
     recordings = doc["recordings"]

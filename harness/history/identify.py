@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..bisect.probe import Answers, Key, ProbeSet
+from ..bisect.probe import Answer, Answers, Key, ProbeSet
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Outcome, Refusal, RefusalKind
 from ..implementations.base import Implementation, LoadRefused, Unsupported, VocabInfo
@@ -20,7 +20,7 @@ from .data import History, Stretch
 from .walk import same
 
 
-def agrees(answer: Outcome, expected: Outcome) -> bool:
+def agrees(answer: Answer, expected: Answer) -> bool:
     if isinstance(answer, Refusal) and answer.kind is RefusalKind.BROKEN:
         return False
     return same(answer, expected)
@@ -61,7 +61,7 @@ class Identification:
     def versus(self, stretch: int | None) -> list[Key]:
         """The outcomes it answers otherwise than a stretch (None: than the recordings)."""
 
-        def expected(key: Key) -> Outcome:
+        def expected(key: Key) -> Answer:
             recorded = self.recorded[key]
             return recorded if stretch is None else self.history.answer(stretch, key, recorded)
 

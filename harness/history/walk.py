@@ -11,9 +11,10 @@ under the bisect assumption (an outcome that changes and changes back between tw
 seen, as with `git bisect`). So after the ends, each probe asks a few hundred inputs, not 400,000, and
 its answers to everything else are taken to be its range's lower end's.
 
-Outcomes are compared as `tokconf check` judges them: ids must be equal, and a refusal equals any
-refusal (which abort llama.cpp reports can depend on what the process did before, not on the build:
-docs/upgrade-b11192-b11434.md).
+Besides the ids, a probe asks what a recording holds of facts and decoding (tokconf.bisect.probe), so
+a change there is a change point too. Outcomes are compared as `tokconf check` judges them: ids must be
+equal, and a refusal equals any refusal (which abort llama.cpp reports can depend on what the process
+did before, not on the build: docs/upgrade-b11192-b11434.md).
 """
 
 from __future__ import annotations
@@ -21,17 +22,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..bisect.probe import Answers, Key
+from ..bisect.probe import Answer, Answers, Key
 from ..bisect.search import Unprobeable
 from ..core.errors import TokconfError
-from ..core.outcome import Outcome, Refusal
+from ..core.outcome import Refusal
 
 Cases = frozenset[tuple[str, str]]  # (vocab, case id): what a probe inside a range is asked, in every mode
 Ask = Callable[[int, Cases | None], Answers]  # a build's answers to those cases (None: to every selected case)
 
 
-def same(a: Outcome | None, b: Outcome | None) -> bool:
-    """Outcomes as a check judges them: equal ids, or both refusals."""
+def same(a: Answer | None, b: Answer | None) -> bool:
+    """Answers as a check judges them: equal ids (or facts, pieces, text), or both refusals."""
     if isinstance(a, Refusal) and isinstance(b, Refusal):
         return True
     return a == b
@@ -63,7 +64,7 @@ class Walk:
     base: dict[int, int] = field(default_factory=dict)
     skipped: dict[int, str] = field(default_factory=dict)
 
-    def outcome(self, build: int, key: Key) -> Outcome | None:
+    def outcome(self, build: int, key: Key) -> Answer | None:
         """What a probed build answers for `key`: asked, or else its range's lower end's answer."""
         while key not in self.asked[build]:
             if build not in self.base:

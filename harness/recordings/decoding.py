@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..core.errors import TokconfError
 from ..core.files import FileKind, atomic_write, sha256_file
@@ -39,11 +39,13 @@ from .yaml_io import (
 SCHEMA = "tokconf-decoding/1"
 SEALED_BEFORE = b"pieces:"  # the top-level line the digest line precedes
 # llama_detokenize settings recorded for each case's `bos` ids.
-DETOKENIZE = {
+Setting = Literal["remove-special", "unparse-special"]
+PieceKind = Literal["pieces-special", "pieces-plain"]
+DETOKENIZE: dict[Setting, tuple[bool, bool]] = {
     "remove-special": (True, False),  # what a user is shown: BOS/EOS dropped, control tokens empty
     "unparse-special": (False, True),  # everything rendered: the text that tokenizes back
 }
-PIECE_KINDS = {"pieces-special": True, "pieces-plain": False}
+PIECE_KINDS: dict[PieceKind, bool] = {"pieces-special": True, "pieces-plain": False}
 
 
 @dataclass
@@ -160,7 +162,7 @@ def from_document(path: Path, doc: Any) -> Decoding:
             for i, node in enumerate(doc["pieces"])
         ]
         plain = {_count(i): _bytes(path, node, f"plain piece {i}") for i, node in (doc["pieces_plain"] or {}).items()}
-        detok = {
+        detok: dict[str, dict[str, Edit]] = {
             setting: {
                 _case_id(case): Edit(_count(node["at"]), _count(node["cut"]), _bytes(path, node["put"], setting))
                 for case, node in (doc["detokenize"].get(setting) or {}).items()
