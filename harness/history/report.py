@@ -103,7 +103,7 @@ def blocks(up: Upgrade) -> list[Block]:
         )
     else:
         verdict = (
-            f"**b{up.bad} answers every one of the {size} outcomes, the facts and decoding as the recordings do.**"
+            f"**b{up.bad} answers every one of the {size} outcomes as the recordings do, facts and decoding too.**"
         )
     blocks.append(Block(Kind.PARAGRAPH, verdict))
     skipped = f"; {len(walk.skipped)} could not be probed (listed below)" if walk.skipped else ""
