@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from tokconf.bisect import probe as probe_module
 from tokconf.core.errors import TokconfError
+from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Request
 from tokconf.live.client import LibllamaOracle
 from tokconf.llama import registry
 from tokconf.llama.build import Build
 from tokconf.llama.lock import Lock
-from tokconf.core.files import sha256_file
 from tokconf.recordings.decoding import load as load_decoding
 from tokconf.recordings.decoding import path_for
 from tokconf.recordings.decoding import write as write_decoding

@@ -18,10 +18,10 @@ from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
-from tokconf.core.outcome import Outcome, Refusal
-from tokconf.live.client import LibllamaOracle
+from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.history import data
 from tokconf.history.walk import Cases, walk
+from tokconf.live.client import LibllamaOracle
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import Source
 
@@ -144,6 +144,42 @@ def test_a_change_of_facts_or_pieces_alone_is_a_change_point(
     assert "| b11194 | b11195 |" in text and "qwen2 (2)" in text
     assert 'qwen2 [facts]\n  b11194: {"add_eos": false}\n  b11195: {"add_eos": true}' in text
     assert "ids rendered otherwise from b11194 to b11195: 1 (42: 'K' → '<42>')" in text
+
+
+def test_a_case_whose_ids_turn_into_an_abort_changes_its_decoding_in_the_same_build(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """From b11195 on "Hello world" aborts with BOS: no ids to detokenize. Its decoding changes at
+    b11195 with its ids, not at some other build whose probe did not ask it."""
+    faked = LibllamaOracle.tokenize_many
+
+    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        answers = faked(self, requests)
+        aborts = self.build.build >= 11195
+        return [
+            Refusal("abort") if aborts and r == (b"Hello world", True, True) else a
+            for a, r in zip(answers, requests, strict=True)
+        ]
+
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
+    kept = tmp_path / "history.json.gz"
+    args = [
+        "upgrade",
+        "--to",
+        "11197",
+        "--recordings",
+        str(small_qwen2(tmp_path / "small")),
+        "--lock",
+        str(tmp_path / "l"),
+    ]
+    assert main([*args, "-o", str(tmp_path / "report.md"), "--data", str(kept)]) == 0
+    history = data.read(kept)
+    assert [(s.first, s.last) for s in history.stretches] == [(11192, 11192), (11194, 11194), (11195, 11195),
+                                                              (11196, 11197)]  # fmt: skip
+    for item in ("bos", "remove-special", "unparse-special"):
+        hello = history.outcomes["qwen2", "edge/hello-world", item]
+        assert hello[0] is None and not isinstance(hello[1], Refusal)
+        assert hello[2] == hello[3] == Refusal("abort"), (item, hello)
 
 
 def test_upgrade_refuses_what_it_cannot_compare(

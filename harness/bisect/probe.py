@@ -56,6 +56,7 @@ def facts_text(facts: VocabFacts) -> str:
 
 
 def pieces_digest(pieces: list[bytes]) -> str:
+    """Each piece length-prefixed, so no two piece lists share a digest by where their bytes split."""
     return "sha256:" + hashlib.sha256(b"".join(len(p).to_bytes(4, "little") + p for p in pieces)).hexdigest()
 
 
@@ -77,7 +78,19 @@ def decoded(recording: Recording, decoding: Decoding | None) -> Answers:
                 for setting in DETOKENIZE:
                     text = decoding.detokenized_text(setting, case.id, case.data)
                     held[name, case.id, setting] = text.hex()
-    return held
+    return _undecodable(held)
+
+
+def _undecodable(answers: Answers) -> Answers:
+    """`answers` with a case that has no `bos` ids (a refusal) answering its refusal for its decoding
+    too. A probe asks llama_detokenize only of ids, and a key missing from a probe inside a walk's range
+    would read as its range's lower end's answer (tokconf.history.walk): a case whose ids turn into an
+    abort would seem to change its decoding in another build than its ids."""
+    for (vocab, case, item), answer in list(answers.items()):
+        if item == "bos" and isinstance(answer, Refusal):
+            for setting in DETOKENIZE:
+                answers.setdefault((vocab, case, setting), answer)
+    return answers
 
 
 @dataclass(frozen=True)
@@ -175,7 +188,7 @@ class Prober:
         target cannot be fetched, built or loaded."""
         answers = self.answers.get(target)
         if answers is None:
-            answers = self.answers[target] = self._answers(target)
+            answers = self.answers[target] = _undecodable(self._answers(target))
         return answers
 
     def __call__(self, target: Target) -> tuple[tuple[str, str, str, str], ...]:
