@@ -21,7 +21,7 @@ from tokconf.core.facts import VocabFacts
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.history import data
 from tokconf.history.walk import Cases, walk
-from tokconf.live.client import LibllamaOracle
+from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import Source
 
@@ -180,6 +180,29 @@ def test_a_case_whose_ids_turn_into_an_abort_changes_its_decoding_in_the_same_bu
         hello = history.outcomes["qwen2", "edge/hello-world", item]
         assert hello[0] is None and not isinstance(hello[1], Refusal)
         assert hello[2] == hello[3] == Refusal("abort"), (item, hello)
+
+
+def test_a_vocabulary_an_older_build_refuses_has_no_pieces_to_list(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before b11195 the fake builds refuse qwen2 (as b9265 refuses a hybriddna vocabulary): everything
+    changes at b11195, the pieces from a refusal to a list, and the report says so without asking the
+    refusing build for pieces it does not have."""
+    real_start = LibllamaOracle._start
+
+    def start(self: LibllamaOracle) -> None:
+        if self.build.build < 11195:
+            raise VocabRefused(self.build.build, self.vocab, "unknown pre-tokenizer type: 'qwen2'")
+        real_start(self)
+
+    monkeypatch.setattr(LibllamaOracle, "_start", start)
+    out = tmp_path / "report.md"
+    args = ["upgrade", "--to", "11197", "--recordings", str(small_qwen2(tmp_path / "small")), "-o", str(out)]
+    assert main([*args, "--lock", str(tmp_path / "l")]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "| b11194 | b11195 |" in text
+    assert "qwen2 [pieces-plain]\n  b11194: refused: load: unknown pre-tokenizer" in text
+    assert "ids rendered otherwise" not in text
 
 
 def test_upgrade_refuses_what_it_cannot_compare(

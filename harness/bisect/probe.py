@@ -207,16 +207,20 @@ class Prober:
 
     def piece_changes(self, lo: Target, hi: Target, changed: Iterable[Key]) -> PieceChanges:
         """Which ids' pieces changed from `lo` to `hi`, for each pieces digest among `changed` (a probe
-        keeps the digest alone): both builds are asked every piece again."""
+        keeps the digest alone): both builds are asked every piece again. A vocabulary one of them
+        refuses has no pieces there to compare (the report shows the refusal)."""
         paths = {name: path for name, path, _ in self.probes.vocabs}
         found: PieceChanges = {}
         for vocab, _, item in sorted(changed):
             if item in PIECE_KINDS:
                 special = item == "pieces-special"
-                asked = []
-                for target in (lo, hi):
-                    with LibllamaOracle(self._made(target), paths[vocab]) as oracle:
-                        asked.append(oracle.pieces(special))
+                try:
+                    asked = []
+                    for target in (lo, hi):
+                        with LibllamaOracle(self._made(target), paths[vocab]) as oracle:
+                            asked.append(oracle.pieces(special))
+                except VocabRefused:
+                    continue
                 found[vocab, item] = piece_changes(*asked)
         return found
 
