@@ -28,6 +28,7 @@ from tokconf.implementations.resolve import resolve
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import source_dir
 from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.recordings.decoding import Decoding, load_for
 from tokconf.recordings.format import Recording, load, recording_files
 
 
@@ -64,7 +65,7 @@ def _identify(llama_build: Build, number: int, history_file: Path, history: Hist
     recordings = [load(_small(history_file))]
     probes = ProbeSet.from_recordings(recordings, frozenset(), None)
     impl = LlamaCppImplementation(dataclasses.replace(llama_build, build=number), f"fake b{number}")
-    return identify(impl, history, recordings, probes)
+    return identify(impl, history, recordings, probes, {"qwen2": load_for(_small(history_file))})
 
 
 def test_each_fake_build_is_placed_in_its_stretch(llama_build: Build, fake_history_file: Path) -> None:
@@ -74,7 +75,8 @@ def test_each_fake_build_is_placed_in_its_stretch(llama_build: Build, fake_histo
         spans[number] = [(first.first, last.last) for first, last in found.ranges]
     assert spans == {11192: [(11192, 11192)], 11195: [(11194, 11195)], 11197: [(11196, 11197)]}
     found = _identify(llama_build, 11195, fake_history_file)
-    assert found.mismatches == [6, 0, 6]  # hello world, then the empty input (each 2 cases x 3 modes)
+    # hello world, then the empty input: each 2 cases x (3 modes and 2 detokenize settings)
+    assert found.mismatches == [10, 0, 10]
     assert {case for _, case, _ in found.versus(None)} == {"edge/hello-world", "llama.cpp/0011"}
 
 
@@ -83,7 +85,7 @@ def test_an_implementation_like_no_build_is_told_so_with_its_nearest(
 ) -> None:
     found = _identify(llama_build, ONLY_EMPTY, fake_history_file)  # the empty input's change alone
     assert found.ranges == []
-    assert found.mismatches == [6, 12, 6]
+    assert found.mismatches == [10, 20, 10]
     assert (found.nearest.first, found.nearest.last) == (11196, 11197)  # the later of the two as near
     assert {case for _, case, _ in found.versus(None)} == {"edge/empty", "llama.cpp/0002"}
 
@@ -104,7 +106,7 @@ def test_identify_on_the_command_line(
     assert main([*args, "--impl", f"llama.cpp@{ONLY_EMPTY}"]) == 1
     out = capsys.readouterr().out
     assert "no published build in b11192..b11197 tokenizes exactly like it" in out
-    assert "against the pinned build b11192 (its recordings): 6 outcomes differ" in out
+    assert "against the pinned build b11192 (its recordings): 10 answers differ" in out
 
 
 def test_a_history_of_other_recordings_is_refused(llama_build: Build, fake_history_file: Path) -> None:
@@ -113,14 +115,17 @@ def test_a_history_of_other_recordings_is_refused(llama_build: Build, fake_histo
         _identify(llama_build, 11192, fake_history_file, history)
 
 
-def _bundled(names: set[str]) -> list[Recording]:
-    return [load(p) for p in recording_files([BUNDLED_RECORDINGS]) if p.stem in names]
+def _bundled(names: set[str]) -> list[tuple[Recording, Decoding | None]]:
+    return [(load(p), load_for(p)) for p in recording_files([BUNDLED_RECORDINGS]) if p.stem in names]
 
 
-def _identify_real(spec: str, recordings: list[Recording], history: History) -> Identification:
+def _identify_real(spec: str, bundled: list[tuple[Recording, Decoding | None]], history: History) -> Identification:
     impl = resolve(spec)
+    recordings = [recording for recording, _ in bundled]
+    decodings = {recording.vocab_name: decoding for recording, decoding in bundled}
     try:
-        return identify(impl, history, recordings, ProbeSet.from_recordings(recordings, frozenset(), None))
+        probes = ProbeSet.from_recordings(recordings, frozenset(), None)
+        return identify(impl, history, recordings, probes, decodings)
     finally:
         impl.close()
 

@@ -116,13 +116,16 @@ def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Pat
 def test_a_change_of_facts_or_pieces_alone_is_a_change_point(
     fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """From b11195 on the fake builds say qwen2 adds EOS and render id 42 (special=false) otherwise:
+    """From b11195 on the fake builds say qwen2 adds EOS, id 42 is a control token, and they render it
+    (special=false) otherwise:
     no id changes there, and the walk still finds b11195, the report names the fact and the id."""
     real_facts, real_pieces = LibllamaOracle.facts, LibllamaOracle.pieces
 
     def facts(self: LibllamaOracle) -> VocabFacts:
         found = real_facts(self)
-        return {**found, "add_eos": True} if self.build.build >= 11195 else found
+        if self.build.build < 11195:
+            return found
+        return {**found, "add_eos": True, "token_attributes": {**found["token_attributes"], 42: "control"}}
 
     def pieces(self: LibllamaOracle, special: bool = True) -> list[bytes]:
         found = real_pieces(self, special)
@@ -142,7 +145,10 @@ def test_a_change_of_facts_or_pieces_alone_is_a_change_point(
     assert ("qwen2", VOCAB_WIDE, "pieces-special") not in history.outcomes
     text = out.read_text(encoding="utf-8")
     assert "| b11194 | b11195 |" in text and "qwen2 (2)" in text
-    assert 'qwen2 [facts]\n  b11194: {"add_eos": false}\n  b11195: {"add_eos": true}' in text
+    # the fields that changed, and of a table the entries that changed (qwen2 has 151,936 attributes)
+    before = '{"add_eos": false, "token_attributes": {"42": null}}'  # null: not listed (a normal token)
+    after = '{"add_eos": true, "token_attributes": {"42": "control"}}'
+    assert f"qwen2 [facts]\n  b11194: {before}\n  b11195: {after}" in text
     assert "ids rendered otherwise from b11194 to b11195: 1 (42: 'K' → '<42>')" in text
 
 

@@ -29,6 +29,7 @@ from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_to_json
 from ..core.files import atomic_write, cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal
+from ..implementations.base import Decoder
 from ..live.client import LibllamaOracle, VocabRefused
 from ..llama.build import Build, build_commit
 from ..llama.lock import Lock
@@ -78,10 +79,10 @@ def decoded(recording: Recording, decoding: Decoding | None) -> Answers:
                 for setting in DETOKENIZE:
                     text = decoding.detokenized_text(setting, case.id, case.data)
                     held[name, case.id, setting] = text.hex()
-    return _undecodable(held)
+    return undecodable(held)
 
 
-def _undecodable(answers: Answers) -> Answers:
+def undecodable(answers: Answers) -> Answers:
     """`answers` with a case that has no `bos` ids (a refusal) answering its refusal for its decoding
     too. A probe asks llama_detokenize only of ids, and a key missing from a probe inside a walk's range
     would read as its range's lower end's answer (tokconf.history.walk): a case whose ids turn into an
@@ -153,17 +154,27 @@ def _asked(oracle: LibllamaOracle, name: str, cases: tuple[tuple[str, bytes], ..
     outcomes = oracle.tokenize_many([(data, *MODES[mode]) for _, data in cases for mode in MODES])
     keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
     answers: Answers = dict(zip(keys, outcomes, strict=True))
-    with_ids = [(case_id, ids) for case_id, _ in cases if isinstance(ids := answers[name, case_id, "bos"], list)]
-    for setting, (remove, unparse) in DETOKENIZE.items():
-        texts = oracle.detokenize_many([(ids, remove, unparse) for _, ids in with_ids])
-        answers.update(
-            ((name, case_id, setting), text.hex()) for (case_id, _), text in zip(with_ids, texts, strict=True)
-        )
+    answers.update(detokenized(oracle, name, answers))
     if wide:
         answers[name, VOCAB_WIDE, "facts"] = facts_text(oracle.facts())
-        for kind, special in PIECE_KINDS.items():
-            answers[name, VOCAB_WIDE, kind] = pieces_digest(oracle.pieces(special))
+        answers.update(pieces_of(oracle, name))
     return answers
+
+
+def detokenized(decoder: Decoder, name: str, answers: Answers) -> Answers:
+    """llama_detokenize of each case's own `bos` ids in `answers`, both settings (a case with no ids:
+    `undecodable`). A live llama.cpp and any implementation's decoder are asked alike."""
+    with_ids = [(case, ids) for (vocab, case, item), ids in answers.items() if item == "bos" and isinstance(ids, list)]
+    found: Answers = {}
+    for setting, (remove, unparse) in DETOKENIZE.items():
+        texts = decoder.detokenize_many([(ids, remove, unparse) for _, ids in with_ids])
+        found.update(((name, case, setting), text.hex()) for (case, _), text in zip(with_ids, texts, strict=True))
+    return found
+
+
+def pieces_of(decoder: Decoder, name: str) -> Answers:
+    """The digests of every piece, special on and off."""
+    return {(name, VOCAB_WIDE, kind): pieces_digest(decoder.pieces(special)) for kind, special in PIECE_KINDS.items()}
 
 
 class Prober:
@@ -188,7 +199,7 @@ class Prober:
         target cannot be fetched, built or loaded."""
         answers = self.answers.get(target)
         if answers is None:
-            answers = self.answers[target] = _undecodable(self._answers(target))
+            answers = self.answers[target] = undecodable(self._answers(target))
         return answers
 
     def __call__(self, target: Target) -> tuple[tuple[str, str, str, str], ...]:

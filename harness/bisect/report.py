@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from ..core.outcome import MODES, render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
@@ -27,13 +28,22 @@ def _outcome(key: Key, answer: Answer, other: Answer, vocab: Path) -> str:
     if isinstance(answer, list) and isinstance(other, list):
         return ids_window(answer, first_divergence(answer, other), pieces_of(vocab), 3)
     if isinstance(answer, str) and isinstance(other, str) and item == "facts":
-        mine, theirs = json.loads(answer), json.loads(other)
-        return json.dumps(
-            {k: mine.get(k) for k in sorted(mine.keys() | theirs.keys()) if mine.get(k) != theirs.get(k)}
-        )[:300]
+        return json.dumps(_differing(json.loads(answer), json.loads(other)))[:300]
     if isinstance(answer, str) and item in DETOKENIZE:
         return visible(bytes.fromhex(answer), 120)
     return answer if isinstance(answer, str) else render_outcome(answer)
+
+
+def _differing(mine: dict[str, Any], theirs: dict[str, Any]) -> dict[str, Any]:
+    """The fields of `mine` that differ from `theirs`, and inside a table (token attributes, special
+    texts) only the entries that differ (None: not in `mine`): one id's changed attribute is not a
+    table of 300 entries."""
+    found: dict[str, Any] = {}
+    for key in sorted(mine.keys() | theirs.keys()):
+        a, b = mine.get(key), theirs.get(key)
+        if a != b:
+            found[key] = _differing(a, b) if isinstance(a, dict) and isinstance(b, dict) else a
+    return found
 
 
 def counted(changed: Iterable[Key], size: int) -> str:

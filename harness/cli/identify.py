@@ -51,9 +51,11 @@ def run(args: argparse.Namespace) -> int:
     from ..bisect.report import examples
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
+    from ..core.outcome import MODES
     from ..history import data
     from ..history.identify import identify
     from ..implementations.resolve import resolve
+    from ..recordings.decoding import load_for
     from ..recordings.format import load, recording_files
 
     history = data.read(args.data)
@@ -65,14 +67,18 @@ def run(args: argparse.Namespace) -> int:
     recordings = [load(p) for p in files]
     probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
     impl = resolve(args.impl, args.timeout, load_timeout=args.load_timeout)
+    decodings = {r.vocab_name: load_for(path) for r, path in zip(recordings, files, strict=True)}
     try:
-        found = identify(impl, history, recordings, probes)
+        found = identify(impl, history, recordings, probes, decodings)
     finally:
         impl.close()
     builds = history.builds
     vocabs = sorted({vocab for vocab, _, _ in found.answers})
     print(f"tokconf identify: {impl.name}")
-    print(f"  asked {len(found.answers)} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
+    ids = sum(1 for _, _, item in found.answers if item in MODES)
+    decoding = len(found.answers) - ids
+    print(f"  asked {ids} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
+        f" and {decoding} pieces and detokenized texts" if decoding else "") + (
         f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "")
         + (f"; {found.declined} declined inputs left out" if found.declined else "")
         + (f"; declined whole: {', '.join(found.declined_vocabs)}" if found.declined_vocabs else ""))  # fmt: skip
@@ -88,17 +94,17 @@ def run(args: argparse.Namespace) -> int:
         near = found.nearest
         index = history.stretches.index(near)
         print(f"  no published build in b{builds[0]}..b{builds[-1]} tokenizes exactly like it")
-        print(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} outcomes differ")
+        print(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} answers differ")
     pinned = history.recordings_build
     differ = found.versus(None)
     if not differ:
-        print(f"  against the pinned build b{pinned} (its recordings): no outcome differs")
+        print(f"  against the pinned build b{pinned} (its recordings): no answer differs")
         return 0 if ranges else 1
     by_vocab = Counter(vocab for vocab, _, _ in differ)
     modes = Counter(mode for _, _, mode in differ)
     listed = ", ".join(f"{v} {n}" for v, n in sorted(by_vocab.items()))
     print(
-        f"  against the pinned build b{pinned} (its recordings): {len(differ)} outcomes differ "
+        f"  against the pinned build b{pinned} (its recordings): {len(differ)} answers differ "
         f"({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))}): {listed}"
     )
     for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it", {}):

@@ -9,12 +9,14 @@ declines (a class of input tokconf verifies) is left out of the comparison and c
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..bisect.probe import Answer, Answers, Key, ProbeSet
+from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, undecodable
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, Outcome, Refusal, RefusalKind
-from ..implementations.base import Implementation, LoadRefused, Unsupported, VocabInfo
+from ..core.outcome import MODES, Refusal, RefusalKind
+from ..implementations.base import Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
+from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
 from .data import History, Stretch
 from .walk import same
@@ -68,8 +70,16 @@ class Identification:
         return sorted(key for key, answer in self.answers.items() if not agrees(answer, expected(key)))
 
 
-def identify(impl: Implementation, history: History, recordings: list[Recording], probes: ProbeSet) -> Identification:
-    """Ask `impl` every case of `recordings` (their vocab files are `probes`') and match the stretches."""
+def identify(
+    impl: Implementation,
+    history: History,
+    recordings: list[Recording],
+    probes: ProbeSet,
+    decodings: Mapping[str, Decoding | None],
+) -> Identification:
+    """Ask `impl` every case of `recordings` (their vocab files are `probes`') and match the stretches;
+    where it has a decoder and the recording a decoding (`decodings`, by vocab), its pieces and
+    detokenized text too, so a change point where only those changed bounds a range as well."""
     for recording in recordings:
         stored = history.vocabs.get(recording.vocab_name)
         if recording.build != history.recordings_build or stored != recording.vocab_sha256:
@@ -83,27 +93,41 @@ def identify(impl: Implementation, history: History, recordings: list[Recording]
     for name, path, cases in probes.vocabs:
         recording = by_name[name]
         requests = [(data, *MODES[mode]) for _, data in cases for mode in MODES]
-        keys = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
+        keys: list[Key] = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
         info = VocabInfo.of(path, name, recording.vocab_sha256, recording.facts)
-        outcomes: list[Outcome]
+        answered: Answers
         try:
             session = impl.open(info)
         except LoadRefused as refused:
-            outcomes = [Refusal(f"load: {refused}")] * len(requests)
+            answered = dict.fromkeys(keys, Refusal(f"load: {refused}"))
         except Unsupported:
             found.declined_vocabs.append(name)
             continue
         else:
             try:
                 outcomes = session.encode_many(requests)
+                answered = dict(zip(keys, outcomes, strict=True))
+                decoder = session.decoder()
+                if decoder is not None and decodings.get(name) is not None:
+                    answered.update(_decoding(decoder, name, answered))
             finally:
                 session.close()
-        recorded = {(name, c.id, m): o for c in recording.cases for m, o in c.outcomes.items()}
-        for key, outcome in zip(keys, outcomes, strict=True):
-            if isinstance(outcome, Refusal) and outcome.kind is RefusalKind.UNSUPPORTED:
-                found.declined += 1
+        recorded = decoded(recording, decodings.get(name))
+        for key, answer in undecodable(answered).items():
+            if isinstance(answer, Refusal) and answer.kind is RefusalKind.UNSUPPORTED:
+                found.declined += key[2] in MODES
             elif key in recorded:
-                found.answers[key] = outcome
+                found.answers[key] = answer
                 found.recorded[key] = recorded[key]
     found.mismatches = [len(found.versus(index)) for index in range(len(history.stretches))]
     return found
+
+
+def _decoding(decoder: Decoder, name: str, answered: Answers) -> Answers:
+    """Its pieces and detokenized text, as a probe asks llama.cpp's; a decoder that breaks answers a
+    broken refusal for each, which agrees with no build."""
+    try:
+        return {**pieces_of(decoder, name), **detokenized(decoder, name, answered)}
+    except Exception as error:  # the implementation's own code: anything it raises is its fault
+        broken = Refusal(f"decoding: {type(error).__name__}: {error}", RefusalKind.BROKEN)
+        return dict.fromkeys([(name, VOCAB_WIDE, kind) for kind in PIECE_KINDS], broken)
