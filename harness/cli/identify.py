@@ -78,8 +78,8 @@ def run(args: argparse.Namespace) -> int:
     ids = sum(1 for _, _, item in found.answers if item in MODES)
     decoding = len(found.answers) - ids
     print(f"  asked {ids} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
-        f" and {decoding} pieces and detokenized texts" if decoding else "") + (
-        f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "")
+        f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "") + (
+        f", and {decoding} piece lists and detokenized texts" if decoding else "")
         + (f"; {found.declined} declined inputs left out" if found.declined else "")
         + (f"; declined whole: {', '.join(found.declined_vocabs)}" if found.declined_vocabs else ""))  # fmt: skip
     print(

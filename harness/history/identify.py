@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, undecodable
+from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Refusal, RefusalKind
 from ..implementations.base import Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
@@ -113,9 +113,9 @@ def identify(
             finally:
                 session.close()
         recorded = decoded(recording, decodings.get(name))
-        for key, answer in undecodable(answered).items():
+        for key, answer in answered.items():  # decoding: of the cases it gave ids, if it decodes at all
             if isinstance(answer, Refusal) and answer.kind is RefusalKind.UNSUPPORTED:
-                found.declined += key[2] in MODES
+                found.declined += 1
             elif key in recorded:
                 found.answers[key] = answer
                 found.recorded[key] = recorded[key]
