@@ -19,7 +19,8 @@ def add_parser(commands: Any) -> None:
         "upgrade",
         help="what changed between the recordings' llama.cpp build and build N, and in which build",
         description="Asks build N every case of the recordings (default: the bundled b11192 ones), then finds every "
-        "published build between --from and --to where some outcome changed (each build fetched and built on first "
+        "published build between --from and --to where some answer changed: ids, facts, pieces or detokenized text "
+        "(each build fetched and built on first "
         "use, under the lock's trust policy), and writes the report (docs/upgrade-b11192-b11434.md is one).",
     )
     up.set_defaults(run=run)
