@@ -17,6 +17,7 @@ from tokconf.bisect import probe as probe_module
 from tokconf.bisect.search import Unprobeable, bisect
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
+from tokconf.core.facts import VocabFacts
 from tokconf.core.outcome import Outcome, Request
 from tokconf.implementations import llama_cpp as llama_cpp_module
 from tokconf.implementations.resolve import resolve
@@ -129,6 +130,27 @@ def test_bisect_end_to_end_on_fake_builds(
     assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0  # again: from the probe cache
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
     assert main([*args, "--case", "edge/empty"]) == 2
+    assert "nothing to bisect" in capsys.readouterr().err
+
+
+def test_a_change_of_facts_alone_is_bisected_unless_cases_are_chosen(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """From b11195 on the fake builds say qwen2 adds EOS; no id changes between b11194 and b11196."""
+    real_facts = LibllamaOracle.facts
+
+    def facts(self: LibllamaOracle) -> VocabFacts:
+        found = real_facts(self)
+        return {**found, "add_eos": True} if self.build.build >= 11195 else found
+
+    monkeypatch.setattr(LibllamaOracle, "facts", facts)
+    args = ["bisect", "--good", "11194", "--bad", "11196", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "first build answering otherwise:     b11195" in out
+    assert "changed between them: 0 outcomes of 12708 and 1 facts, pieces or detokenized texts, in qwen2" in out
+    assert 'qwen2 [facts]\n    b11194: {"add_eos": false}\n    b11195: {"add_eos": true}' in out
+    assert main([*args, "--case", "edge/hello-world"]) == 2  # the cases' ids and text alone: nothing changed
     assert "nothing to bisect" in capsys.readouterr().err
 
 
