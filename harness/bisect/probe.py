@@ -2,8 +2,9 @@
 a recording holds besides the ids: the vocabulary's facts, `llama_token_to_piece` of every id, and
 `llama_detokenize` of each case's `bos` ids (tokconf.recordings.decoding).
 
-An upgrade can change those alone: between b9093 and b11434, PLaMo-2's facts and its special=false
-pieces changed. They are compared as text: the facts as canonical JSON, each piece list as the sha256
+An upgrade can change those alone: in b11258..b11269 PLaMo-2's `</s>` became a normal token (no longer
+EOG; its special=false piece and 43 detokenized texts changed, no id did: docs/history-b9093-b11434.md).
+They are compared as text: the facts as canonical JSON, each piece list as the sha256
 of its pieces (a 262k vocabulary's pieces would make every probe megabytes; which ids changed is asked
 of the two builds around a change when it is reported), a detokenized text as its bytes in hex.
 
