@@ -219,21 +219,24 @@ class Prober:
 
     def piece_changes(self, lo: Target, hi: Target, changed: Iterable[Key]) -> PieceChanges:
         """Which ids' pieces changed from `lo` to `hi`, for each pieces digest among `changed` (a probe
-        keeps the digest alone): both builds are asked every piece again. A vocabulary one of them
-        refuses has no pieces there to compare (the report shows the refusal)."""
-        paths = {name: path for name, path, _ in self.probes.vocabs}
+        keeps the digest alone): both builds are asked every piece again, each vocabulary loaded once
+        per build. A vocabulary one of them refuses has no pieces there to compare (the report shows
+        the refusal)."""
+        keys = set(changed)
         found: PieceChanges = {}
-        for vocab, _, item in sorted(changed):
-            if item in PIECE_KINDS:
-                special = item == "pieces-special"
-                try:
-                    asked = []
-                    for target in (lo, hi):
-                        with LibllamaOracle(self._made(target), paths[vocab]) as oracle:
-                            asked.append(oracle.pieces(special))
-                except VocabRefused:
-                    continue
-                found[vocab, item] = piece_changes(*asked)
+        for vocab, path, _ in self.probes.vocabs:
+            wanted = [kind for kind in PIECE_KINDS if (vocab, VOCAB_WIDE, kind) in keys]
+            if not wanted:
+                continue
+            try:
+                asked = []
+                for target in (lo, hi):
+                    with LibllamaOracle(self._made(target), path) as oracle:
+                        asked.append({kind: oracle.pieces(PIECE_KINDS[kind]) for kind in wanted})
+            except VocabRefused:
+                continue
+            old, new = asked
+            found.update(((vocab, kind), piece_changes(old[kind], new[kind])) for kind in wanted)
         return found
 
     def _answers(self, target: Target) -> Answers:

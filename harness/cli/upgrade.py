@@ -106,9 +106,7 @@ def run(args: argparse.Namespace) -> int:
             sdists[build] = known
     everything = Prober(probes, lock, args.jobs)
     pieces = {
-        (change.after, vocab, kind): found
-        for change in found.changes
-        for (vocab, kind), found in everything.piece_changes(change.before, change.after, change.keys).items()
+        change.after: everything.piece_changes(change.before, change.after, change.keys) for change in found.changes
     }
     command = _command(args)
     up = report.Upgrade(command, start, args.to, made_by[0], found, probes, versus, sdists, pieces)

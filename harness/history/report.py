@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from ..bisect.commits import Commit
-from ..bisect.probe import Item, Key, ProbeSet
+from ..bisect.probe import Item, Key, PieceChanges, ProbeSet
 from ..bisect.report import UPSTREAM, counted, examples
 from ..bisect.search import Bisection
 from ..core.outcome import MODES
@@ -55,7 +55,7 @@ class Upgrade:
     probes: ProbeSet
     versus_recordings: list[Key]  # what the last build answers otherwise than the recordings hold
     sdists: dict[int, str]
-    pieces: dict[tuple[int, str, Item], list[tuple[int, bytes, bytes]]]  # (change.after, vocab, kind) -> changes
+    pieces: dict[int, PieceChanges]  # change.after -> which ids' pieces changed there
     commits: dict[int, CommitLevel] = field(default_factory=dict)  # change.after -> the commit-level bisect
 
 
@@ -160,7 +160,7 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
             )
         )
     before, after = up.walk.answers(change.before, change.keys), up.walk.answers(change.after, change.keys)
-    pieces = {(vocab, kind): found for (at, vocab, kind), found in up.pieces.items() if at == change.after}
+    pieces = up.pieces.get(change.after, {})
     lines = examples(up.probes, change.keys, before, after, f"b{change.before}", f"b{change.after}", pieces)
     found.append(Block(Kind.CODE, "\n".join(line[2:] for line in lines)))
     return found
