@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import fake_history
@@ -20,6 +21,7 @@ from tokconf.bisect.probe import ProbeSet
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import BUNDLED_RECORDINGS
+from tokconf.core.outcome import Refusal
 from tokconf.history import data
 from tokconf.history.data import History
 from tokconf.history.identify import Identification, identify
@@ -174,3 +176,67 @@ def test_a_patched_tree_matches_no_published_build(llama_build: Build, tmp_path:
     differ = found.versus(None)
     assert len(differ) == 313 and {vocab for vocab, _, _ in differ} == {"qwen2"}
     assert min(found.mismatches) == 313  # qwen2 never changed in the history: every stretch is as far
+
+
+DECLINERS = """
+from tokconf import Unsupported
+
+def whole(path):
+    raise Unsupported("I tokenize nothing")
+
+class _EveryInput:
+    def encode(self, data, add_special, parse_special):
+        raise Unsupported("not this one", input_class="other")
+
+def every_input(path):
+    return _EveryInput()
+
+def broken(path):
+    raise RuntimeError("boom")
+"""
+
+
+@pytest.mark.parametrize(
+    ("factory", "why"),
+    [
+        ("whole", "declined whole: qwen2"),
+        ("every_input", "18 inputs declined"),
+        ("broken", "it broke on every vocabulary it was asked (.*RuntimeError: boom)"),
+    ],
+)
+def test_nothing_compared_places_it_nowhere(
+    factory: str, why: str, fake_history_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port that declines every vocabulary or every input, or breaks loading, gave no answer to place:
+    an error (exit 2), not every build of the history (with nothing compared, every stretch agrees)."""
+    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    impl = resolve(f"decliners:{factory}")
+    recordings = [load(_small(fake_history_file))]
+    try:
+        with pytest.raises(TokconfError, match=f"nothing to identify decliners:{factory} by: {why}"):
+            identify(
+                impl,
+                data.read(fake_history_file),
+                recordings,
+                ProbeSet.from_recordings(recordings, frozenset(), None),
+                {},
+            )
+    finally:
+        impl.close()
+    args = ["identify", "--data", str(fake_history_file), "--recordings", str(_small(fake_history_file))]
+    assert main([*args, "--impl", f"decliners:{factory}"]) == 2
+
+
+def test_a_binding_that_dies_where_llama_cpp_aborts_is_placed() -> None:
+    """tests/aborting_port.py dies (SIGABRT) on the 12 qwen2 outcomes llama.cpp aborts on and answers as
+    b11192 elsewhere: placed in the whole history (qwen2 never changed), as `check` passes it; each
+    death restarts it and does not count toward giving the vocabulary up."""
+    program = f"cmd:{sys.executable} {Path(__file__).parent / 'aborting_port.py'} die"
+    bundled = _bundled({"qwen2"})
+    assert sum(isinstance(o, Refusal) for case in bundled[0][0].cases for o in case.outcomes.values()) == 12
+    history = data.read()
+    found = _identify_real(program, bundled, history)
+    assert [(first.first, last.last) for first, last in found.ranges] == [(history.builds[0], history.builds[-1])]
+    assert not found.versus(None)

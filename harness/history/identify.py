@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Refusal, RefusalKind
-from ..implementations.base import Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
+from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
 from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
 from .data import History, Stretch
@@ -23,9 +23,12 @@ from .walk import same
 
 
 def agrees(answer: Answer, expected: Answer) -> bool:
-    if isinstance(answer, Refusal) and answer.kind is RefusalKind.BROKEN:
-        return False
-    return same(answer, expected)
+    return _answered(answer) and same(answer, expected)
+
+
+def _answered(answer: Answer) -> bool:
+    """Not an error of the implementation's own (which agrees with nothing)."""
+    return not (isinstance(answer, Refusal) and answer.kind is RefusalKind.BROKEN)
 
 
 @dataclass
@@ -92,6 +95,7 @@ def identify(
     by_name = {r.vocab_name: r for r in recordings}
     for name, path, cases in probes.vocabs:
         recording = by_name[name]
+        recorded = decoded(recording, decodings.get(name))
         requests = [(data, *MODES[mode]) for _, data in cases for mode in MODES]
         keys: list[Key] = [(name, case_id, mode) for case_id, _ in cases for mode in MODES]
         info = VocabInfo.of(path, name, recording.vocab_sha256, recording.facts)
@@ -103,24 +107,51 @@ def identify(
         except Unsupported:
             found.declined_vocabs.append(name)
             continue
+        except Broken as broken:  # agrees with no build, as in a check (an error, never a pass)
+            answered = dict.fromkeys(keys, Refusal(str(broken), RefusalKind.BROKEN))
         else:
             try:
-                outcomes = session.encode_many(requests)
+                outcomes = session.encode_many(requests, _aborting(history, keys, recorded))
                 answered = dict(zip(keys, outcomes, strict=True))
                 decoder = session.decoder()
                 if decoder is not None and decodings.get(name) is not None:
                     answered.update(_decoding(decoder, name, answered))
             finally:
                 session.close()
-        recorded = decoded(recording, decodings.get(name))
         for key, answer in answered.items():  # decoding: of the cases it gave ids, if it decodes at all
             if isinstance(answer, Refusal) and answer.kind is RefusalKind.UNSUPPORTED:
                 found.declined += 1
             elif key in recorded:
                 found.answers[key] = answer
                 found.recorded[key] = recorded[key]
+    if not any(_answered(answer) for answer in found.answers.values()):
+        why, what_to_do = _nothing(found)
+        raise TokconfError(f"nothing to identify {impl.name} by: {why}", what_to_do)
     found.mismatches = [len(found.versus(index)) for index in range(len(history.stretches))]
     return found
+
+
+def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset[int]:
+    """The requests some build of the history aborts on (the recording's or a stretch's refusal): a
+    binding whose process dies there agrees with that build, as in a check (tokconf.checking.engine)."""
+    return frozenset(
+        index
+        for index, key in enumerate(keys)
+        if isinstance(recorded.get(key), Refusal)
+        or any(isinstance(answer, Refusal) for answer in history.outcomes.get(key, ()))
+    )
+
+
+def _nothing(found: Identification) -> tuple[str, str]:
+    """Why no answer can place it (everything declined, or broken: the first reason), and what to do."""
+    broken = next((a.reason for a in found.answers.values() if not _answered(a) and isinstance(a, Refusal)), None)
+    if broken is not None:
+        return f"it broke on every vocabulary it was asked ({broken})", "fix that error, then identify it again"
+    parts = [f"{found.declined} inputs declined"] if found.declined else []
+    parts += [f"declined whole: {', '.join(found.declined_vocabs)}"] if found.declined_vocabs else []
+    return "; ".join(parts) or "no case was asked", (
+        "identify it on vocabularies and inputs it tokenizes (without --vocab: every bundled one)"
+    )
 
 
 def _decoding(decoder: Decoder, name: str, answered: Answers) -> Answers:
