@@ -18,7 +18,7 @@ from tokconf.bisect.search import Unprobeable, bisect
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
-from tokconf.core.outcome import Outcome, Request
+from tokconf.core.outcome import MODES, Outcome, Refusal, Request
 from tokconf.implementations import llama_cpp as llama_cpp_module
 from tokconf.implementations.resolve import resolve
 from tokconf.live.client import LibllamaOracle, VocabRefused
@@ -152,6 +152,30 @@ def test_a_change_of_facts_alone_is_bisected_unless_cases_are_chosen(
     assert 'qwen2 [facts]\n    b11194: {"add_eos": false}\n    b11195: {"add_eos": true}' in out
     assert main([*args, "--case", "edge/hello-world"]) == 2  # the cases' ids and text alone: nothing changed
     assert "nothing to bisect" in capsys.readouterr().err
+
+
+def test_an_abort_reworded_is_no_change(
+    fake_builds: list[int], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The empty input aborts in `plain`, its message reworded from b11194 on; its ids in the other modes
+    change at b11196. A refusal equals any refusal (as a check judges them): the change is b11196's."""
+    fixture_tokenize = LibllamaOracle.tokenize_many
+
+    def tokenize_many(self: LibllamaOracle, requests: list[Request]) -> list[Outcome]:
+        number, answers = self.build.build, fixture_tokenize(self, requests)
+        for index, (text, add_special, parse_special) in enumerate(requests):
+            if text == b"" and (add_special, parse_special) == MODES["plain"]:
+                answers[index] = Refusal("abort A" if number < 11194 else "abort B")
+            elif text == b"" and number >= 11196:
+                answers[index] = [7]
+        return answers
+
+    monkeypatch.setattr(LibllamaOracle, "tokenize_many", tokenize_many)
+    args = ["bisect", "--good", "11192", "--bad", "11196", "--recordings", str(QWEN2), "--lock", str(tmp_path / "l")]
+    assert main([*args, "--case", "edge/empty"]) == 0
+    out = capsys.readouterr().out
+    assert "first build answering otherwise:     b11196" in out, out
+    assert "changed between them: 2 outcomes of 3" in out, out
 
 
 def test_a_build_that_refuses_the_vocab_answers_with_that_refusal(

@@ -14,7 +14,7 @@ from ..llama.fetch import fetched_source
 from ..recordings.decoding import DETOKENIZE
 from ..recordings.pieces import pieces_of
 from .commits import Commit
-from .probe import VOCAB_WIDE, Answer, Answers, Key, PieceChanges, Prober, ProbeSet, Target
+from .probe import VOCAB_WIDE, Answer, Answers, Key, PieceChanges, Prober, ProbeSet, Target, same
 from .search import Bisection
 
 EXAMPLES = 5
@@ -76,7 +76,7 @@ def describe(result: Bisection[int], prober: Prober, good: int, bad: int, listed
     lines += _changes(prober, lo, hi, f"b{lo}", f"b{hi}")
     if hi != bad:
         after = prober.answers[hi]
-        rest = sum(1 for key in after if after[key] != prober.answers[bad].get(key))
+        rest = sum(1 for key in after if not same(after[key], prober.answers[bad].get(key)))
         lines.append(
             f"  b{hi} answers like b{bad}" if not rest else
             f"  {rest} outcomes change again after b{hi}: another change lies in b{hi}..b{bad} "
@@ -92,7 +92,7 @@ def describe(result: Bisection[int], prober: Prober, good: int, bad: int, listed
 def _changes(prober: Prober, lo: Target, hi: Target, lo_name: str, hi_name: str) -> list[str]:
     """How many outcomes differ between two probed targets, and the shortest inputs among them."""
     before, after = prober.answers[lo], prober.answers[hi]
-    changed = [key for key in before if before[key] != after.get(key)]
+    changed = [key for key in before if not same(before[key], after.get(key))]
     vocabs = sorted({vocab for vocab, _, _ in changed})
     pieces = prober.piece_changes(lo, hi, changed)
     lines = [f"  changed between them: {counted(changed, prober.probes.size)}, in {', '.join(vocabs)}"]

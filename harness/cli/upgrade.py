@@ -50,12 +50,12 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..bisect.commits import commits_between
-    from ..bisect.probe import Answers, Prober, ProbeSet, Target, decoded
+    from ..bisect.probe import Answers, Prober, ProbeSet, Target, decoded, same
     from ..bisect.search import bisect
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
     from ..history import data, report
-    from ..history.walk import Cases, same, walk
+    from ..history.walk import Cases, walk
     from ..llama.fetch import fetched_source
     from ..llama.pins import PINNED_SDIST_SHA256
     from ..llama.registry import published_builds

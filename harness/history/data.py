@@ -20,11 +20,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..bisect.probe import ITEMS, Answer, Answers, Item, Key
+from ..bisect.probe import ITEMS, Answer, Answers, Item, Key, same
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
 from ..core.outcome import Refusal
-from .walk import Walk, same
+from .walk import Walk
 
 FORMAT = 1
 BUNDLED = "b9093-b11434.json.gz"  # the bundled data: every shipped and synthetic recording over b9093..b11434

@@ -12,14 +12,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of
+from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, Refusal, RefusalKind
 from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
 from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
 from .data import History, Stretch
-from .walk import same
 
 
 def agrees(answer: Answer, expected: Answer) -> bool:

@@ -22,20 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..bisect.probe import Answer, Answers, Key
+from ..bisect.probe import Answer, Answers, Key, same
 from ..bisect.search import Unprobeable
 from ..core.errors import TokconfError
-from ..core.outcome import Refusal
 
 Cases = frozenset[tuple[str, str]]  # (vocab, case id): what a probe inside a range is asked, in every mode
 Ask = Callable[[int, Cases | None], Answers]  # a build's answers to those cases (None: to every selected case)
-
-
-def same(a: Answer | None, b: Answer | None) -> bool:
-    """Answers as a check judges them: equal ids (or facts, pieces, text), or both refusals."""
-    if isinstance(a, Refusal) and isinstance(b, Refusal):
-        return True
-    return a == b
 
 
 @dataclass(frozen=True)
