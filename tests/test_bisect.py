@@ -58,6 +58,17 @@ def test_unbuildable_builds_are_skipped_and_named() -> None:
     assert set(result.between) == set(result.skipped)
 
 
+def test_an_end_that_cannot_be_probed_is_an_error_naming_it() -> None:
+    def probe(build: int) -> str:
+        if build == 0:
+            raise Unprobeable("building llama.cpp b0 failed at `cmake --build`")
+        return "new" if build >= 6 else "old"
+
+    with pytest.raises(TokconfError, match=r"b0 cannot be probed: building llama\.cpp b0 failed") as raised:
+        bisect(list(range(10)), probe)
+    assert raised.value.fix == "choose another end build"
+
+
 def test_a_range_whose_ends_agree_is_an_error() -> None:
     with pytest.raises(TokconfError, match="answer the same on every selected case: nothing to bisect"):
         bisect([1, 2, 3], lambda build: "same")

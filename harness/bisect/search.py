@@ -37,8 +37,7 @@ def bisect(builds: list[T], probe: Callable[[T], Hashable]) -> Bisection[T]:
     if len(builds) < 2:
         raise TokconfError("a bisect needs a good and a bad build", "give --good below --bad")
     result = Bisection(builds[0], builds[-1])
-    good = probe(builds[0])
-    bad = probe(builds[-1])
+    good, bad = (_end(probe, end) for end in (builds[0], builds[-1]))
     result.probed += [builds[0], builds[-1]]
     if good == bad:
         raise TokconfError(
@@ -67,3 +66,13 @@ def bisect(builds: list[T], probe: Callable[[T], Hashable]) -> Bisection[T]:
     low, high = position[result.last_good], position[result.first_bad]
     result.between = [b for b in result.skipped if low < position[b] < high]
     return result
+
+
+def _end(probe: Callable[[T], Hashable], end: T) -> Hashable:
+    """An end's answer: an end that cannot be probed leaves nothing to compare with, so it is an error
+    (a build inside the range is skipped instead)."""
+    try:
+        return probe(end)
+    except Unprobeable as why:
+        label = f"b{end}" if isinstance(end, int) else str(end)
+        raise TokconfError(f"{label} cannot be probed: {why}", "choose another end build") from None
