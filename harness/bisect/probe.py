@@ -48,7 +48,8 @@ VOCAB_WIDE = ""  # the case id of a vocabulary's facts and pieces
 Key = tuple[str, str, Item]  # vocab, case, what was asked
 Answer = Outcome | str  # ids or a refusal for a mode; text (module docstring) for the rest
 Answers = dict[Key, Answer]
-PieceChanges = dict[tuple[str, Item], list[tuple[int, bytes, bytes]]]  # (vocab, kind) -> (id, old, new)
+# (vocab, kind) -> (id, old piece, new piece) of each id rendered otherwise, or why they could not be listed
+PieceChanges = dict[tuple[str, Item], list[tuple[int, bytes, bytes]] | str]
 Target = int | str  # a published build, or a commit of the `--source` checkout
 
 
@@ -233,7 +234,8 @@ class Prober:
         """Which ids' pieces changed from `lo` to `hi`, for each pieces digest among `changed` (a probe
         keeps the digest alone): both builds are asked every piece again, each vocabulary loaded once
         per build. A vocabulary one of them refuses has no pieces there to compare (the report shows
-        the refusal)."""
+        the refusal); a build that cannot be provided again (offline, collected, refused by the lock)
+        leaves the ids unlisted, with why."""
         keys = set(changed)
         found: PieceChanges = {}
         for vocab, path, _ in self.probes.vocabs:
@@ -246,6 +248,9 @@ class Prober:
                     with LibllamaOracle(self._made(target), path) as oracle:
                         asked.append({kind: oracle.pieces(PIECE_KINDS[kind]) for kind in wanted})
             except VocabRefused:
+                continue
+            except (Unprobeable, TokconfError) as why:  # its answers came from the probe cache: the walk stands
+                found.update(((vocab, kind), str(why).splitlines()[0]) for kind in wanted)
                 continue
             old, new = asked
             found.update(((vocab, kind), piece_changes(old[kind], new[kind])) for kind in wanted)

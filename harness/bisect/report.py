@@ -54,8 +54,11 @@ def counted(changed: Iterable[Key], size: int) -> str:
     return f"{ids} outcomes of {size}{others}"
 
 
-def piece_lines(changes: list[tuple[int, bytes, bytes]], lo_name: str, hi_name: str) -> list[str]:
-    """The ids whose piece changed: how many, and the first few (what a pieces digest stands for)."""
+def piece_lines(changes: list[tuple[int, bytes, bytes]] | str, lo_name: str, hi_name: str) -> list[str]:
+    """The ids whose piece changed: how many, and the first few (what a pieces digest stands for); or
+    why they could not be listed."""
+    if isinstance(changes, str):
+        return [f"    ids rendered otherwise from {lo_name} to {hi_name}: not listed ({changes})"]
     shown = ", ".join(f"{i}: {visible(a, 20)!r} → {visible(b, 20)!r}" for i, a, b in changes[:EXAMPLES])
     more = f" (and {len(changes) - EXAMPLES} more)" if len(changes) > EXAMPLES else ""
     return [f"    ids rendered otherwise from {lo_name} to {hi_name}: {len(changes)} ({shown}{more})"]
