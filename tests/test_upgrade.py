@@ -274,3 +274,9 @@ def test_with_a_checkout_each_change_is_bisected_to_its_commit(
     link = f"[{shas[2][:12]}](https://github.com/ggml-org/llama.cpp/commit/{shas[2]})"
     assert f"the first commit answering otherwise: {link} vocab: the empty input gets an id" in text
     assert text.count("the first commit answering otherwise") == 1  # b11192 -> b11194 has b11193 between
+    _git(repo, "tag", "-d", "b11195")  # a checkout without the tag: that change is not bisected, the walk stands
+    assert main([*args, "--source", str(repo)]) == 0
+    text = out.read_text(encoding="utf-8")
+    assert "the first commit answering otherwise" not in text
+    assert "Inside the tag range, no commit was bisected: git rev-parse --verify --quiet b11195^{commit} failed" in text
+    assert "(give --source a llama.cpp git checkout with its tags" in text

@@ -114,13 +114,18 @@ def run(args: argparse.Namespace) -> int:
         for change in found.changes:
             if change.skipped:
                 continue  # no two neighbouring builds to look between
-            commits = commits_between(args.source, change.before, change.after)
-            cases = frozenset((vocab, case) for vocab, case, _ in change.keys)
-            prober = Prober(probes.only(cases), lock, args.jobs, args.source)
-            prober.after_tag = {c.sha: change.before for c in commits[:-1]}
-            targets: list[Target] = [change.before, *(c.sha for c in commits[:-1]), change.after]
-            progress(f"b{change.before}..b{change.after}: {len(commits)} commits")
-            up.commits[change.after] = report.CommitLevel(commits, bisect(targets, prober))
+            try:
+                commits = commits_between(args.source, change.before, change.after)
+                cases = frozenset((vocab, case) for vocab, case, _ in change.keys)
+                prober = Prober(probes.only(cases), lock, args.jobs, args.source)
+                prober.after_tag = {c.sha: change.before for c in commits[:-1]}
+                targets: list[Target] = [change.before, *(c.sha for c in commits[:-1]), change.after]
+                progress(f"b{change.before}..b{change.after}: {len(commits)} commits")
+                up.commits[change.after] = report.CommitLevel(commits, bisect(targets, prober))
+            except TokconfError as error:  # a tag missing from the checkout, an end not buildable: said in the report
+                why = error.problem.splitlines()[0].rstrip(": ")
+                up.commits[change.after] = f"{why} ({error.fix})" if error.fix else why
+                progress(f"b{change.before}..b{change.after}: commits not bisected: {up.commits[change.after]}")
     parts = report.blocks(up)
     if args.output is not None:
         atomic_write(args.output, report.markdown(parts), "report")

@@ -56,7 +56,8 @@ class Upgrade:
     versus_recordings: list[Key]  # what the last build answers otherwise than the recordings hold
     sdists: dict[int, str]
     pieces: dict[int, PieceChanges]  # change.after -> which ids' pieces changed there
-    commits: dict[int, CommitLevel] = field(default_factory=dict)  # change.after -> the commit-level bisect
+    # change.after -> the commit-level bisect, or why it could not be made (the walk's result stands)
+    commits: dict[int, CommitLevel | str] = field(default_factory=dict)
 
 
 COLUMNS: dict[str, tuple[Item, ...]] = {
@@ -148,7 +149,9 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
     for build, why in change.skipped:
         found.append(Block(Kind.PARAGRAPH, f"The change may also be in b{build}, which could not be probed: {why}"))
     level = up.commits.get(change.after)
-    if level is not None:
+    if isinstance(level, str):
+        found.append(Block(Kind.PARAGRAPH, f"Inside the tag range, no commit was bisected: {level}"))
+    elif level is not None:
         subjects = {c.sha: c.subject for c in level.commits}
         first = level.result.first_bad
         sha = first if isinstance(first, str) else level.commits[-1].sha
