@@ -6,6 +6,7 @@ numbers, answering otherwise from chosen builds on)."""
 from __future__ import annotations
 
 import dataclasses
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,13 +19,19 @@ from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
+from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.history import data
+from tokconf.history.report import Block, Kind, markdown, page
 from tokconf.history.walk import Cases, walk
 from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama.build import Build
 from tokconf.llama.fetch import Source
 from tokconf.llama.lock import Lock
+from tokconf.recordings.decoding import load as load_decoding
+from tokconf.recordings.decoding import path_for
+from tokconf.recordings.decoding import write as write_decoding
+from tokconf.recordings.format import load, write
 
 KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
 
@@ -280,3 +287,38 @@ def test_with_a_checkout_each_change_is_bisected_to_its_commit(
     assert "the first commit answering otherwise" not in text
     assert "Inside the tag range, no commit was bisected: git rev-parse --verify --quiet b11195^{commit} failed" in text
     assert "(give --source a llama.cpp git checkout with its tags" in text
+
+
+HOSTILE = "[click me](javascript:alert%28document.domain%29) | <img src=x onerror=alert(1)>"
+UNESCAPED_BAR = re.compile(r"(?<!\\)\|")
+
+
+def test_a_hostile_vocabulary_name_stays_text_in_both_reports(fake_builds: list[int], tmp_path: Path) -> None:
+    """A recording is anyone's: a vocabulary named like a link, a table cell and an HTML tag shows as
+    written in the Markdown (one cell, no link, no tag) and in the page (no javascript: link, no tag)."""
+    small = small_qwen2(tmp_path / "small")
+    recording = load(small)
+    recording.provenance["vocab"]["name"] = HOSTILE
+    write(small, recording)
+    decoding = load_decoding(path_for(small))
+    decoding.provenance["recording"] = {**decoding.provenance["recording"], "sha256": sha256_file(small)}
+    write_decoding(path_for(small), decoding)
+    md, page = tmp_path / "r.md", tmp_path / "r.html"
+    args = ["upgrade", "--to", "11197", "--recordings", str(small), "--lock", str(tmp_path / "l")]
+    assert main([*args, "-o", str(md), "--html", str(page)]) == 0
+    text, html = md.read_text(encoding="utf-8"), page.read_text(encoding="utf-8")
+    prose = re.sub(r"^```.*?^```$", "", text, flags=re.M | re.S)  # code blocks show anything as written
+    header = next(line for line in prose.splitlines() if line.startswith("| last build before"))
+    row = next(line for line in prose.splitlines() if line.startswith("| b11192 | b11194 |"))
+    assert len(UNESCAPED_BAR.findall(row)) == len(UNESCAPED_BAR.findall(header))
+    assert re.search(r"(?<!\\)\]\(javascript:", prose) is None and re.search(r"(?<!\\)<img", prose) is None
+    assert r"\[click me\]\(javascript:alert%28document.domain%29\) \| \<img src=x onerror=alert\(1\)\>" in prose
+    assert "javascript:" not in re.sub(r">[^<]*<", "><", html)  # only in text between tags, never an attribute
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert 'href="https://github.com/ggml-org/llama.cpp/compare/b11192...b11194"' in html
+
+
+def test_a_code_block_is_fenced_past_any_backticks_in_it() -> None:
+    text = "fuzz/1\n```\n<script>alert(1)</script>\n```"
+    assert markdown([Block(Kind.CODE, text)]) == f"````\n{text}\n````\n"
+    assert "<script>" not in page([Block(Kind.CODE, text)])

