@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import textwrap
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -384,16 +385,23 @@ def test_declining_a_whole_mode_counts_against_coverage(tmp_path: Path, monkeypa
     assert tokconf.check("no_specials:load", vocabs=["gpt-2"], claims=["gpt-2/plain"]).passed
 
 
-def test_a_run_that_dies_leaves_no_passing_verdict_file(tmp_path: Path) -> None:
-    """`--json` holds a failing verdict from the start: a run ending in a usage error (or killed) never
-    leaves the last run's PASS for a CI step to read."""
-    verdict = tmp_path / "v.json"
+@pytest.mark.parametrize("impl", ["no_such_module:load", "llama.cpp:{tmp}/no-such-tree"])
+def test_a_run_that_dies_leaves_no_passing_verdict_file(impl: str, tmp_path: Path) -> None:
+    """`--json` and `--junit` hold a failing verdict from the start: a run ending in a usage error, an
+    implementation that cannot be made (a llama.cpp that does not build), or a kill never leaves the
+    last run's PASS for a CI step to read."""
+    verdict, junit = tmp_path / "v.json", tmp_path / "j.xml"
     check = [sys.executable, "-m", "tokconf", "check", "--vocab", "gpt-2", "--mode", "plain", "--json", str(verdict)]
+    check += ["--junit", str(junit)]
     assert subprocess.run(check, capture_output=True, check=False, timeout=300).returncode == 0
-    assert json.loads(verdict.read_text())["passed"] is True
-    run = subprocess.run([*check, "--impl", "no_such_module:load"], capture_output=True, check=False, timeout=300)
+    assert json.loads(verdict.read_text())["passed"] is True and "<error" not in junit.read_text()
+    impl = impl.format(tmp=tmp_path)
+    run = subprocess.run([*check, "--impl", impl], capture_output=True, check=False, timeout=300)
     assert run.returncode == 2
-    assert json.loads(verdict.read_text()) | {"implementation": ""} == {
+    assert json.loads(verdict.read_text()) == {
         "tokconf": 1, "passed": False, "exit_status": 2, "verdict_line": "FAIL: no verdict: the run did not finish",
-        "reasons": ["the run did not finish"], "implementation": "",
+        "reasons": ["the run did not finish"], "implementation": impl,
     }  # fmt: skip
+    (suite,) = ET.parse(junit).getroot()
+    assert (suite.get("tests"), suite.get("errors"), suite[0].get("name")) == ("1", "1", impl)
+    assert suite[0][0].get("message") == "no verdict: the run did not finish"

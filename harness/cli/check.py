@@ -44,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
     from ..implementations.resolve import resolve
 
     impl = args.impl or "reference"
+    _outputs_ready(args, impl)  # before the implementation is made: making `llama.cpp@N` can fail or take minutes
     jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
     # One process checks: resolved first, so a Python port's worker imports it while tokconf imports
     # its own modules and reads the recordings (more processes resolve their own).
@@ -56,6 +57,26 @@ def run(args: argparse.Namespace) -> int:
             implementation.close()
 
 
+def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
+    """Every output file can be written, and the verdict files say "not finished" until the run ends:
+    a run that stops early (its implementation cannot be made, a kill, a crash) never leaves an earlier
+    run's passing verdict or JUnit file for a CI step to read."""
+    from ..checking.junit import write_unfinished_junit
+    from ..checking.report import REPORT_FORMATS
+    from ..checking.verdict_json import write_unfinished
+    from ..core.errors import TokconfError
+
+    for output in (args.junit, args.report, args.causes, args.json):
+        if output is not None and not output.parent.is_dir():
+            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+    if args.report is not None and args.report.suffix not in REPORT_FORMATS:
+        raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
+    if args.json:
+        write_unfinished(args.json, impl)
+    if args.junit:
+        write_unfinished_junit(args.junit, impl)
+
+
 def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str | Implementation) -> int:
     """The rest of `run`, with the implementation made."""
     from rich.console import Console
@@ -65,22 +86,15 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str
     from ..checking.engine import Selection
     from ..checking.explain.causes import write_causes
     from ..checking.junit import write_junit
-    from ..checking.report import COLUMNS, REPORT_FORMATS, Invocation, RunReport, table_rows
+    from ..checking.report import COLUMNS, Invocation, RunReport, table_rows
     from ..checking.run import check_paths
-    from ..checking.verdict_json import write_unfinished, write_verdict
+    from ..checking.verdict_json import write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
     from ..core.printable import printable
 
-    for output in (args.junit, args.report, args.causes, args.json):
-        if output is not None and not output.parent.is_dir():
-            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
-    if args.report is not None and args.report.suffix not in REPORT_FORMATS:
-        raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
     paths = args.recordings or [BUNDLED_RECORDINGS]
-    if args.json:
-        write_unfinished(args.json, impl)
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir)
     gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, claimable=True)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
