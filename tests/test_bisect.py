@@ -142,6 +142,11 @@ def test_bisect_end_to_end_on_fake_builds(
     probed = list(fake_builds)
     assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0  # again: from the probe cache
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
+    (tmp_path / "l").write_text(f"b11194 {'0' * 64}\n")  # answers from another sdist than the lock names
+    asked_before = len(fake_builds)
+    assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0
+    assert sorted(fake_builds[asked_before:]) == [11193, 11194]  # are not its answers: asked again (a real
+    # fetch refuses it)
     assert main([*args, "--case", "edge/empty"]) == 2
     assert "nothing to bisect" in capsys.readouterr().err
 

@@ -33,7 +33,9 @@ from ..core.outcome import MODES, Mode, Outcome, Refusal
 from ..implementations.base import Decoder
 from ..live.client import LibllamaOracle, VocabRefused
 from ..llama.build import Build, build_commit
+from ..llama.fetch import fetched_source
 from ..llama.lock import Lock
+from ..llama.pins import PINNED_SDIST_SHA256
 from ..llama.provide import provide
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting
 from ..recordings.format import Recording
@@ -205,8 +207,20 @@ class Prober:
         self.answers: dict[Target, Answers] = {}
 
     def _cached(self, target: Target) -> Path:
+        """Where the target's answers are kept: a published build's under the sdist they must come from
+        (its pin, its lock line, else the sdist in the cache, checked when it was fetched), so answers
+        from another sdist than the lock names are never taken for its answers."""
         name = f"b{target}" if isinstance(target, int) else f"commit-{target}"
-        return cache_root() / "probes" / f"{name}-{self.probes.digest}.json"
+        sdist = self.sdist(target)
+        return cache_root() / "probes" / f"{name}{f'-{sdist[:16]}' if sdist else ''}-{self.probes.digest}.json"
+
+    def sdist(self, target: Target) -> str | None:
+        """The sdist sha256 a published build's answers come from, as far as it is known here."""
+        if not isinstance(target, int):
+            return None
+        source = fetched_source(target)
+        fetched = source.sha256 if source is not None and source.kind == "pypi-sdist" else None
+        return PINNED_SDIST_SHA256.get(target) or self.lock.get(target) or fetched
 
     def answers_of(self, target: Target) -> Answers:
         """The target's answers (probed now, or from this run or the probe cache); `Unprobeable` if the
@@ -262,6 +276,7 @@ class Prober:
             rows = json.loads(kept.read_text(encoding="utf-8"))
             return {(v, c, m): _decode(o) for v, c, m, o in rows}
         made = self._made(target)
+        kept = self._cached(target)  # the sdist is known now (fetched, and trusted or checked)
         answers: Answers = {}
         for name, path, cases in self.probes.vocabs:
             try:

@@ -56,8 +56,6 @@ def run(args: argparse.Namespace) -> int:
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
     from ..history import data, report
     from ..history.walk import Cases, walk
-    from ..llama.fetch import fetched_source
-    from ..llama.pins import PINNED_SDIST_SHA256
     from ..llama.registry import published_builds
     from ..recordings.decoding import load_for
     from ..recordings.format import load, recording_files
@@ -98,13 +96,8 @@ def run(args: argparse.Namespace) -> int:
     versus = [
         key for key, held in recorded.items() if (a := found.outcome(args.to, key)) is not None and not same(a, held)
     ]
-    sdists: dict[int, str] = {}
-    for build in found.probed:
-        source = fetched_source(build)
-        known = lock.get(build) or PINNED_SDIST_SHA256.get(build) or (source.sha256 if source else None)
-        if known:
-            sdists[build] = known
     everything = Prober(probes, lock, args.jobs)
+    sdists = {build: sha for build in found.probed if (sha := everything.sdist(build))}
     pieces = {
         change.after: everything.piece_changes(change.before, change.after, change.keys) for change in found.changes
     }
