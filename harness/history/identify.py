@@ -4,7 +4,8 @@ The implementation is asked every case of the recordings (or of `--vocab`) in ev
 builds (tokconf.history.data) expects, for each outcome, its stored answer where it has one, else the
 recording's; the stretches it agrees with on every outcome are its builds. Agreement is a check's: equal
 ids, or a refusal where llama.cpp refuses; an error (the port broke) agrees with nothing; an input it
-declines (a class of input tokconf verifies) is left out of the comparison and counted.
+declines as a class tokconf verifies (or a whole mode it does not do) is left out and counted, one it
+declines for a reason of its own agrees with nothing (it could hide any difference).
 """
 
 from __future__ import annotations
@@ -13,12 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
+from ..checking.engine import parsed_only_with_parse_special, verified
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, Refusal, RefusalKind
+from ..core.outcome import MODES, DeclineContext, InputClass, Outcome, Refusal, RefusalKind
 from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
 from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
 from .data import History, Stretch
+
+UNVERIFIED = "declined for a reason of its own"
 
 
 def agrees(answer: Answer, expected: Answer) -> bool:
@@ -111,7 +115,11 @@ def identify(
         else:
             try:
                 outcomes = session.encode_many(requests, _aborting(history, keys, recorded))
-                answered = dict(zip(keys, outcomes, strict=True))
+                context = DeclineContext(parsed_only_with_parse_special(recording.facts), session.max_input_bytes)
+                answered = {
+                    key: _judged_decline(verified(outcome, request, context))
+                    for key, outcome, request in zip(keys, outcomes, requests, strict=True)
+                }
                 decoder = session.decoder()
                 if decoder is not None and decodings.get(name) is not None:
                     answered.update(_decoding(decoder, name, answered))
@@ -130,6 +138,18 @@ def identify(
     return found
 
 
+def _judged_decline(answer: Outcome) -> Outcome:
+    """A decline as identify counts it (its class checked on the input first, `verified`): one of a
+    class tokconf verifies, or of a whole mode the port does not do (`parse-special`, `add-special`), is
+    left out and counted; one for a reason of the port's own (`other`) could hide any difference, so it
+    agrees with no build, as it counts against coverage in a check."""
+    if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED:
+        return answer
+    if answer.declined is None or answer.declined is InputClass.OTHER:
+        return Refusal(f"{UNVERIFIED}: {answer.reason}", RefusalKind.BROKEN)
+    return answer
+
+
 def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset[int]:
     """The requests some build of the history aborts on (the recording's or a stretch's refusal): a
     binding whose process dies there agrees with that build, as in a check (tokconf.checking.engine)."""
@@ -143,9 +163,14 @@ def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset
 
 def _nothing(found: Identification) -> tuple[str, str]:
     """Why no answer can place it (everything declined, or broken: the first reason), and what to do."""
-    broken = next((a.reason for a in found.answers.values() if not _answered(a) and isinstance(a, Refusal)), None)
-    if broken is not None:
-        return f"it broke on every vocabulary it was asked ({broken})", "fix that error, then identify it again"
+    reasons = [a.reason for a in found.answers.values() if isinstance(a, Refusal) and not _answered(a)]
+    if reasons and all(reason.startswith(UNVERIFIED) for reason in reasons):
+        return f"it declined every input it was asked ({reasons[0]})", (
+            "declines for a reason of its own (input_class other) say nothing of which build it is like: "
+            "identify it where it answers"
+        )
+    if reasons:
+        return f"it broke on every vocabulary it was asked ({reasons[0]})", "fix that error, then identify it again"
     parts = [f"{found.declined} inputs declined"] if found.declined else []
     parts += [f"declined whole: {', '.join(found.declined_vocabs)}"] if found.declined_vocabs else []
     return "; ".join(parts) or "no case was asked", (
