@@ -275,3 +275,12 @@ def test_declines_for_a_reason_of_its_own_agree_with_no_build(
     assert found.ranges == [] and found.declined == 0
     # the 4 cases that are not empty x 3 modes in every stretch, and from b11196 on the 2 empty ones too
     assert found.mismatches == [12, 12, 18]
+
+
+def test_a_reader_that_leaves_early_never_turns_the_answer_into_a_pass(tmp_path: Path) -> None:
+    """`tokconf identify ... | true` under `pipefail`: the reader left before the answer, so the exit
+    status is a broken pipe's (141), not 0 (which would say some build matches)."""
+    small = small_qwen2(tmp_path / "small")
+    command = f"{sys.executable} -m tokconf identify --impl llama.cpp@{DEFAULT_BUILD} --recordings {small} | true"
+    done = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 141, done.stderr

@@ -24,6 +24,9 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+SIGPIPE_STATUS = 128 + 13
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
@@ -37,13 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         status: int = args.run(args)
+        sys.stdout.flush()  # here, not at exit: a reader that left is caught below
         return status
     except TokconfError as error:
         print(f"tokconf: error: {error}", file=sys.stderr)
         return 2
-    except BrokenPipeError:  # `tokconf ... | head`: the reader left, which is not an error
+    except BrokenPipeError:  # `tokconf ... | head`: the reader left before the end, so before the verdict
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+        return SIGPIPE_STATUS  # as a shell reports a process SIGPIPE ended: never a pass under `pipefail`
     except KeyboardInterrupt:
         resume = " (run the same command again: recording resumes from its journal)" if args.command == "record" else ""
         print(f"tokconf: interrupted{resume}", file=sys.stderr)
