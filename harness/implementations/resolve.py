@@ -50,7 +50,7 @@ def resolve(
         return CommandImplementation.of_command(spec[4:], answer, load, options)
     if spec.startswith("llama.cpp@"):
         number = spec.removeprefix("llama.cpp@")
-        if not number.isdigit():
+        if not (number.isascii() and number.isdigit()):
             raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
         provide(int(number), default_lock())  # fetched and built on first use, under the one trust policy
         return published(int(number), Limits(timeout, load_timeout, options))

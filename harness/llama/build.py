@@ -124,7 +124,12 @@ def completed_library(full: Build, root: Path) -> Build | None:
     out = root / TOKENIZER
     if not (out / MARKER).is_file():
         return None
-    marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    try:
+        marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # cut short (a full disk, a kill): not complete, so built again
+        return None
+    if not isinstance(marker, dict):
+        return None
     if marker.get("kind") == LibraryKind.FULL.value:  # the shim failed for this tree
         if marker.get("recipe") != recipe() or not is_complete(full, root / "build", tokenize=False):
             return None
@@ -132,7 +137,7 @@ def completed_library(full: Build, root: Path) -> Build | None:
     made = library_build(full, root)
     if marker.get("recipe") != recipe() or not made.libllama.is_file():
         return None
-    (root / USED).touch()
+    _stamp_used(root)
     return made
 
 
@@ -142,7 +147,7 @@ def is_complete(made: Build, out: Path, tokenize: bool) -> bool:
     `tokconf llama gc` (the least recently used go first)."""
     if not (out / MARKER).is_file() or not made.libllama.is_file() or (tokenize and not made.llama_tokenize.is_file()):
         return False
-    (out.parent / USED).touch()
+    _stamp_used(out.parent)
     return True
 
 
@@ -160,6 +165,13 @@ def completed_build(build: int, tokenize: bool = True) -> Build | None:
 
 
 USED = ".last-used"
+
+
+def _stamp_used(root: Path) -> None:
+    """For `tokconf llama gc` (least recently used first): best effort, a cache it cannot stamp (read
+    only, full) still serves a complete build."""
+    with contextlib.suppress(OSError):
+        (root / USED).touch()
 
 
 def _size(folder: Path) -> int:
@@ -308,7 +320,7 @@ def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: 
         "stubs": list(library.stubs),
     }
     atomic_write(out / MARKER, json.dumps(marker, indent=2) + "\n", "build marker")
-    (root / USED).touch()
+    _stamp_used(root)
     return made
 
 

