@@ -112,9 +112,26 @@ def test_identify_on_the_command_line(
 
 
 def test_a_history_of_other_recordings_is_refused(llama_build: Build, fake_history_file: Path) -> None:
-    history = dataclasses.replace(data.read(fake_history_file), vocabs={"qwen2": "0" * 64})
-    with pytest.raises(TokconfError, match="made from other recordings"):
-        _identify(llama_build, 11192, fake_history_file, history)
+    """Another vocab file, other inputs under the same case ids (another corpus or fuzz seed), or a
+    decoding the history's builds were not asked: refused, never matched against stored answers of
+    other inputs."""
+    history = data.read(fake_history_file)
+    other_file = dataclasses.replace(history.made_from, vocabs={"qwen2": "0" * 64})
+    with pytest.raises(TokconfError, match="made from other recordings: qwen2's vocab file is not the one"):
+        _identify(llama_build, 11192, fake_history_file, dataclasses.replace(history, made_from=other_file))
+    no_decoding = dataclasses.replace(history.made_from, decoded=frozenset())
+    with pytest.raises(TokconfError, match="qwen2 has a decoding file, but the history's builds were not asked"):
+        _identify(llama_build, 11192, fake_history_file, dataclasses.replace(history, made_from=no_decoding))
+    recording = load(_small(fake_history_file))
+    first, second = recording.cases[0], recording.cases[1]  # their inputs exchanged, the ids kept
+    recording.cases[0], recording.cases[1] = (
+        dataclasses.replace(first, data=second.data, outcomes=second.outcomes),
+        dataclasses.replace(second, data=first.data, outcomes=first.outcomes),
+    )
+    probes = ProbeSet.from_recordings([recording], frozenset(), None)
+    impl = LlamaCppImplementation(llama_build, "b11192")
+    with pytest.raises(TokconfError, match="qwen2's cases \\(ids and inputs\\) are not the ones"):
+        identify(impl, history, [recording], probes, {})
 
 
 def _bundled(names: set[str]) -> list[tuple[Recording, Decoding | None]]:

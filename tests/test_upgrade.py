@@ -99,7 +99,8 @@ def test_upgrade_end_to_end_on_fake_builds(fake_builds: list[int], tmp_path: Pat
     assert history.builds == (11192, 11193, 11194, 11195, 11196, 11197)
     assert [(s.first, s.last) for s in history.stretches] == [(11192, 11192), (11194, 11195), (11196, 11197)]
     assert history.stretches[1].builds == (11194, 11195)
-    assert history.recordings_build == 11192 and set(history.vocabs) == {"qwen2"}
+    assert history.made_from.build == 11192 and set(history.made_from.vocabs) == {"qwen2"}
+    assert set(history.made_from.cases) == {"qwen2"} and history.made_from.decoded == {"qwen2"}
     hello = history.outcomes["qwen2", "edge/hello-world", "plain"]
     assert hello[0] is None and hello[1] == hello[2] and isinstance(hello[1], list) and hello[1][-1] == 42
     assert history.outcomes["qwen2", "edge/empty", "bos"] == (None, None, [7])

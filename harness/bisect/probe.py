@@ -137,9 +137,19 @@ class ProbeSet:
         h = hashlib.sha256(b"facts, pieces and detokenize too\0")
         for name, path, cases in self.vocabs:
             h.update(f"{name}\0{sha256_file(path)}\0{name in self.wide}\0".encode())
-            for case_id, data in cases:
-                h.update(case_id.encode() + b"\0" + data + b"\0")
+            h.update(cases_digest(cases).encode())
         return h.hexdigest()[:24]
+
+
+def cases_digest(cases: Iterable[tuple[str, bytes]]) -> str:
+    """The cases (id and input, in order), each field length-prefixed: what a probe's answers and a
+    build history's stored answers are answers to (two sets of cases never share a digest by where
+    their bytes split)."""
+    h = hashlib.sha256()
+    for case_id, data in cases:
+        name = case_id.encode()
+        h.update(len(name).to_bytes(4, "little") + name + len(data).to_bytes(4, "little") + data)
+    return h.hexdigest()
 
 
 def same(a: Answer | None, b: Answer | None) -> bool:

@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         index = history.stretches.index(near)
         print(f"  no published build in b{builds[0]}..b{builds[-1]} tokenizes exactly like it")
         print(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} answers differ")
-    pinned = history.recordings_build
+    pinned = history.made_from.build
     differ = found.versus(None)
     if not differ:
         print(f"  against the pinned build b{pinned} (its recordings): no answer differs")

@@ -50,7 +50,7 @@ def _command(args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from ..bisect.commits import commits_between
-    from ..bisect.probe import Answers, Prober, ProbeSet, Target, decoded, same
+    from ..bisect.probe import Answers, Prober, ProbeSet, Target, cases_digest, decoded, same
     from ..bisect.search import bisect
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
@@ -82,9 +82,10 @@ def run(args: argparse.Namespace) -> int:
     builds = [b for b in published if start <= b <= args.to]
     probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
     lock = lock_of(args)
+    decodings = {recording.vocab_name: load_for(path) for recording, path in zip(recordings, files, strict=True)}
     recorded: Answers = {}
-    for recording, path in zip(recordings, files, strict=True):
-        recorded.update(decoded(recording, load_for(path)))
+    for recording in recordings:
+        recorded.update(decoded(recording, decodings[recording.vocab_name]))
 
     def ask(build: int, cases: Cases | None) -> Answers:
         return Prober(probes if cases is None else probes.only(cases), lock, args.jobs).answers_of(build)
@@ -129,7 +130,12 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.html, report.page(parts), "report")
         progress(f"HTML report written to {args.html}")
     if args.data is not None:
-        vocabs = {r.vocab_name: r.vocab_sha256 for r in recordings}
-        data.write(args.data, data.from_walk(found, recorded, made_by[0], vocabs, command, sdists))
+        made_from = data.MadeFrom(
+            build=made_by[0],
+            vocabs={r.vocab_name: r.vocab_sha256 for r in recordings},
+            cases={name: cases_digest(cases) for name, _, cases in probes.vocabs},
+            decoded=frozenset(name for name, decoding in decodings.items() if decoding is not None),
+        )
+        data.write(args.data, data.from_walk(found, recorded, made_from, command, sdists))
         progress(f"build history written to {args.data}")
     return 0

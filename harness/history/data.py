@@ -8,7 +8,9 @@ recording's answer, `1` the first stored answer, and so on. Ids are stored as a 
 index of its reason in `refusals`, facts, pieces and detokenized text as the probe's text
 (tokconf.bisect.probe). The file names the recordings it was made from (each vocab file's sha256) and
 the sdist of every build it probed, so identify refuses to compare against other recordings, and a
-reader can fetch the same builds.
+reader can fetch the same builds. "Each vocab" is its file's sha256, a digest of its cases (ids and
+inputs: another corpus or fuzz seed reusing the case ids is other recordings) and whether its decoding
+was asked.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..bisect.probe import ITEMS, Answer, Answers, Item, Key, same
+from ..bisect.probe import ITEMS, Answer, Answers, Item, Key, cases_digest, same
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
 from ..core.outcome import Refusal
+from ..recordings.format import Recording
 from .walk import Walk
 
 FORMAT = 1
@@ -42,12 +45,34 @@ class Stretch:
 
 
 @dataclass(frozen=True)
+class MadeFrom:
+    """The recordings a history's answers are answers to."""
+
+    build: int
+    vocabs: dict[str, str]  # vocab name -> the sha256 of the vocab file the builds were asked with
+    cases: dict[str, str]  # vocab name -> tokconf.bisect.probe.cases_digest of its cases
+    decoded: frozenset[str]  # the vocabs whose decoding (pieces, detokenized text) was asked too
+
+    def refusal(self, recording: Recording, decoding: bool) -> str | None:
+        """Why `recording` is not one of these (None: it is), for identify's error."""
+        name = recording.vocab_name
+        if recording.build != self.build:
+            return f"{name} is a recording of b{recording.build}, the history's are of b{self.build}"
+        if self.vocabs.get(name) != recording.vocab_sha256:
+            return f"{name}'s vocab file is not the one the history's builds were asked with"
+        if self.cases.get(name) != cases_digest((c.id, c.data) for c in recording.cases):
+            return f"{name}'s cases (ids and inputs) are not the ones the history's builds were asked"
+        if decoding and name not in self.decoded:
+            return f"{name} has a decoding file, but the history's builds were not asked its decoding"
+        return None
+
+
+@dataclass(frozen=True)
 class History:
     """The stored answers of every stretch, and what they were made from."""
 
     command: str  # the command that made the file
-    recordings_build: int
-    vocabs: dict[str, str]  # vocab name -> the sha256 of the vocab file the builds were asked with
+    made_from: MadeFrom
     builds: tuple[int, ...]  # the published builds covered, ascending
     stretches: tuple[Stretch, ...]
     sdists: dict[int, str]  # every probed build -> its sdist sha256
@@ -59,11 +84,9 @@ class History:
         return recorded if value is None else value
 
 
-def from_walk(
-    walk: Walk, recorded: Answers, recordings_build: int, vocabs: dict[str, str], command: str, sdists: dict[int, str]
-) -> History:
+def from_walk(walk: Walk, recorded: Answers, made_from: MadeFrom, command: str, sdists: dict[int, str]) -> History:
     """The stretches of a walk and what each answers, kept where it differs from what the recordings
-    hold (`recorded`: tokconf.bisect.probe.decoded; `vocabs`: each vocab file's sha256)."""
+    hold (`recorded`: tokconf.bisect.probe.decoded)."""
     stretches = tuple(
         Stretch(first, last, tuple(b for b in walk.builds if first <= b <= last)) for first, last in walk.stretches
     )
@@ -78,8 +101,7 @@ def from_walk(
             outcomes[key] = kept
     return History(
         command=command,
-        recordings_build=recordings_build,
-        vocabs=vocabs,
+        made_from=made_from,
         builds=tuple(walk.builds),
         stretches=stretches,
         sdists=dict(sorted(sdists.items())),
@@ -112,7 +134,12 @@ def _encode(history: History) -> dict[str, Any]:
     return {
         "format": FORMAT,
         "command": history.command,
-        "recordings": {"build": history.recordings_build, "vocabs": dict(sorted(history.vocabs.items()))},
+        "recordings": {
+            "build": history.made_from.build,
+            "vocabs": dict(sorted(history.made_from.vocabs.items())),
+            "cases": dict(sorted(history.made_from.cases.items())),
+            "decoded": sorted(history.made_from.decoded),
+        },
         "builds": list(history.builds),
         "stretches": [[s.first, s.last] for s in history.stretches],
         "sdists": {f"b{b}": h for b, h in history.sdists.items()},
@@ -180,8 +207,12 @@ def _decode(doc: dict[str, Any]) -> History:
     recordings = doc["recordings"]
     return History(
         command=str(doc["command"]),
-        recordings_build=int(recordings["build"]),
-        vocabs={str(k): str(v) for k, v in recordings["vocabs"].items()},
+        made_from=MadeFrom(
+            build=int(recordings["build"]),
+            vocabs={str(k): str(v) for k, v in recordings["vocabs"].items()},
+            cases={str(k): str(v) for k, v in recordings["cases"].items()},
+            decoded=frozenset(str(v) for v in recordings["decoded"]),
+        ),
         builds=builds,
         stretches=stretches,
         sdists={int(b.removeprefix("b")): str(h) for b, h in doc["sdists"].items()},

@@ -87,11 +87,10 @@ def identify(
     where it has a decoder and the recording a decoding (`decodings`, by vocab), its pieces and
     detokenized text too, so a change point where only those changed bounds a range as well."""
     for recording in recordings:
-        stored = history.vocabs.get(recording.vocab_name)
-        if recording.build != history.recordings_build or stored != recording.vocab_sha256:
+        why = history.made_from.refusal(recording, decodings.get(recording.vocab_name) is not None)
+        if why is not None:
             raise TokconfError(
-                f"the build history was made from other recordings than {recording.vocab_name}'s "
-                f"(b{history.recordings_build}, vocab sha256 {stored})",
+                f"the build history was made from other recordings: {why}",
                 "identify against the bundled recordings, or make a history of yours: tokconf upgrade --data",
             )
     found = Identification(history, probes, {}, {})
