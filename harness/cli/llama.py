@@ -8,10 +8,11 @@ from typing import Any
 
 from ..llama.lock import Lock, sha256_arg
 from ..llama.pins import DEFAULT_BUILD
+from ..options import positive
 
 
 def add_build(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--build", type=int, default=DEFAULT_BUILD, help="llama.cpp build number (tag bN)")
+    parser.add_argument("--build", type=positive(int), default=DEFAULT_BUILD, help="llama.cpp build number (tag bN)")
 
 
 def _add_source(parser: argparse.ArgumentParser) -> None:

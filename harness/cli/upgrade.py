@@ -60,6 +60,9 @@ def run(args: argparse.Namespace) -> int:
     from ..recordings.decoding import load_for
     from ..recordings.format import load, recording_files
 
+    for output in (args.output, args.html, args.data):  # before the walk, not after its hour of probing
+        if output is not None and not output.parent.is_dir():
+            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
     files = [
         p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
     ]
