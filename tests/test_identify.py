@@ -119,6 +119,9 @@ def test_a_history_of_other_recordings_is_refused(llama_build: Build, fake_histo
     other_file = dataclasses.replace(history.made_from, vocabs={"qwen2": "0" * 64})
     with pytest.raises(TokconfError, match="made from other recordings: qwen2's vocab file is not the one"):
         _identify(llama_build, 11192, fake_history_file, dataclasses.replace(history, made_from=other_file))
+    other_vocabs = dataclasses.replace(history.made_from, vocabs={"gpt-2": "0" * 64})
+    with pytest.raises(TokconfError, match="other recordings: it holds no answers for qwen2"):
+        _identify(llama_build, 11192, fake_history_file, dataclasses.replace(history, made_from=other_vocabs))
     no_decoding = dataclasses.replace(history.made_from, decoded=frozenset())
     with pytest.raises(TokconfError, match="qwen2 has a decoding file, but the history's builds were not asked"):
         _identify(llama_build, 11192, fake_history_file, dataclasses.replace(history, made_from=no_decoding))

@@ -6,6 +6,8 @@ numbers, answering otherwise from chosen builds on)."""
 from __future__ import annotations
 
 import dataclasses
+import gzip
+import json
 import re
 import subprocess
 from pathlib import Path
@@ -14,7 +16,7 @@ import fake_history
 import pytest
 from fake_history import small_qwen2
 from tokconf.bisect import probe as probe_module
-from tokconf.bisect.probe import VOCAB_WIDE, Answers, Key
+from tokconf.bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet
 from tokconf.bisect.search import Unprobeable
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
@@ -323,3 +325,26 @@ def test_a_code_block_is_fenced_past_any_backticks_in_it() -> None:
     text = "fuzz/1\n```\n<script>alert(1)</script>\n```"
     assert markdown([Block(Kind.CODE, text)]) == f"````\n{text}\n````\n"
     assert "<script>" not in page([Block(Kind.CODE, text)])
+
+
+def test_a_history_file_that_cannot_be_one_is_a_clear_error(tmp_path: Path) -> None:
+    """Hand-made or damaged: no stretches, or more answers to one outcome than the format holds."""
+    empty = tmp_path / "empty.json.gz"
+    document = {"format": data.FORMAT, "command": "", "builds": [], "stretches": [], "sdists": {}, "refusals": [],
+                "outcomes": {}, "recordings": {"build": 1, "vocabs": {}, "cases": {}, "decoded": []}}  # fmt: skip
+    empty.write_bytes(gzip.compress(json.dumps(document).encode()))
+    with pytest.raises(TokconfError, match=r"cannot read the build history .*: no builds or no stretches"):
+        data.read(empty)
+    many = len(data.DIGITS)
+    stretches = tuple(data.Stretch(b, b, (b,)) for b in range(many))
+    made_from = data.MadeFrom(1, {"v": "0" * 64}, {"v": "0" * 64}, frozenset())
+    outcomes: dict[Key, tuple[Answer | None, ...]] = {("v", "c", "plain"): tuple([i] for i in range(many))}
+    history = data.History("", made_from, tuple(range(many)), stretches, {}, outcomes)
+    with pytest.raises(TokconfError, match=f"v c plain answers {many} ways over the walk: a history holds at most"):
+        data.write(tmp_path / "h.json.gz", history)
+
+
+def test_a_vocabulary_given_twice_is_refused() -> None:
+    qwen2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
+    with pytest.raises(TokconfError, match="two recordings of qwen2"):
+        ProbeSet.from_recordings([load(qwen2), load(qwen2)], frozenset(), None)

@@ -109,6 +109,10 @@ class ProbeSet:
     @classmethod
     def from_recordings(cls, recordings: list[Recording], cases: frozenset[str], vocab_dir: Path | None) -> ProbeSet:
         vocabs = []
+        names = [recording.vocab_name for recording in recordings]
+        if len(set(names)) < len(names):
+            twice = sorted({name for name in names if names.count(name) > 1})
+            raise TokconfError(f"two recordings of {', '.join(twice)}", "give each vocabulary's recording once")
         for recording in recordings:
             chosen = tuple((c.id, c.data) for c in recording.cases if not cases or c.id in cases)
             if chosen:

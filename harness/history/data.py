@@ -56,6 +56,8 @@ class MadeFrom:
     def refusal(self, recording: Recording, decoding: bool) -> str | None:
         """Why `recording` is not one of these (None: it is), for identify's error."""
         name = recording.vocab_name
+        if name not in self.vocabs:
+            return f"it holds no answers for {name} (made from other vocabularies, or with --vocab)"
         if recording.build != self.build:
             return f"{name} is a recording of b{recording.build}, the history's are of b{self.build}"
         if self.vocabs.get(name) != recording.vocab_sha256:
@@ -121,6 +123,12 @@ def _encode(history: History) -> dict[str, Any]:
                 continue
             if answer not in distinct:
                 distinct.append(answer)
+            if len(distinct) >= len(DIGITS):
+                raise TokconfError(
+                    f"{vocab} {case} {mode} answers {len(distinct)} ways over the walk: a history holds at most "
+                    f"{len(DIGITS) - 1}",
+                    "walk a shorter range of builds (--from, --to)",
+                )
             marks += DIGITS[distinct.index(answer) + 1]
         stored: list[Any] = [marks]
         for answer in distinct:
@@ -189,6 +197,8 @@ def _decode(doc: dict[str, Any]) -> History:
     if doc["format"] != FORMAT:
         raise ValueError(f"format {doc['format']}, this tokconf reads {FORMAT}")
     builds = tuple(int(b) for b in doc["builds"])
+    if not builds or not doc["stretches"]:
+        raise ValueError("no builds or no stretches")
     stretches = tuple(
         Stretch(int(first), int(last), tuple(b for b in builds if first <= b <= last))
         for first, last in doc["stretches"]
