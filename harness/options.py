@@ -37,6 +37,17 @@ def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable
     return parse
 
 
+def count(text: str) -> int:
+    """An argparse type: a whole number from 0 up (`--jobs 0`: one per core; `--details 0`: none)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
+    return value
+
+
 def percentage(text: str) -> float:
     """An argparse type: a share from 0 to 100 (`80`, `99.5`), returned as a fraction."""
     try:

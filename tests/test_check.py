@@ -295,3 +295,12 @@ def test_exitfirst_stops_asking_after_the_first_failing_case(
     assert run.stopped and len(group_problems(run.summary.problems)) == 1  # one case (in the modes asked with it)
     assert len(run.results) < 3 * len(load(QWEN2).cases)  # the rest was never asked
     assert "stopped after 1 failing case(s) (--maxfail)" in output
+
+
+@pytest.mark.parametrize(("option", "value"), [("--jobs", "-1"), ("--details", "-1"), ("--jobs", "two")])
+def test_a_count_below_zero_is_a_usage_error(option: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--jobs -1` ran one process per core, as 0 does; `--details -1` showed all failing cases but one."""
+    with pytest.raises(SystemExit) as exited:
+        main(["check", option, value])
+    assert exited.value.code == 2
+    assert f"argument {option}: " in capsys.readouterr().err

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..options import CHECK, add_to_argparse, positive
+from ..options import CHECK, add_to_argparse, count, positive
 
 if TYPE_CHECKING:
     from ..implementations.base import Implementation
@@ -32,11 +32,13 @@ def add_parser(commands: Any) -> None:
     chk.add_argument("--maxfail", type=positive(int), metavar="N", help="stop after N failing cases (errors count)")
     chk.add_argument("-x", "--exitfirst", action="store_const", const=1, dest="maxfail", help="stop at the first")
     chk.add_argument(
-        "--jobs", type=int, default=1, metavar="N",
+        "--jobs", type=count, default=1, metavar="N",
         help="check N recordings at a time, each in its own process (0: one per core; default 1); "
         "one at a time with --maxfail",
     )  # fmt: skip
-    chk.add_argument("--details", type=int, default=20, help="failing cases shown in full on the terminal (default 20)")
+    chk.add_argument(
+        "--details", type=count, default=20, help="failing cases shown in full on the terminal (default 20)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
