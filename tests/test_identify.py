@@ -9,6 +9,7 @@ differences listed."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import subprocess
 import sys
@@ -20,7 +21,7 @@ from fake_history import ONLY_EMPTY, small_qwen2
 from tokconf.bisect.probe import ProbeSet
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
-from tokconf.core.files import BUNDLED_RECORDINGS
+from tokconf.core.files import BUNDLED_RECORDINGS, cache_root
 from tokconf.core.outcome import Refusal
 from tokconf.history import data
 from tokconf.history.data import History
@@ -172,6 +173,7 @@ def _changed_between(history: History, index: int, others: list[int]) -> set[tup
     return {key for key, answers in history.outcomes.items() for other in others if answers[index] != answers[other]}
 
 
+CACHE = cache_root()  # tokconf's own, read before a fixture points TOKCONF_CACHE at a test's folder
 GIT = ["git", "-c", "user.name=tokconf", "-c", "user.email=tokconf@example.invalid", "-c", "commit.gpgsign=false"]
 COMPARATOR = "return l.rank > r.rank || (l.rank == r.rank && l.left > r.left);"  # as tests/test_llama_local.py
 PATCHED = "return l.rank > r.rank || (l.rank == r.rank && l.left < r.left);"
@@ -222,6 +224,22 @@ class _AllButEmpty:
 
 def all_but_empty(path):
     return _AllButEmpty(path)
+
+class _NoSpecials(_AllButEmpty):
+    only_hello = False
+    def encode(self, data, add_special, parse_special):
+        if parse_special and (b"Hello" in data or not self.only_hello):
+            raise Unsupported("no special parsing", input_class="parse-special")
+        return self.inner.encode(data, add_special, parse_special)
+
+class _Sly(_NoSpecials):
+    only_hello = True
+
+def no_specials(path):
+    return _NoSpecials(path)
+
+def sly(path):
+    return _Sly(path)
 
 def broken(path):
     raise RuntimeError("boom")
@@ -297,10 +315,40 @@ def test_declines_for_a_reason_of_its_own_agree_with_no_build(
     assert found.mismatches == [12, 12, 18]
 
 
-def test_a_reader_that_leaves_early_never_turns_the_answer_into_a_pass(tmp_path: Path) -> None:
+def test_a_reader_that_leaves_early_never_turns_the_answer_into_a_pass(
+    llama_build: Build, fake_history_file: Path
+) -> None:
     """`tokconf identify ... | true` under `pipefail`: the reader left before the answer, so the exit
     status is a broken pipe's (141), not 0 (which would say some build matches)."""
-    small = small_qwen2(tmp_path / "small")
-    command = f"{sys.executable} -m tokconf identify --impl llama.cpp@{DEFAULT_BUILD} --recordings {small} | true"
-    done = subprocess.run(["bash", "-c", f"set -o pipefail; {command}"], capture_output=True, text=True, timeout=300)
+    files = f"--data {fake_history_file} --recordings {_small(fake_history_file)}"
+    command = f"{sys.executable} -m tokconf identify --impl llama.cpp:{llama_build.libllama} {files}"
+    env = {**os.environ, "TOKCONF_CACHE": str(CACHE)}  # the vocab files are there (the fakes' cache is not)
+    piped = ["bash", "-c", f"set -o pipefail; {command} | true"]
+    done = subprocess.run(piped, capture_output=True, text=True, timeout=300, env=env)
     assert done.returncode == 141, done.stderr
+    alone = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=300, env=env)
+    assert alone.returncode == 0 and "tokenizes exactly like: b11192" in alone.stdout, alone.stderr
+
+
+@pytest.mark.parametrize(("factory", "placed"), [("no_specials", [(11192, 11192)]), ("sly", [])])
+def test_a_mode_is_left_out_only_when_declined_whole(
+    factory: str,
+    placed: list[tuple[int, int]],
+    fake_history_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reference (b11192's answers) declining `parse-special` on every request it fits is a port
+    without special parsing: placed on its plain mode. Declining it only on the inputs a later build
+    answers otherwise (holding "Hello") could hide that difference: those agree with no build."""
+    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    impl = resolve(f"decliners:{factory}")
+    recordings = [load(_small(fake_history_file))]
+    try:
+        probes = ProbeSet.from_recordings(recordings, frozenset(), None)
+        found = identify(impl, data.read(fake_history_file), recordings, probes, {})
+    finally:
+        impl.close()
+    assert [(first.first, last.last) for first, last in found.ranges] == placed
+    assert found.declined == (12 if factory == "no_specials" else 0)  # 6 cases x (special, bos)

@@ -220,20 +220,30 @@ class Prober:
         self.after_tag: dict[str, int] = {}
         self.answers: dict[Target, Answers] = {}
 
-    def _cached(self, target: Target) -> Path:
+    def _cached(self, target: Target) -> Path | None:
         """Where the target's answers are kept: a published build's under the sdist they must come from
         (its pin, its lock line, else the sdist in the cache, checked when it was fetched), so answers
-        from another sdist than the lock names are never taken for its answers."""
-        name = f"b{target}" if isinstance(target, int) else f"commit-{target}"
+        from another sdist than the lock names are never taken for its answers; a tree fetched from a
+        checkout or folder (`llama fetch --source`) has no such name, and its answers are not kept."""
+        if isinstance(target, str):
+            return cache_root() / "probes" / f"commit-{target}-{self.probes.digest}.json"
         sdist = self.sdist(target)
-        return cache_root() / "probes" / f"{name}{f'-{sdist[:16]}' if sdist else ''}-{self.probes.digest}.json"
+        if sdist is None:
+            return None
+        return cache_root() / "probes" / f"b{target}-{sdist[:16]}-{self.probes.digest}.json"
 
     def sdist(self, target: Target) -> str | None:
-        """The sdist sha256 a published build's answers come from, as far as it is known here."""
+        """The sdist sha256 a published build's answers come from, as far as it is known here: None for a
+        commit, a tree of the user's in the cache, or a build neither pinned, locked nor fetched yet."""
         if not isinstance(target, int):
             return None
-        source = fetched_source(target)
-        fetched = source.sha256 if source is not None and source.kind == "pypi-sdist" else None
+        try:
+            source = fetched_source(target)
+        except TokconfError:  # damaged: fetched again when the build is made (an unprobeable build then)
+            source = None
+        if source is not None and source.kind != "pypi-sdist":
+            return None
+        fetched = source.sha256 if source is not None else None
         return PINNED_SDIST_SHA256.get(target) or self.lock.get(target) or fetched
 
     def answers_of(self, target: Target) -> Answers:
@@ -286,7 +296,7 @@ class Prober:
 
     def _answers(self, target: Target) -> Answers:
         kept = self._cached(target)
-        if kept.is_file():
+        if kept is not None and kept.is_file():
             rows = json.loads(kept.read_text(encoding="utf-8"))
             return {(v, c, m): _decode(o) for v, c, m, o in rows}
         made = self._made(target)
@@ -303,7 +313,8 @@ class Prober:
                     answers.update(((name, VOCAB_WIDE, item), reason) for item in WIDE)
             except TokconfError as error:
                 raise Unprobeable(f"its libllama could not load {path.name}: {error.problem}") from None
-        kept.parent.mkdir(parents=True, exist_ok=True)
-        rows = [[v, c, m, _encode(o)] for (v, c, m), o in answers.items()]
-        atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")
+        if kept is not None:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            rows = [[v, c, m, _encode(o)] for (v, c, m), o in answers.items()]
+            atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")
         return answers

