@@ -246,6 +246,22 @@ def broken(path):
 """
 
 
+def _identify_decliner(
+    factory: str, history_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Identification:
+    """DECLINERS' `factory`, identified on the cut qwen2 recording against the fake history."""
+    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    impl = resolve(f"decliners:{factory}")
+    recordings = [load(_small(history_file))]
+    try:
+        probes = ProbeSet.from_recordings(recordings, frozenset(), None)
+        return identify(impl, data.read(history_file), recordings, probes, {})
+    finally:
+        impl.close()
+
+
 @pytest.mark.parametrize(
     ("factory", "why"),
     [
@@ -262,22 +278,8 @@ def test_nothing_compared_places_it_nowhere(
 ) -> None:
     """A port that declines every vocabulary or every input, or breaks loading, gave no answer to place:
     an error (exit 2), not every build of the history (with nothing compared, every stretch agrees)."""
-    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    impl = resolve(f"decliners:{factory}")
-    recordings = [load(_small(fake_history_file))]
-    try:
-        with pytest.raises(TokconfError, match=f"nothing to identify decliners:{factory} by: {why}"):
-            identify(
-                impl,
-                data.read(fake_history_file),
-                recordings,
-                ProbeSet.from_recordings(recordings, frozenset(), None),
-                {},
-            )
-    finally:
-        impl.close()
+    with pytest.raises(TokconfError, match=f"nothing to identify decliners:{factory} by: {why}"):
+        _identify_decliner(factory, fake_history_file, tmp_path, monkeypatch)
     args = ["identify", "--data", str(fake_history_file), "--recordings", str(_small(fake_history_file))]
     assert main([*args, "--impl", f"decliners:{factory}"]) == 2
 
@@ -301,15 +303,7 @@ def test_declines_for_a_reason_of_its_own_agree_with_no_build(
     """A port answering the empty input alone and declining the rest (no input class: its own reason)
     is placed nowhere: those declines could hide any difference, as they count against coverage in a
     check."""
-    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    impl = resolve("decliners:all_but_empty")
-    recordings = [load(_small(fake_history_file))]
-    try:
-        probes = ProbeSet.from_recordings(recordings, frozenset(), None)
-        found = identify(impl, data.read(fake_history_file), recordings, probes, {})
-    finally:
-        impl.close()
+    found = _identify_decliner("all_but_empty", fake_history_file, tmp_path, monkeypatch)
     assert found.ranges == [] and found.declined == 0
     # the 4 cases that are not empty x 3 modes in every stretch, and from b11196 on the 2 empty ones too
     assert found.mismatches == [12, 12, 18]
@@ -341,14 +335,6 @@ def test_a_mode_is_left_out_only_when_declined_whole(
     """The reference (b11192's answers) declining `parse-special` on every request it fits is a port
     without special parsing: placed on its plain mode. Declining it only on the inputs a later build
     answers otherwise (holding "Hello") could hide that difference: those agree with no build."""
-    (tmp_path / "decliners.py").write_text(DECLINERS, encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
-    impl = resolve(f"decliners:{factory}")
-    recordings = [load(_small(fake_history_file))]
-    try:
-        probes = ProbeSet.from_recordings(recordings, frozenset(), None)
-        found = identify(impl, data.read(fake_history_file), recordings, probes, {})
-    finally:
-        impl.close()
+    found = _identify_decliner(factory, fake_history_file, tmp_path, monkeypatch)
     assert [(first.first, last.last) for first, last in found.ranges] == placed
     assert found.declined == (12 if factory == "no_specials" else 0)  # 6 cases x (special, bos)
