@@ -98,6 +98,10 @@ def test_a_lock_trusts_on_first_use_and_refuses_a_different_hash(
     (tmp_path / "bad.lock").write_text("b11200 nothex\n")
     with pytest.raises(TokconfError, match=r"bad.lock:1: not `bN <sha256>`"):
         Lock(tmp_path / "bad.lock")
+    ours = tmp_path / "ours.lock"  # a project's own lock: its comment and order stay, one line is added
+    ours.write_text(f"# vetted by the release team\nb11434 {'c' * 64}")
+    Lock(ours).trust(11200, "d" * 64)
+    assert ours.read_text() == f"# vetted by the release team\nb11434 {'c' * 64}\nb11200 {'d' * 64}\n"
 
 
 @pytest.fixture

@@ -51,10 +51,11 @@ class Lock:
         return self.entries.get(build)
 
     def trust(self, build: int, sha256: str) -> None:
-        """Record a build's hash on first use, and say so."""
+        """Record a build's hash on first use, and say so: one line added, the file's own lines (a
+        project's comments, its order) kept as they are."""
         self.entries[build] = sha256
-        lines = "".join(f"b{b} {h}\n" for b, h in sorted(self.entries.items()))
-        atomic_write(self.path, HEADER + lines, "lock file")
+        kept = self.path.read_text(encoding="utf-8") if self.path.is_file() else HEADER
+        atomic_write(self.path, kept + ("" if kept.endswith("\n") else "\n") + f"b{build} {sha256}\n", "lock file")
         print(f"b{build}: trusted on first use, sdist sha256 {sha256} written to {self.path}", file=sys.stderr)
 
 
