@@ -67,10 +67,9 @@ def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
     from ..checking.report import REPORT_FORMATS
     from ..checking.verdict_json import write_unfinished
     from ..core.errors import TokconfError
+    from ..core.files import require_folders
 
-    for output in (args.junit, args.report, args.causes, args.json):
-        if output is not None and not output.parent.is_dir():
-            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+    require_folders((args.junit, args.report, args.causes, args.json))
     if args.report is not None and args.report.suffix not in REPORT_FORMATS:
         raise TokconfError(f"--report {args.report}: the name must end in .md or .html", "e.g. --report report.html")
     if args.json:

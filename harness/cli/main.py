@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 
 from ..core.errors import TokconfError
@@ -24,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-SIGPIPE_STATUS = 128 + 13
+SIGPIPE_STATUS = 128 + signal.SIGPIPE
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -53,16 +53,14 @@ def run(args: argparse.Namespace) -> int:
     from ..bisect.probe import Answers, Prober, ProbeSet, Target, cases_digest, decoded, same
     from ..bisect.search import bisect
     from ..core.errors import TokconfError
-    from ..core.files import BUNDLED_RECORDINGS, atomic_write
+    from ..core.files import BUNDLED_RECORDINGS, atomic_write, require_folders
     from ..history import data, report
     from ..history.walk import Cases, walk
     from ..llama.registry import published_builds
     from ..recordings.decoding import load_for
     from ..recordings.format import load, recording_files
 
-    for output in (args.output, args.html, args.data):  # before the walk, not after its hour of probing
-        if output is not None and not output.parent.is_dir():
-            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+    require_folders((args.output, args.html, args.data))  # before the walk, not after its hour of probing
     files = [
         p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
     ]

@@ -138,6 +138,14 @@ def _write_error(path: Path, what: str, error: OSError) -> TokconfError:
     return TokconfError(f"cannot write {what} {path}: {error.strerror}{kept}", fix)
 
 
+def require_folders(outputs: Iterable[Path | None]) -> None:
+    """Each output's folder exists: checked before the work that writes them (a check, an upgrade's walk),
+    not found missing after it."""
+    for output in outputs:
+        if output is not None and not output.parent.is_dir():
+            raise TokconfError(f"{output}: folder {output.parent} does not exist", "create it, or write elsewhere")
+
+
 def atomic_write(path: Path, content: str | bytes, what: str = "output") -> None:
     """Write `content` (text or bytes) to `path` atomically (see `atomic_output`)."""
     if isinstance(content, bytes):

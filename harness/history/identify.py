@@ -22,8 +22,6 @@ from ..recordings.decoding import PIECE_KINDS, Decoding
 from ..recordings.format import Recording
 from .data import History, Stretch
 
-UNVERIFIED = "declined for a reason of its own"
-
 
 def agrees(answer: Answer, expected: Answer) -> bool:
     return _answered(answer) and same(answer, expected)
@@ -156,12 +154,13 @@ def _judged_decline(answer: Outcome, whole: frozenset[InputClass]) -> Outcome:
     """A decline as identify counts it (its class checked on the input first, `verified`): one of a
     class tokconf verifies, or of a whole mode the port does not do (`whole`), is left out and counted;
     any other (`other`, or a mode class declined on some of its requests only) could hide a difference,
-    so it agrees with no build, as it counts against coverage in a check."""
+    so it agrees with no build, as it counts against coverage in a check (an error that keeps the class
+    it was declined as, so identify can say "declined every input" rather than "broke")."""
     if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED:
         return answer
     if answer.declined is not None and (answer.declined.verified or answer.declined in whole):
         return answer
-    return Refusal(f"{UNVERIFIED}: {answer.reason}", RefusalKind.BROKEN)
+    return Refusal(f"declined for a reason of its own: {answer.reason}", RefusalKind.BROKEN, answer.declined)
 
 
 def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset[int]:
@@ -177,14 +176,17 @@ def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset
 
 def _nothing(found: Identification) -> tuple[str, str]:
     """Why no answer can place it (everything declined, or broken: the first reason), and what to do."""
-    reasons = [a.reason for a in found.answers.values() if isinstance(a, Refusal) and not _answered(a)]
-    if reasons and all(reason.startswith(UNVERIFIED) for reason in reasons):
-        return f"it declined every input it was asked ({reasons[0]})", (
+    errors = [a for a in found.answers.values() if isinstance(a, Refusal) and not _answered(a)]
+    if errors and all(error.declined is not None for error in errors):  # each a decline `_judged_decline` refused
+        return f"it declined every input it was asked ({errors[0].reason})", (
             "declines for a reason of its own (input_class other) say nothing of which build it is like: "
             "identify it where it answers"
         )
-    if reasons:
-        return f"it broke on every vocabulary it was asked ({reasons[0]})", "fix that error, then identify it again"
+    if errors:
+        return (
+            f"it broke on every vocabulary it was asked ({errors[0].reason})",
+            "fix that error, then identify it again",
+        )
     parts = [f"{found.declined} inputs declined"] if found.declined else []
     parts += [f"declined whole: {', '.join(found.declined_vocabs)}"] if found.declined_vocabs else []
     return "; ".join(parts) or "no case was asked", (

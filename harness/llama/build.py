@@ -36,7 +36,7 @@ from ..core.errors import TokconfError
 from ..core.files import atomic_write, cache_root
 from .fetch import (
     CMAKE_FOLDER,
-    TOKENIZER_FOLDER,
+    TOKENIZER,
     Source,
     build_root,
     builds_root,
@@ -87,9 +87,6 @@ class Build:
     models_dir: Path
     kind: LibraryKind = LibraryKind.FULL
     fallback: str | None = None
-
-
-TOKENIZER = TOKENIZER_FOLDER  # the tokenizer-only library's folder, beside `src/` and `build/`
 
 
 def build_dir(build: int) -> Path:

@@ -94,8 +94,8 @@ def builds_root() -> Path:
 
 
 CMAKE_FOLDER = "build"  # llama.cpp's CMake build of a tree, beside `src/` (tokconf.llama.build)
-TOKENIZER_FOLDER = "tokenizer"  # the tokenizer-only library of a tree, beside `src/` (tokconf.llama.tokenizer_only)
-BUILT_FOLDERS = (CMAKE_FOLDER, TOKENIZER_FOLDER)
+TOKENIZER = "tokenizer"  # the tokenizer-only library of a tree, beside `src/` (tokconf.llama.tokenizer_only)
+BUILT_FOLDERS = (CMAKE_FOLDER, TOKENIZER)
 
 
 def build_root(build: int) -> Path:
