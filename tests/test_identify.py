@@ -242,7 +242,7 @@ def sly(path):
     return _Sly(path)
 
 def broken(path):
-    raise RuntimeError("boom")
+    raise RuntimeError("boom\\x1b[2KPASS")
 """
 
 
@@ -274,7 +274,12 @@ def _identify_decliner(
     ],
 )
 def test_nothing_compared_places_it_nowhere(
-    factory: str, why: str, fake_history_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    factory: str,
+    why: str,
+    fake_history_file: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     """A port that declines every vocabulary or every input, or breaks loading, gave no answer to place:
     an error (exit 2), not every build of the history (with nothing compared, every stretch agrees)."""
@@ -282,6 +287,8 @@ def test_nothing_compared_places_it_nowhere(
         _identify_decliner(factory, fake_history_file, tmp_path, monkeypatch)
     args = ["identify", "--data", str(fake_history_file), "--recordings", str(_small(fake_history_file))]
     assert main([*args, "--impl", f"decliners:{factory}"]) == 2
+    shown = capsys.readouterr().err  # the port's words escaped: no ANSI escape reaches the terminal
+    assert "\x1b" not in shown and (factory != "broken" or "boom\\x1b[2KPASS" in shown)
 
 
 def test_a_binding_that_dies_where_llama_cpp_aborts_is_placed() -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.files import recordings_arg
+from ..core.printable import escape_unprintable
 from ..options import IMPL_HELP, LOAD_TIMEOUT, TIMEOUT
 
 
@@ -50,6 +51,12 @@ def _range(first: int, last: int, history_builds: tuple[int, ...]) -> str:
     return f"{span} ({len(inside)} published build{'s' if len(inside) != 1 else ''}{extra})"
 
 
+def _say(text: str) -> None:
+    """A line of the answer: what the implementation said (its name, its refusals) shown escaped, so it
+    cannot rewrite the terminal or pose as another line."""
+    print(escape_unprintable(text))
+
+
 def run(args: argparse.Namespace) -> int:
     from ..bisect.probe import ProbeSet
     from ..bisect.report import examples
@@ -78,39 +85,39 @@ def run(args: argparse.Namespace) -> int:
         impl.close()
     builds = history.builds
     vocabs = sorted({vocab for vocab, _, _ in found.answers})
-    print(f"tokconf identify: {impl.name}")
+    _say(f"tokconf identify: {impl.name}")
     ids = sum(1 for _, _, item in found.answers if item in MODES)
     decoding = len(found.answers) - ids
-    print(f"  asked {ids} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
+    _say(f"  asked {ids} outcomes of {len(vocabs)} vocabular{'ies' if len(vocabs) != 1 else 'y'}" + (
         f" ({', '.join(vocabs)})" if len(vocabs) <= 5 else "") + (
         f", and {decoding} piece lists and detokenized texts" if decoding else "")
         + (f"; {found.declined} declined inputs left out" if found.declined else "")
         + (f"; declined whole: {', '.join(found.declined_vocabs)}" if found.declined_vocabs else ""))  # fmt: skip
-    print(
+    _say(
         f"  history: b{builds[0]}..b{builds[-1]}, {len(builds)} published builds in {len(history.stretches)} "
         f"stretches between change points ({history.command})"
     )
     ranges = found.ranges
     if ranges:
         for first, last in ranges:
-            print(f"  tokenizes exactly like: {_range(first.first, last.last, builds)}")
+            _say(f"  tokenizes exactly like: {_range(first.first, last.last, builds)}")
     else:
         near = found.nearest
         index = history.stretches.index(near)
-        print(f"  no published build in b{builds[0]}..b{builds[-1]} tokenizes exactly like it")
-        print(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} answers differ")
+        _say(f"  no published build in b{builds[0]}..b{builds[-1]} tokenizes exactly like it")
+        _say(f"  nearest: {_range(near.first, near.last, builds)}, {found.mismatches[index]} answers differ")
     pinned = history.made_from.build
     differ = found.versus(None)
     if not differ:
-        print(f"  against the pinned build b{pinned} (its recordings): no answer differs")
+        _say(f"  against the pinned build b{pinned} (its recordings): no answer differs")
         return 0 if ranges else 1
     by_vocab = Counter(vocab for vocab, _, _ in differ)
     modes = Counter(mode for _, _, mode in differ)
     listed = ", ".join(f"{v} {n}" for v, n in sorted(by_vocab.items()))
-    print(
+    _say(
         f"  against the pinned build b{pinned} (its recordings): {len(differ)} answers differ "
         f"({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))}): {listed}"
     )
     for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it", {}):
-        print(f"  {line}")
+        _say(f"  {line}")
     return 0 if ranges else 1

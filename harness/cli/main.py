@@ -11,6 +11,7 @@ import signal
 import sys
 
 from ..core.errors import TokconfError
+from ..core.printable import escape_unprintable
 from . import bisect, check, coverage, diff, export, fuzz, identify, llama, peers, record, seal, upgrade, vocab
 
 COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, upgrade, identify, seal, peers)
@@ -43,14 +44,17 @@ def main(argv: list[str] | None = None) -> int:
         status: int = args.run(args)
         sys.stdout.flush()  # here, not at exit: a reader that left is caught below
         return status
-    except TokconfError as error:
-        print(f"tokconf: error: {error}", file=sys.stderr)
+    except TokconfError as error:  # its words may quote a port, a program or a file: shown escaped
+        lines = str(error).split("\n")
+        print(
+            "\n".join(escape_unprintable(line) for line in [f"tokconf: error: {lines[0]}", *lines[1:]]), file=sys.stderr
+        )
         return 2
     except BrokenPipeError:  # `tokconf ... | head`: the reader left before the end, so before the verdict
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return SIGPIPE_STATUS  # as a shell reports a process SIGPIPE ended: never a pass under `pipefail`
     except OSError as error:  # the machine's, not a bug's: a full disk, a read-only cache, a permission
-        print(f"tokconf: error: {error}", file=sys.stderr)
+        print(f"tokconf: error: {escape_unprintable(str(error))}", file=sys.stderr)
         print("  what to do: free space, or fix the permissions of that path (or set TOKCONF_CACHE)", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
