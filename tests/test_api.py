@@ -100,6 +100,8 @@ def test_check_takes_an_impl_value_and_the_bundled_name(llama_build: Build) -> N
         tokconf.check("no-such-port")
     with pytest.raises(tokconf.TokconfError, match="neither an --impl value nor a factory"):
         tokconf.check(42)  # type: ignore[arg-type]
+    with pytest.raises(tokconf.TokconfError, match="gtp-2: no recording of it under"):
+        tokconf.check("reference", vocabs=["gpt-2", "gtp-2"])  # not gpt-2 alone, passing
 
 
 def test_a_crashing_factory_is_a_failed_run_not_an_exception(llama_build: Build) -> None:

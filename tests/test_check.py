@@ -103,6 +103,27 @@ def test_wrong_facts_fail(llama_build: Build, capsys: pytest.CaptureFixture[str]
     assert _counts("facts")[0:2] == [5, 1]
 
 
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["check", "--impl", "reference"],
+        ["identify", "--impl", "reference"],
+        ["bisect", "--good", "9093", "--bad", "11192"],
+        ["upgrade", "--to", "11434"],
+    ],
+    ids=lambda command: command[0],
+)
+def test_a_mistyped_vocab_beside_a_right_one_is_an_error_before_any_work(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--vocab gtp-2` beside `--vocab gpt-2` checked gpt-2 alone and passed: the mistyped vocabulary
+    went unchecked in a green gate. Now every command that takes --vocab names it, before any work."""
+    assert main([*command, "--vocab", "gpt-2", "--vocab", "gtp-2", "--vocab", "no-such"]) == 2
+    err = capsys.readouterr().err
+    assert "--vocab gtp-2 no-such: no recording of these vocabularies under" in err
+    assert "'gtp-2': did you mean 'gpt-2'?" in err and "127 vocabularies have recordings there" in err
+
+
 def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
     status = main(["check", "--recordings", str(spm), "--impl", "fake_impls:bpe_only", "--mode", "plain"])

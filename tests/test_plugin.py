@@ -191,6 +191,14 @@ def test_recordings_without_an_implementation_are_a_usage_error(sandbox: pytest.
     result.stderr.fnmatch_lines(["*recordings are named but no implementation: add --tokconf-impl*"])
 
 
+def test_a_mistyped_vocab_is_a_usage_error(sandbox: pytest.Pytester) -> None:
+    """`--tokconf-vocab gtp-2` beside a right one would leave it unchecked in a passing run."""
+    sandbox.makepyfile("def test_x():\n    pass\n")
+    result = sandbox.runpytest("--tokconf-impl", "reference", "--tokconf-vocab", "gpt-2", "--tokconf-vocab", "gtp-2")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--tokconf-vocab gtp-2: no recording of it under*", "*did you mean 'gpt-2'?*"])
+
+
 def test_the_ini_implementation_gates_the_bundled_recordings(sandbox: pytest.Pytester) -> None:
     sandbox.makepyprojecttoml('[tool.pytest.ini_options]\ntokconf_impl = "reference"\n')
     result = sandbox.runpytest("--collect-only", "-q", "--tokconf-vocab", "qwen2", "-k", "hello-world")

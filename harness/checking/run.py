@@ -16,7 +16,7 @@ from ..core.errors import TokconfError
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
-from ..recordings.format import VocabGroup, read_provenance, recording_files
+from ..recordings.format import VocabGroup, named_recordings, read_provenance
 from ..synth.files import recorded_vocab
 from .contract import Decision, Gate
 from .engine import CaseResult, CheckedFile, Selection, Stop, check_file
@@ -96,7 +96,7 @@ def check_paths(
     (`tokconf.implementations.resolve`). When the whole run was checked, the vocabularies are loaded
     into one process of the implementation and replayed (`tokconf.checking.interleave`). The run ends
     with its verdict under `gate` (default: `Gate()`, every vocabulary the implementation loads)."""
-    files = [p for p in recording_files(paths) if selection.wants_vocab(p.stem)]
+    files = [p for p in named_recordings(paths, selection.vocabs) if selection.wants_vocab(p.stem)]
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
         raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")

@@ -43,15 +43,11 @@ def run(args: argparse.Namespace) -> int:
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
     from ..llama.registry import published_builds
-    from ..recordings.format import load, recording_files
+    from ..recordings.format import load, named_recordings
 
     if args.good >= args.bad:
         raise TokconfError(f"--good {args.good} is not below --bad {args.bad}", "the good build comes first")
-    files = [
-        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
-    ]
-    if not files:
-        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)
     probes = ProbeSet.from_recordings([load(p) for p in files], frozenset(args.case), args.vocab_dir)
     published = published_builds()
     for end in (args.good, args.bad):

@@ -60,21 +60,16 @@ def _say(text: str) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..bisect.probe import ProbeSet
     from ..bisect.report import examples
-    from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
     from ..core.outcome import MODES
     from ..history import data
     from ..history.identify import identify
     from ..implementations.resolve import resolve
     from ..recordings.decoding import load_for
-    from ..recordings.format import load, recording_files
+    from ..recordings.format import load, named_recordings
 
     history = data.read(args.data)
-    files = [
-        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
-    ]
-    if not files:
-        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)
     recordings = [load(p) for p in files]
     probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
     impl = resolve(args.impl, args.timeout, load_timeout=args.load_timeout)

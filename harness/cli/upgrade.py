@@ -58,14 +58,10 @@ def run(args: argparse.Namespace) -> int:
     from ..history.walk import Cases, walk
     from ..llama.registry import published_builds
     from ..recordings.decoding import load_for
-    from ..recordings.format import load, recording_files
+    from ..recordings.format import load, named_recordings
 
     require_folders((args.output, args.html, args.data))  # before the walk, not after its hour of probing
-    files = [
-        p for p in recording_files(args.recordings or [BUNDLED_RECORDINGS]) if not args.vocab or p.stem in args.vocab
-    ]
-    if not files:
-        raise TokconfError(f"no recording matches --vocab {' '.join(args.vocab)}", "check the names")
+    files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)
     recordings = [load(p) for p in files]
     made_by = sorted({r.build for r in recordings})
     if len(made_by) != 1:

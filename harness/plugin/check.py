@@ -47,7 +47,7 @@ from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
 from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
-from ..recordings.format import Recording, VocabGroup, load, recording_files
+from ..recordings.format import Recording, VocabGroup, load, named_recordings, recording_files
 from ..synth.files import recorded_vocab
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
@@ -308,7 +308,7 @@ class CheckPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         try:
-            files = recording_files(self.paths)
+            files = named_recordings(self.paths, self.selection.vocabs, "--tokconf-vocab")
         except TokconfError as error:
             raise pytest.UsageError(str(error)) from None
         for path in files:

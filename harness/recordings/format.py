@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import enum
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
+from difflib import get_close_matches
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +334,26 @@ def recording_files(paths: list[Path]) -> list[Path]:
     if not found:
         raise TokconfError(f"no recordings (*.yaml) under {', '.join(map(str, paths))}", "run `tokconf record`")
     return found
+
+
+def named_recordings(paths: list[Path], names: Collection[str], option: str = "--vocab") -> list[Path]:
+    """The recording files under `paths` of the vocabularies `names` (every one when none is named). A
+    name no recording there has is an error naming it: a mistyped `--vocab` beside a right one would
+    otherwise leave its vocabulary unchecked while the run passes on the rest."""
+    found = recording_files(paths)
+    known = {p.stem for p in found}
+    missing = sorted(set(names) - known)
+    if missing:
+        close = {name: get_close_matches(name, known, 1) for name in missing}
+        hints = [f"{name!r}: did you mean {m[0]!r}?" for name, m in close.items() if m]
+        if not all(close.values()):
+            hints.append(f"{len(known)} vocabularies have recordings there, e.g. {', '.join(sorted(known)[:5])}")
+        which = "these vocabularies" if len(missing) > 1 else "it"
+        raise TokconfError(
+            f"{option} {' '.join(missing)}: no recording of {which} under {', '.join(map(str, paths))}",
+            " ".join(hints),
+        )
+    return [p for p in found if not names or p.stem in names]
 
 
 def write(path: Path, recording: Recording, visible: bool = False) -> None:
