@@ -8,12 +8,15 @@ import errno
 import multiprocessing
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
-from tokconf.core.files import atomic_output, atomic_write
+from tokconf.core.files import atomic_output, atomic_write, cache_root
+from tokconf.llama.build import Build
 
 WRITERS = 4
 CHUNK = 1 << 20
@@ -106,3 +109,57 @@ def test_a_device_fifo_or_symlink_output_is_written_in_place_never_replaced(tmp_
     assert sorted(os.listdir(tmp_path)) == sorted(
         ["pipe", "real.json", "link.json"] + (["null"] if os.geteuid() == 0 else [])
     )
+
+
+CACHE = cache_root()  # tokconf's own, read before a test moves TOKCONF_CACHE
+READ_ONLY_SITE = Path(__file__).resolve().parent / "read_only"  # its sitecustomize makes a folder read-only
+
+
+def _read_only(folder: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python argv` with every write below `folder` failing as on a read-only mount, in it and in every
+    Python process it starts (tests/read_only/sitecustomize.py)."""
+    path = os.pathsep.join(filter(None, (str(READ_ONLY_SITE), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path, "TOKCONF_TEST_READ_ONLY": str(folder), "TOKCONF_CACHE": str(CACHE)}
+    return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.oracle
+@pytest.mark.usefixtures("llama_build")
+def test_a_read_only_cache_serves_what_is_complete_in_it(tmp_path: Path) -> None:
+    """A cache made by `tokconf llama build` in a container image, used by a CI user who cannot write it:
+    it was refused whole ("cannot use ... as tokconf's cache folder"), complete builds and all. Now it
+    serves what is complete (a shipped and a synthetic vocabulary checked against b11192, nothing written
+    there) and a step that must write says so."""
+    stamp = CACHE / "llama.cpp" / "b11192" / ".last-used"
+    before = stamp.stat().st_mtime_ns
+    args = ("-m", "tokconf", "check", "--impl", "llama.cpp@11192", "--vocab", "gpt-2", "--vocab", "pre-hy_v4")
+    done = _read_only(CACHE, *args, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith("PASS: ")
+    assert stamp.stat().st_mtime_ns == before  # nothing written: the hook held
+    done = _read_only(CACHE, "-m", "tokconf", "llama", "fetch", "--force", cwd=tmp_path)
+    assert done.returncode == 2
+    assert (
+        f"tokconf: error: cannot fetch llama.cpp b11192: tokconf's cache folder {CACHE / 'llama.cpp'} is not "
+        "writable (Read-only file system)" in done.stderr
+    )
+    assert "a read-only cache serves only what is complete in it" in done.stderr
+
+
+@pytest.mark.oracle
+def test_the_libllama_binding_is_made_outside_a_read_only_cache(llama_build: Build, tmp_path: Path) -> None:
+    """The cffi module of a llama.h the cache has none for is made in a temporary folder for the process."""
+    empty = tmp_path / "cache"
+    empty.mkdir()
+    script = (
+        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[2:]))\n"
+        "print(ffi.sizeof('llama_token'))\n"
+    )
+    include = [str(p) for p in llama_build.include_dirs]
+    path = os.pathsep.join(filter(None, (str(READ_ONLY_SITE), os.environ.get("PYTHONPATH"))))
+    env = {**os.environ, "PYTHONPATH": path, "TOKCONF_TEST_READ_ONLY": str(empty), "TOKCONF_CACHE": str(empty)}
+    done = subprocess.run([sys.executable, "-c", script, str(llama_build.llama_h), *include],
+                          env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, "4\n", "")
+    assert list(empty.iterdir()) == []

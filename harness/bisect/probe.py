@@ -17,6 +17,7 @@ again.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable
@@ -314,7 +315,8 @@ class Prober:
             except TokconfError as error:
                 raise Unprobeable(f"its libllama could not load {path.name}: {error.problem}") from None
         if kept is not None:
-            kept.parent.mkdir(parents=True, exist_ok=True)
             rows = [[v, c, m, _encode(o)] for (v, c, m), o in answers.items()]
-            atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")
+            with contextlib.suppress(OSError, TokconfError):  # only a speed-up: a read-only cache asks again
+                kept.parent.mkdir(parents=True, exist_ok=True)
+                atomic_write(kept, json.dumps(rows) + "\n", "bisect probe")
         return answers

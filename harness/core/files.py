@@ -32,8 +32,10 @@ def cache_root() -> Path:
     """The cache folder: `$TOKCONF_CACHE`, else `$XDG_CACHE_HOME/tokconf`, else `~/.cache/tokconf`,
     made if missing.
 
-    Checked here, where every user of the cache gets it from: a file in its place, or a folder tokconf
-    cannot write, would otherwise surface as a traceback from whichever step first writes there.
+    Checked here, where every user of the cache gets it from: a file in its place would otherwise
+    surface as a traceback from whichever step first looks there. A folder tokconf cannot write is a
+    cache all the same: a read-only one (a container image's, another user's) serves what is complete
+    in it, and a step that must write there says so (`writable_cache`).
     """
     explicit = os.environ.get("TOKCONF_CACHE")
     if explicit:
@@ -43,18 +45,33 @@ def cache_root() -> Path:
         xdg = os.environ.get("XDG_CACHE_HOME")
         root = (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "tokconf"
         origin, fix = "the default", "set TOKCONF_CACHE to a folder tokconf may create and write"
-    why = _unwritable(root)
+    why = "it is a file, not a folder" if root.is_file() else ""
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        why = why or error.strerror or str(error)
     if why:
         raise TokconfError(f"cannot use {root} ({origin}) as tokconf's cache folder: {why}", fix)
     return root
 
 
+def writable_cache(folder: Path, doing: str) -> Path:
+    """`folder` of the cache, made if missing, for a step that must write there (`doing`: what, e.g.
+    "build llama.cpp b11434"); one tokconf cannot write (a read-only cache) is an error saying so."""
+    why = _unwritable(folder)
+    if why:
+        raise TokconfError(
+            f"cannot {doing}: tokconf's cache folder {folder} is not writable ({why})",
+            "a read-only cache serves only what is complete in it: make it writable, or set TOKCONF_CACHE to a "
+            "folder tokconf may write",
+        )
+    return folder
+
+
 def _unwritable(folder: Path) -> str:
-    """Why `folder` cannot be a folder tokconf writes in ("" when it can), making it if missing. A file is
-    created and dropped to find out: permission bits do not tell (root, read-only mounts)."""
+    """Why tokconf cannot write in `folder` ("" when it can), making it if missing. A file is created and
+    dropped to find out: permission bits do not tell (root, read-only mounts)."""
     try:
-        if folder.exists() and not folder.is_dir():
-            return "it is a file, not a folder"
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=folder):
             return ""

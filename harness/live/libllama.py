@@ -105,13 +105,23 @@ def binding(llama_h: Path, include_dirs: tuple[Path, ...]) -> Any:
     name = f"_tokconf_llama_{digest.hexdigest()[:20]}"
     folder = cache_root() / "cffi"
     module = folder / f"{name}.py"
-    if not module.is_file():
-        builder = cffi.FFI()
-        builder.cdef(_cdef_source(llama_h, include_dirs, builder), override=True)
-        builder.set_source(name, None)  # out-of-line ABI mode: a .py file, nothing to compile
+    if module.is_file():
+        return _imported(name, module)
+    builder = cffi.FFI()
+    builder.cdef(_cdef_source(llama_h, include_dirs, builder), override=True)
+    builder.set_source(name, None)  # out-of-line ABI mode: a .py file, nothing to compile
+    try:
         folder.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=folder) as tmp:
             os.replace(builder.compile(tmpdir=tmp), module)
+    except OSError:  # a read-only cache: made for this process alone
+        with tempfile.TemporaryDirectory() as tmp:
+            return _imported(name, Path(builder.compile(tmpdir=tmp)))
+    return _imported(name, module)
+
+
+def _imported(name: str, module: Path) -> Any:
+    """The `ffi` of the cffi module file `module`."""
     spec = importlib.util.spec_from_file_location(name, module)
     assert spec is not None and spec.loader is not None
     loaded = importlib.util.module_from_spec(spec)

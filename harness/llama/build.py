@@ -33,7 +33,7 @@ from pathlib import Path
 import subprocess_tee
 
 from ..core.errors import TokconfError
-from ..core.files import atomic_write, cache_root
+from ..core.files import atomic_write, cache_root, writable_cache
 from .fetch import (
     CMAKE_FOLDER,
     TOKENIZER,
@@ -157,10 +157,16 @@ def completed_build(build: int, tokenize: bool = True) -> Build | None:
     source = fetched_source(build)
     if source is None:
         return None
-    full = tree_build(build, source, source_dir(build), build_dir(build))
+    return completed(tree_build(build, source, source_dir(build), build_dir(build)), build_root(build), tokenize)
+
+
+def completed(full: Build, root: Path, tokenize: bool) -> Build | None:
+    """The complete build of the tree in `root` (`full` says where its full build goes), else None: with
+    `tokenize`, the full build with llama-tokenize; without, the tokenizer-only library (or the full one
+    standing in for it)."""
     if not tokenize:
-        return completed_library(full, build_root(build))
-    return full if is_complete(full, build_dir(build), tokenize) else None
+        return completed_library(full, root)
+    return full if is_complete(full, root / CMAKE_FOLDER, tokenize) else None
 
 
 USED = ".last-used"
@@ -251,9 +257,11 @@ def make(full: Build, root: Path, jobs: int | None, quiet: bool, tokenize: bool,
     found made. With `tokenize`, the full build with llama-tokenize (and the tokenizer-only library);
     without, the tokenizer-only library, or the full libllama where it cannot be made."""
     if tokenize and not is_complete(full, root / "build", tokenize=True):
+        writable_cache(root, f"build llama.cpp {full.source.label()}")
         compile_tree(full, root / "src", root / "build", jobs, quiet, True, again)
     done = completed_library(full, root)
     if done is None:
+        writable_cache(root, f"build the tokenizer-only libllama of llama.cpp {full.source.label()}")
         with _exclusive(root / TOKENIZER_LOCK):
             done = completed_library(full, root) or make_library(full, root, jobs, quiet, again)
     return full if tokenize else done

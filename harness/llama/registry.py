@@ -6,6 +6,7 @@ one network path a CI machine is sure to have) and kept in the cache for a day.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import subprocess
@@ -44,6 +45,6 @@ def published_builds(fresh: bool = False) -> list[int]:
     if not builds:
         tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-3:])
         raise TokconfError(f"pip listed no versions of {SDIST_PACKAGE}: {tail}", "check the network and pip")
-    kept.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write(kept, json.dumps({"fetched": time.time(), "builds": builds}) + "\n", "registry list")
+    with contextlib.suppress(OSError, TokconfError):  # kept for the day: a read-only cache asks again
+        atomic_write(kept, json.dumps({"fetched": time.time(), "builds": builds}) + "\n", "registry list")
     return builds

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from ..core.errors import TokconfError
 from ..core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
-from ..core.files import FileKind, atomic_write, cache_root, regular_file, sha256_file
+from ..core.files import FileKind, atomic_write, cache_root, regular_file, sha256_file, writable_cache
 from ..llama.fetch import source_dir
 from ..llama.pins import DEFAULT_BUILD
 from ..llama.vocabs import models_dir, vocab_file, vocab_name
@@ -36,6 +36,8 @@ def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False)
     path = folder / recipe.file
     if path.is_file() and out_dir is None and not again:
         return path
+    if out_dir is None:
+        writable_cache(folder, f"make the synthetic vocabulary {recipe.file}")
     folder.mkdir(parents=True, exist_ok=True)
     staging = folder / f".{recipe.file}.{os.getpid()}"  # processes making the same file (xdist) race here
     atomic_write(staging, gguf_bytes(recipe.make(_base_fields(recipe.base))), "synthetic vocab")
