@@ -24,7 +24,7 @@ from tokconf.core.facts import VocabFacts
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.history import data
-from tokconf.history.report import Block, Kind, markdown, page
+from tokconf.history.report import Block, Kind, markdown, page, plain
 from tokconf.history.walk import Cases, walk
 from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama.build import Build
@@ -319,6 +319,17 @@ def test_a_hostile_vocabulary_name_stays_text_in_both_reports(fake_builds: list[
     assert "javascript:" not in re.sub(r">[^<]*<", "><", html)  # only in text between tags, never an attribute
     assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
     assert 'href="https://github.com/ggml-org/llama.cpp/compare/b11192...b11194"' in html
+
+
+def test_a_url_in_a_name_is_not_made_a_link_by_githubs_autolinks() -> None:
+    """GitHub's Markdown (cmark-gfm's autolink extension) links a bare `http://…` or `www.…` in text; a
+    backslash before `://` or after `www` stops it (checked with cmarkgfm, GitHub's own parser), and
+    the page shows the text as written."""
+    text = "pre-x http://evil.example/a, HTTPS://b.example and www.evil.example"
+    escaped = r"pre-x http\://evil.example/a, HTTPS\://b.example and www\.evil.example"
+    assert plain(text) == escaped
+    assert markdown([Block(Kind.PARAGRAPH, plain(text))]) == escaped + "\n"
+    assert f"<p>{text}</p>" in page([Block(Kind.PARAGRAPH, plain(text))])
 
 
 def test_a_code_block_is_fenced_past_any_backticks_in_it() -> None:

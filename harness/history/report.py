@@ -79,9 +79,15 @@ INLINE = re.compile(
 )
 
 
+# Where GitHub's autolink extension (cmark-gfm) makes a link of plain text, a scheme's `://` and `www.`: a
+# backslash there stops it. An e-mail address still becomes a mailto: link, which no escape stops.
+AUTOLINK = re.compile(r"(?=://)|(?<=www)(?=\.)", re.IGNORECASE)
+
+
 def plain(text: str) -> str:
-    """Text from the data as Markdown that shows it as written: on one line, its punctuation escaped."""
-    return MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(text.splitlines()))
+    """Text from the data as Markdown that shows it as written: on one line, its punctuation escaped, no
+    URL in it made a link by GitHub."""
+    return AUTOLINK.sub(r"\\", MARKDOWN_PUNCTUATION.sub(r"\\\1", " ".join(text.splitlines())))
 
 
 def _code(text: str) -> str:
