@@ -177,6 +177,70 @@ def test_a_tree_the_shim_cannot_build_falls_back_to_the_full_build(
     assert build_module.make(full, root, 2, True, False, "again") == made and cmake_runs == [False]
 
 
+def _downstream_tree(tmp_path: Path, file: str, anchor: str, call: str) -> Path:
+    """The pinned tree as a project vendoring it might patch it: a function in a file of its own
+    (src/downstream.cpp, added to src/CMakeLists.txt) called from `file` after `anchor`."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    tree = tmp_path / "llama.cpp"
+    shutil.copytree(pinned, tree, ignore=shutil.ignore_patterns("models", "docs", "media"))
+    (tree / "src" / "downstream.cpp").write_text("#include <cstdint>\nvoid downstream_hook(uint32_t) {}\n")
+    cmake = tree / "src" / "CMakeLists.txt"
+    listed = cmake.read_text(encoding="utf-8")
+    assert listed.count("    llama-vocab.cpp\n") == 1
+    cmake.write_text(
+        listed.replace("    llama-vocab.cpp\n", "    llama-vocab.cpp\n    downstream.cpp\n"), encoding="utf-8"
+    )
+    patched = tree / file
+    text = patched.read_text(encoding="utf-8")
+    assert text.count(anchor) == 1
+    declared = "#include <cstdint>\nvoid downstream_hook(uint32_t);\n"
+    patched.write_text(declared + text.replace(anchor, anchor + call), encoding="utf-8")
+    return tree
+
+
+def test_a_tokenizer_calling_a_file_the_shim_lacks_falls_back_to_the_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """unicode.cpp calling a function of a downstream file: the linker's stub for it would answer for the
+    tree's tokenizer (it aborted, and passed as llama.cpp's recorded abort where the tree returns ids).
+    What the tokenizing files call is never a stub: the full build is made instead (CMake stubbed here)."""
+    tree = _downstream_tree(
+        tmp_path, "src/unicode.cpp", "std::string unicode_cpt_to_utf8(uint32_t cpt) {\n", "    downstream_hook(cpt);\n"
+    )
+    root = tmp_path / "root"
+    root.mkdir()
+    tree.rename(root / "src")
+    source = Source(DEFAULT_BUILD, "folder", str(root), None, None)
+    full = tree_build(DEFAULT_BUILD, source, root / "src", root / "build")
+
+    def fake_cmake(
+        made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str
+    ) -> None:
+        made.libllama.parent.mkdir(parents=True)
+        made.libllama.write_bytes(b"full libllama")
+        (out / MARKER).write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(build_module, "compile_tree", fake_cmake)
+    made = build_module.make(full, root, 2, True, False, "again")
+    assert made.kind is LibraryKind.FULL
+    assert made.fallback == (
+        "the tokenizer-only libllama cannot be built for this tree: its tokenizer calls "
+        "downstream_hook(unsigned int), defined outside the files this library is made of"
+    )
+
+
+def test_a_stub_reached_is_an_error_never_llama_cpps_answer(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The model loader calling a downstream function (a stub in the tokenizer-only library, as the
+    loader's calls into model code are): reached while loading, it is a clear error naming it, never a
+    refusal or an abort agreeing with a recording."""
+    start = "        : metadata(meta), set_tensor_data(set_tensor_data), set_tensor_data_ud(set_tensor_data_ud) {\n"
+    tree = _downstream_tree(tmp_path, "src/llama-model-loader.cpp", start, "    downstream_hook(0);\n")
+    assert main(["check", "--impl", f"llama.cpp:{tree}", "--vocab", "gpt-2"]) == 2
+    err = capsys.readouterr().err
+    assert f"the tokenizer-only libllama of llama.cpp at {tree} reached downstream_hook(unsigned int), which it" in err
+    assert f"`tokconf llama local --tokenize {tree}` builds it" in err
+
+
 def test_a_stubbed_function_aborts_naming_itself() -> None:
     """llama_split_path (src/llama.cpp, not compiled in) is a stub: reached, it says what it is and aborts."""
     made = tokenizer_build(DEFAULT_BUILD)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -129,5 +130,7 @@ def _local(args: argparse.Namespace) -> int:
     print(f"version:   {library.version or 'none (no llama_version)'}")
     print(f"build:     {library.build_info or 'none (no libllama-common beside libllama)'}")
     print(f"system:    {library.system_info or 'none'}")
-    print(f"check it:  tokconf check --impl llama.cpp:{args.path}")
+    # a tree given is checked with its tokenizer-only library: with --tokenize, the full one is named
+    checked = made.libllama if args.tokenize else args.path
+    print(f"check it:  tokconf check --impl {shlex.quote(f'llama.cpp:{checked}')}")
     return 0

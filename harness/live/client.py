@@ -13,6 +13,7 @@ import contextlib
 import os
 import re
 import select
+import shlex
 import struct
 import subprocess
 import sys
@@ -27,7 +28,8 @@ from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_from_json
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
 from ..core.timeouts import TimeoutOptions, Wait
-from ..llama.build import Build
+from ..llama.build import Build, build_dir
+from ..llama.tokenizer_only import STUB_REACHED
 from .crash import crash_reason
 
 DEFAULT_TIMEOUT = 60.0  # seconds for each answer (a batch of inputs, or a 262k vocabulary's pieces)
@@ -48,6 +50,20 @@ class WorkerHung(WorkerGone):
 class LoadHung(TokconfError):
     """The worker did not load the vocabulary within the load timeout: not llama.cpp's answer (as a
     refusal is), so never judged as one."""
+
+
+class StubReached(TokconfError):
+    """A tokenizer-only libllama reached a function it has as a stub (tokconf.llama.tokenizer_only): the
+    tree's tokenizer ran code the library was not made of, so what it did is not the tree's answer, and
+    never judged as llama.cpp's abort or refusal."""
+
+
+def _full_build_hint(build: Build) -> str:
+    """The command that builds the full libllama in place of a tokenizer-only one, and where it lands."""
+    if build.source.kind == "local-tree":
+        command = f"tokconf llama local --tokenize {shlex.quote(build.source.origin)}"
+        return f"check the full libllama: `{command}` builds it and prints its path"
+    return f"check the full libllama: `tokconf llama build --build {build.build}` builds it in {build_dir(build.build)}"
 
 
 class VocabRefused(TokconfError):
@@ -154,11 +170,21 @@ class LibllamaOracle:
         return self._read(self.answer_wait)
 
     def _died(self, why: str) -> str:
+        """Why the worker died, as a recording holds it; StubReached when tokconf's stub, not llama.cpp,
+        ended it."""
         returncode = self._kill()
         self._stderr.seek(0)
         tail = self._stderr.read()[-8192:].decode("utf-8", errors="replace")
         if why.startswith("no answer"):
             return f"hang: {why}"
+        stub = STUB_REACHED.search(tail)
+        if stub:
+            raise StubReached(
+                f"the tokenizer-only libllama of llama.cpp {self.build.source.label()} reached {stub[1]}, which it "
+                f"has as a stub: the tree's tokenizer calls code outside the files it was made of, so its answer "
+                f"(with {self.vocab.name}) is not the tree's",
+                _full_build_hint(self.build),
+            )
         return crash_reason(tail, returncode)
 
     def _kill(self) -> int | None:

@@ -78,6 +78,14 @@ C_STANDARD, CXX_STANDARD = "-std=gnu11", "-std=gnu++17"
 # so a class missing its vtable (constructed somewhere in these files) is no case for one.
 DATA_PREFIXES = ("_ZTV", "_ZTT", "_ZTI", "_ZTS", "_ZGV")
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
+# What a stub prints before it aborts (tokconf.live.client reads it: never llama.cpp's abort).
+STUB_SAYS, STUB_SAYS_AFTER = "tokconf tokenizer-only libllama: ", " is not in this library; use the full build"
+STUB_REACHED = re.compile(re.escape(STUB_SAYS) + "(.+?)" + re.escape(STUB_SAYS_AFTER))
+# The files that tokenize, and the shim: what they call is what tokenizing runs, so none of it may be a
+# stub (a downstream tree's tokenizer calling a function in a file of its own); the loader's and ggml's
+# calls into model and backend code a vocab_only load never runs may.
+TOKENIZING = ("src/llama-vocab.cpp", "src/unicode.cpp", "src/unicode-data.cpp")
+RULES = "2: no stub for what the tokenizing files call"  # in the recipe: libraries made before it, made again
 TEMPLATE_VARIABLE = re.compile(r"@[A-Za-z0-9_]+@")
 
 
@@ -111,6 +119,7 @@ def recipe() -> str:
         GGML_DEFINES,
         LLAMA_DEFINES,
         (C_STANDARD, CXX_STANDARD),
+        (RULES,),
     ):
         digest.update("\0".join(part).encode() + b"\n")
     return digest.hexdigest()[:16]
@@ -158,9 +167,23 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
     for file in [*files, shim]:
         defines = ggml_defines if file.is_relative_to(src / "ggml") else shim_defines if file == shim else LLAMA_DEFINES
         compiler, standard = (cc, C_STANDARD) if file.suffix == ".c" else (cxx, CXX_STANDARD)
-        obj = f"obj/{file.stem}{file.suffix.replace('.', '_')}.o"
+        obj = _object(file)
         commands.append((obj, [*compiler, *OPTIMIZE, standard, *defines, *includes, "-c", str(file), "-o", obj]))
     return commands
+
+
+def _object(file: Path) -> str:
+    """The object file of a source, relative to the build folder."""
+    return f"obj/{file.stem}{file.suffix.replace('.', '_')}.o"
+
+
+def _called_by_tokenizing(out: Path, env: dict[str, str]) -> set[str]:
+    """The symbols the tokenizing files' and the shim's objects leave undefined (`nm -u`)."""
+    objects = [_object(Path(name)) for name in (*TOKENIZING, SHIM)]
+    listed = _run(["nm", "-u", *objects], out, env)
+    if listed.returncode != 0:
+        raise ShimFailed(f"nm could not list what the tokenizer calls:\n{_tail(listed.stderr)}")
+    return {line.split()[-1] for line in listed.stdout.splitlines() if line.strip() and not line.endswith(":")}
 
 
 def _ggml_version(src: Path) -> list[str]:
@@ -199,8 +222,7 @@ def _stubs(symbols: list[str]) -> str:
         "#include <stdio.h>",
         "#include <stdlib.h>",
         "static void tokconf_missing(const char *what) {",
-        '    fprintf(stderr, "tokconf tokenizer-only libllama: %s is not in this library; '
-        'use the full build (tokconf llama build)\\n", what);',
+        f'    fprintf(stderr, "{STUB_SAYS}%s{STUB_SAYS_AFTER}\\n", what);',
         "    abort();",
         "}",
     ]
@@ -251,6 +273,12 @@ def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: l
         data = [symbol for symbol in symbols if symbol.startswith(DATA_PREFIXES)]
         if data:  # a function stub cannot stand in for data that may be read when the library loads
             raise ShimFailed(f"the files need data no stub can stand in for: {', '.join(_demangle(data))}")
+        called = sorted(_called_by_tokenizing(out, env).intersection(symbols))
+        if called:  # a stub would stand in for the tree's own tokenizing code
+            raise ShimFailed(
+                f"its tokenizer calls {', '.join(_demangle(called))}, defined outside the files this library is "
+                "made of"
+            )
         (out / "stubs.c").write_text(_stubs(symbols), encoding="utf-8")
         cc, _ = compilers()
         stub = [*cc, *OPTIMIZE, C_STANDARD, "-w", "-c", "stubs.c", "-o", "obj/stubs.o"]
