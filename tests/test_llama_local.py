@@ -26,7 +26,7 @@ from tokconf.live.probe import probe_library
 from tokconf.llama import build as build_module
 from tokconf.llama.build import MARKER, TOKENIZER, Build, collect_garbage
 from tokconf.llama.fetch import builds_root, local_root, source_dir
-from tokconf.llama.local import BUILD_INPUTS, local_build, tree_key
+from tokconf.llama.local import BUILD_INPUTS, _snapshot, local_build, tree_key
 from tokconf.llama.pins import DEFAULT_BUILD
 from tokconf.record.decoding import recording_build
 from tokconf.recordings.decoding import load as load_decoding
@@ -335,3 +335,36 @@ def test_a_linked_top_level_input_is_followed(tmp_path: Path) -> None:
     (tmp_path / "plain" / "ggml" / "ggml.c").write_text("int x;", encoding="utf-8")
     (tmp_path / "linked" / "ggml").symlink_to(tmp_path / "plain" / "ggml")
     assert tree_key(tmp_path / "linked") == tree_key(tmp_path / "plain")
+
+
+def test_a_link_inside_the_inputs_is_keyed_and_copied_as_its_target(tmp_path: Path) -> None:
+    """src/llama-vocab.cpp as a link to a patch kept elsewhere: the key hashed the link's text, so an edit
+    at its target kept the old key and the old library (a stale verdict), and the snapshot kept a live
+    link (a relative one dangled). Now a link is its target's content, in the key and in the snapshot."""
+    tree = tmp_path / "tree"
+    (tree / "src").mkdir(parents=True)
+    (tree / "CMakeLists.txt").write_text("x", encoding="utf-8")
+    patches = tmp_path / "patches"
+    patches.mkdir()
+    (patches / "llama-vocab.cpp").write_text("int a;", encoding="utf-8")
+    (tree / "src" / "llama-vocab.cpp").symlink_to("../../patches/llama-vocab.cpp")
+    copy = tmp_path / "copy"
+    (copy / "src").mkdir(parents=True)
+    (copy / "CMakeLists.txt").write_text("x", encoding="utf-8")
+    (copy / "src" / "llama-vocab.cpp").write_text("int a;", encoding="utf-8")
+    key = tree_key(tree)
+    assert key == tree_key(copy)
+    (patches / "llama-vocab.cpp").write_text("int b;", encoding="utf-8")
+    assert tree_key(tree) != key
+    snapshot = tmp_path / "snapshot"
+    snapshot.mkdir()
+    _snapshot(tree, snapshot / "src", tree_key(tree))
+    copied = snapshot / "src" / "src" / "llama-vocab.cpp"
+    assert not copied.is_symlink() and copied.read_text(encoding="utf-8") == "int b;"
+    (tree / "src" / "gone.h").symlink_to(tmp_path / "nowhere.h")
+    with pytest.raises(TokconfError, match=r"gone\.h is a link that points nowhere"):
+        tree_key(tree)
+    (tree / "src" / "gone.h").unlink()
+    (tree / "src" / "loop").symlink_to(tree / "src")
+    with pytest.raises(TokconfError, match="loop links to a folder it is in"):
+        tree_key(tree)

@@ -97,31 +97,37 @@ def _git(folder: Path, *args: str) -> str | None:
 
 
 def tree_key(tree: Path) -> str:
-    """The content key of a source tree: a sha256 over each build input's path, kind (file,
-    executable, link) and content (a link's target), and the cmake options it is built with. A
-    top-level input that is a link (a vendored tree sharing its ggml/) is followed, as cmake does."""
+    """The content key of a source tree: a sha256 over each build input's path, kind (file or
+    executable) and content, and the cmake options it is built with. A link is what it points to, as
+    the compiler reads it: a file through a link is hashed (and copied) as that file, a folder through
+    a link as that folder, so an edit at a link's target is a new key, never a stale library."""
     digest = hashlib.sha256(f"tokconf local tree {KEY_VERSION}\n{' '.join(CMAKE_OPTIONS)}\n".encode())
     for path in _input_files(tree):
-        if path.is_symlink() and path.parent != tree:
-            what = f"link {os.readlink(path)}"
-        else:
-            what = f"{'exec' if path.stat().st_mode & 0o111 else 'file'} {sha256_file(path)}"
+        what = f"{'exec' if path.stat().st_mode & 0o111 else 'file'} {sha256_file(path)}"
         digest.update(f"{path.relative_to(tree).as_posix()}\0{what}\n".encode())
     return digest.hexdigest()
 
 
 def _input_files(tree: Path) -> list[Path]:
-    """Every file and link of BUILD_INPUTS under `tree` (a linked folder inside them is a link, not
-    followed)."""
+    """Every file of BUILD_INPUTS under `tree`, links followed; a link that points nowhere, or back
+    into a folder it is in, is an error naming it."""
     found: list[Path] = []
     for name in BUILD_INPUTS:
         top = tree / name
         if top.is_file():
             found.append(top)
             continue
-        for folder, subfolders, files in os.walk(top):
-            found += [Path(folder, f) for f in files]
-            found += [Path(folder, d) for d in subfolders if os.path.islink(os.path.join(folder, d))]
+        for folder, subfolders, files in os.walk(top, followlinks=True):
+            real = os.path.realpath(folder)
+            for sub in subfolders:
+                inner = os.path.realpath(os.path.join(folder, sub))
+                if real == inner or real.startswith(inner + os.sep):
+                    raise TokconfError(f"{Path(folder, sub)} links to a folder it is in", "remove the link loop")
+            for file in files:
+                path = Path(folder, file)
+                if not path.exists():
+                    raise TokconfError(f"{path} is a link that points nowhere", "fix or remove the link")
+                found.append(path)
     return sorted(found)
 
 
@@ -178,10 +184,10 @@ def _snapshot(tree: Path, src: Path, key: str) -> None:
     with tempfile.TemporaryDirectory(dir=src.parent, prefix=".snapshot-") as tmp:
         staging = Path(tmp) / "src"
         staging.mkdir()
-        for name in BUILD_INPUTS:  # links at the top followed, links inside kept (as tree_key hashes them)
+        for name in BUILD_INPUTS:
             top = tree / name
             if top.is_dir():
-                shutil.copytree(top, staging / name, symlinks=True)
+                shutil.copytree(top, staging / name)  # links followed, as tree_key hashes them
             elif top.is_file():
                 shutil.copy2(top, staging / name)
         if tree_key(staging) != key:

@@ -276,8 +276,7 @@ def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: l
         called = sorted(_called_by_tokenizing(out, env).intersection(symbols))
         if called:  # a stub would stand in for the tree's own tokenizing code
             raise ShimFailed(
-                f"its tokenizer calls {', '.join(_demangle(called))}, defined outside the files this library is "
-                "made of"
+                f"its tokenizer calls {', '.join(_demangle(called))}, defined outside the files this library is made of"
             )
         (out / "stubs.c").write_text(_stubs(symbols), encoding="utf-8")
         cc, _ = compilers()
