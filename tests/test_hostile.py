@@ -445,21 +445,23 @@ def test_a_bug_in_encode_never_passes_where_llama_cpp_refuses(
 def test_the_reproduce_line_runs_as_printed(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Two --recordings, --timeout, --xfail and --vocab-dir: the printed command repeats each (it named
-    both recordings as one argument and dropped the rest), and run as printed it checks that case."""
+    """Two --recordings, --timeout, --load-timeout, --xfail and --vocab-dir: the printed command repeats
+    each (it named both recordings as one argument and dropped the rest; a review found --load-timeout
+    dropped: a load too slow for it passed when rerun), and run as printed it checks that case."""
     gpt2 = QWEN2.with_name("gpt-2.yaml")
     xfail = tmp_path / "xfail.yaml"
     xfail.write_text("expected_failures:\n  - {case: 'gpt-2/*/edge/empty', reason: not this one}\n")
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # fake_impls, for the worker and the rerun
     args = ["--recordings", str(QWEN2), "--recordings", str(gpt2), "--case", "edge/hello-world", "--mode", "plain"]
-    args += ["--timeout", "60", "--xfail", str(xfail), "--vocab-dir", str(llama_build.models_dir)]
+    args += ["--timeout", "60", "--load-timeout", "120", "--xfail", str(xfail)]
+    args += ["--vocab-dir", str(llama_build.models_dir)]
     assert main(["check", "--impl", "fake_impls:one_id_changed", *args]) == 1
     output = capsys.readouterr().out
     lines = [line.split("reproduce:", 1)[1].strip() for line in output.splitlines() if "reproduce:" in line]
     assert len(lines) == 2  # "Hello world" in both vocabularies
     argv = shlex.split(next(line for line in lines if "--vocab qwen2" in line))
     assert argv[0] == "tokconf" and argv.count("--recordings") == 2
-    assert {"--timeout", "--xfail", "--vocab-dir"} <= set(argv)
+    assert {"--timeout", "--xfail", "--vocab-dir"} <= set(argv) and argv[argv.index("--load-timeout") + 1] == "120"
     tokconf = Path(sys.executable).with_name("tokconf")
     rerun = subprocess.run([str(tokconf), *argv[1:]], capture_output=True, text=True, timeout=600, check=False)
     assert rerun.returncode == 1, rerun.stdout + rerun.stderr

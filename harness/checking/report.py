@@ -47,21 +47,28 @@ COLUMNS = ("vocab", "mode", *(v.value for v in Verdict), "conformance")
 class Invocation:
     """How a check run was started, so that each `reproduce:` line runs as printed: the same
     implementation, every recordings path as its own argument (none for the bundled default), and
-    the options that change a verdict (`--timeout`, `--xfail`, `--vocab-dir`)."""
+    the options that change a verdict (`--timeout`, `--load-timeout`, `--xfail`, `--vocab-dir`)."""
 
     impl: str
     recordings: tuple[str, ...] = ()
     timeout: float | None = None
     xfail: str | None = None
     vocab_dir: str | None = None
+    load_timeout: float | None = None
 
     @classmethod
     def of(
-        cls, impl: str, recordings: Sequence[Path], timeout: float | None, xfail: Path | None, vocab_dir: Path | None
+        cls,
+        impl: str,
+        recordings: Sequence[Path],
+        timeout: float | None,
+        xfail: Path | None,
+        vocab_dir: Path | None,
+        load_timeout: float | None = None,
     ) -> Invocation:
         """As given on a command line or in pytest options; the bundled recordings by name."""
-        shown = [None if path is None else str(path) for path in (xfail, vocab_dir)]
-        return cls(impl, tuple(map(recordings_shown, recordings)), timeout, *shown)
+        xfail_shown, vocab_dir_shown = (None if path is None else str(path) for path in (xfail, vocab_dir))
+        return cls(impl, tuple(map(recordings_shown, recordings)), timeout, xfail_shown, vocab_dir_shown, load_timeout)
 
     @staticmethod
     def recordings_shown(paths: Sequence[Path]) -> str:
@@ -71,7 +78,13 @@ class Invocation:
         args = ["tokconf", "check", "--impl", self.impl]
         for path in self.recordings:
             args += ["--recordings", path]
-        for flag, value in (("--timeout", self.timeout), ("--xfail", self.xfail), ("--vocab-dir", self.vocab_dir)):
+        options = (
+            ("--timeout", self.timeout),
+            ("--load-timeout", self.load_timeout),
+            ("--xfail", self.xfail),
+            ("--vocab-dir", self.vocab_dir),
+        )
+        for flag, value in options:
             if value is not None:
                 args += [flag, f"{value:g}" if isinstance(value, float) else value]
         if result.section == INTERLEAVE:  # it takes the run's other vocabularies: the whole run again

@@ -96,7 +96,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str
     from ..core.printable import printable
 
     paths = args.recordings or [BUNDLED_RECORDINGS]
-    how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir)
+    how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir, args.load_timeout)
     gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, claimable=True)
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
     xfails = ExpectedFailures.load(args.xfail)

@@ -201,7 +201,7 @@ class CheckPlugin:
         self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
         self.interleaved: list[CaseResult] = []
         xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
-        self.how = Invocation.of(spec, given, self.timeout, xfail, vocab_dir)
+        self.how = Invocation.of(spec, given, self.timeout, xfail, vocab_dir, self.load_timeout)
         self.collected_cases: set[str] = set()  # every case id collected, for a --tokconf-case typo
         self.decision: Decision | None = None
         self._impl: Implementation | None = None
