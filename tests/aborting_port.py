@@ -26,13 +26,14 @@ BEHAVIOURS = {
     "say": 'answers {"aborted": reason} where llama.cpp aborts, as a binding that catches the abort does',
     "die-on-quote": "dies where llama.cpp aborts, and also on every input holding `'` (a bug of its own)",
     "say-on-quote": "says aborted where llama.cpp aborts, and also on every input holding `'`",
+    "die-always": "dies on every input (a binding broken whole)",
 }
 
 
 def _encode(tokenizer: Tokenizer, request: dict[str, Any], behaviour: str) -> dict[str, Any]:
     data = base64.b64decode(request["text_b64"])
     try:
-        if b"'" in data and behaviour.endswith("-on-quote"):
+        if behaviour == "die-always" or (b"'" in data and behaviour.endswith("-on-quote")):
             raise LlamaAborts("a quote (the port's own bug)")
         return {"ids": tokenizer.encode(data, request["add_special"], request["parse_special"])}
     except LlamaAborts as why:

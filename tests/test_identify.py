@@ -304,6 +304,14 @@ def test_a_binding_that_dies_where_llama_cpp_aborts_is_placed() -> None:
     assert not found.versus(None)
 
 
+def test_a_binding_that_dies_on_every_input_is_nothing_to_identify_by() -> None:
+    """Dying agrees with a build where it aborts, but a program dying on every input agreed with the 12
+    qwen2 aborts and was "nearest" a stretch (exit 1): it said nothing of which build it is like."""
+    program = f"cmd:{sys.executable} {Path(__file__).parent / 'aborting_port.py'} die-always"
+    with pytest.raises(TokconfError, match=r"nothing to identify .* by: (its process died|it broke) on every"):
+        _identify_real(program, _bundled({"qwen2"}), data.read())
+
+
 def test_declines_for_a_reason_of_its_own_agree_with_no_build(
     fake_history_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,12 @@ def _answered(answer: Answer) -> bool:
     return not (isinstance(answer, Refusal) and answer.kind is RefusalKind.BROKEN)
 
 
+def _places(answer: Answer) -> bool:
+    """An answer that can place it: not an error of its own, nor its process dying (a death agrees with
+    a build that aborts there, but dying on every input says nothing of which build it is like)."""
+    return _answered(answer) and not (isinstance(answer, Refusal) and answer.kind is RefusalKind.DIED)
+
+
 @dataclass
 class Identification:
     """What an implementation answered and which stretches it agrees with."""
@@ -129,7 +135,7 @@ def identify(
             elif key in recorded:
                 found.answers[key] = answer
                 found.recorded[key] = recorded[key]
-    if not any(_answered(answer) for answer in found.answers.values()):
+    if not any(_places(answer) for answer in found.answers.values()):
         why, what_to_do = _nothing(found)
         raise TokconfError(f"nothing to identify {impl.name} by: {why}", what_to_do)
     found.mismatches = [len(found.versus(index)) for index in range(len(history.stretches))]
@@ -176,15 +182,18 @@ def _aborting(history: History, keys: list[Key], recorded: Answers) -> frozenset
 
 def _nothing(found: Identification) -> tuple[str, str]:
     """Why no answer can place it (everything declined, or broken: the first reason), and what to do."""
-    errors = [a for a in found.answers.values() if isinstance(a, Refusal) and not _answered(a)]
+    errors = [a for a in found.answers.values() if isinstance(a, Refusal) and not _places(a)]
     if errors and all(error.declined is not None for error in errors):  # each a decline `_judged_decline` refused
         return f"it declined every input it was asked ({errors[0].reason})", (
             "declines for a reason of its own (input_class other) say nothing of which build it is like: "
             "identify it where it answers"
         )
+    broken = [error for error in errors if error.kind is not RefusalKind.DIED]
+    if errors and not broken:
+        return f"its process died on every input it was asked ({errors[0].reason})", "fix that, then identify it again"
     if errors:
         return (
-            f"it broke on every vocabulary it was asked ({errors[0].reason})",
+            f"it broke on every vocabulary it was asked ({broken[0].reason})",
             "fix that error, then identify it again",
         )
     parts = [f"{found.declined} inputs declined"] if found.declined else []
