@@ -100,7 +100,7 @@ def test_check_takes_an_impl_value_and_the_bundled_name(llama_build: Build) -> N
         tokconf.check("no-such-port")
     with pytest.raises(tokconf.TokconfError, match="neither an --impl value nor a factory"):
         tokconf.check(42)  # type: ignore[arg-type]
-    with pytest.raises(tokconf.TokconfError, match="gtp-2: no recording of it under"):
+    with pytest.raises(tokconf.TokconfError, match="gtp-2: no recording of it in"):
         tokconf.check("reference", vocabs=["gpt-2", "gtp-2"])  # not gpt-2 alone, passing
 
 

@@ -196,7 +196,7 @@ def test_a_mistyped_vocab_is_a_usage_error(sandbox: pytest.Pytester) -> None:
     sandbox.makepyfile("def test_x():\n    pass\n")
     result = sandbox.runpytest("--tokconf-impl", "reference", "--tokconf-vocab", "gpt-2", "--tokconf-vocab", "gtp-2")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--tokconf-vocab gtp-2: no recording of it under*", "*did you mean 'gpt-2'?*"])
+    result.stderr.fnmatch_lines(["*--tokconf-vocab gtp-2: no recording of it in*", "*did you mean 'gpt-2'?*"])
 
 
 def test_the_ini_implementation_gates_the_bundled_recordings(sandbox: pytest.Pytester) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core.errors import TokconfError
 from ..core.facts import RECORDING_SCHEMA, Provenance, VocabFacts, is_bare_file_name, is_token_id
-from ..core.files import FileKind, atomic_write, yaml_files
+from ..core.files import FileKind, atomic_write, recordings_shown, yaml_files
 from ..core.outcome import MODES, Mode, Outcome, Refusal, ids_from_text
 from ..core.plain_yaml import parse_yaml, shown
 from .yaml_io import (
@@ -350,7 +350,7 @@ def named_recordings(paths: list[Path], names: Collection[str], option: str = "-
             hints.append(f"{len(known)} vocabularies have recordings there, e.g. {', '.join(sorted(known)[:5])}")
         which = "these vocabularies" if len(missing) > 1 else "it"
         raise TokconfError(
-            f"{option} {' '.join(missing)}: no recording of {which} under {', '.join(map(str, paths))}",
+            f"{option} {' '.join(missing)}: no recording of {which} in {', '.join(map(recordings_shown, paths))}",
             " ".join(hints),
         )
     return [p for p in found if not names or p.stem in names]
