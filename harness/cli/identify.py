@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
         description="Asks the implementation every case of the recordings in every mode and matches its answers "
         "against every stretch of published builds between two change points of the bundled history "
         "(docs/identify.md). Exit 0 when some published build matches, 1 when none does, 2 when nothing "
-        "could be compared (every input declined, or the implementation broke on every vocabulary).",
+        "could be compared (every input declined, or the implementation broke or died on every input).",
     )
     ident.set_defaults(run=run)
     ident.add_argument("--impl", required=True, help=f"what to identify: {IMPL_HELP}")
