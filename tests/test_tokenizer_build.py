@@ -138,6 +138,24 @@ def test_the_comparison_fails_for_a_patched_tree(tmp_path: Path) -> None:
     assert changed["llama-spm"] == [] and changed["bert-bge"] == []  # SPM and WPM do not use the comparator
 
 
+def _without_cmake(monkeypatch: pytest.MonkeyPatch, root: Path) -> tuple[Build, list[bool]]:
+    """The full Build of the tree in `root/src`, with CMake stubbed (a fallback's full build takes
+    minutes): each `compile_tree` call is noted (its `tokenize`) and leaves a complete-looking build."""
+    source = Source(DEFAULT_BUILD, "folder", str(root), None, None)
+    runs: list[bool] = []
+
+    def fake_cmake(
+        made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str
+    ) -> None:
+        runs.append(tokenize)
+        made.libllama.parent.mkdir(parents=True)
+        made.libllama.write_bytes(b"full libllama")
+        (out / MARKER).write_text("{}", encoding="utf-8")
+
+    monkeypatch.setattr(build_module, "compile_tree", fake_cmake)
+    return tree_build(DEFAULT_BUILD, source, root / "src", root / "build"), runs
+
+
 def test_a_tree_the_shim_cannot_build_falls_back_to_the_full_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -150,19 +168,7 @@ def test_a_tree_the_shim_cannot_build_falls_back_to_the_full_build(
         if name != "src/unicode-data.cpp":
             (root / "src" / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(pinned / name, root / "src" / name)
-    source = Source(DEFAULT_BUILD, "folder", str(root), None, None)
-    full = tree_build(DEFAULT_BUILD, source, root / "src", root / "build")
-    cmake_runs: list[bool] = []
-
-    def fake_cmake(
-        made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str
-    ) -> None:
-        cmake_runs.append(tokenize)
-        made.libllama.parent.mkdir(parents=True)
-        made.libllama.write_bytes(b"full libllama")
-        (out / MARKER).write_text("{}", encoding="utf-8")
-
-    monkeypatch.setattr(build_module, "compile_tree", fake_cmake)
+    full, cmake_runs = _without_cmake(monkeypatch, root)
     made = build_module.make(full, root, 2, True, False, "again")
     assert made.kind is LibraryKind.FULL and made.libllama == full.libllama and cmake_runs == [False]
     assert (
@@ -210,22 +216,35 @@ def test_a_tokenizer_calling_a_file_the_shim_lacks_falls_back_to_the_full_build(
     root = tmp_path / "root"
     root.mkdir()
     tree.rename(root / "src")
-    source = Source(DEFAULT_BUILD, "folder", str(root), None, None)
-    full = tree_build(DEFAULT_BUILD, source, root / "src", root / "build")
-
-    def fake_cmake(
-        made: Build, src: Path, out: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str
-    ) -> None:
-        made.libllama.parent.mkdir(parents=True)
-        made.libllama.write_bytes(b"full libllama")
-        (out / MARKER).write_text("{}", encoding="utf-8")
-
-    monkeypatch.setattr(build_module, "compile_tree", fake_cmake)
+    full, _ = _without_cmake(monkeypatch, root)
     made = build_module.make(full, root, 2, True, False, "again")
     assert made.kind is LibraryKind.FULL
     assert made.fallback == (
         "the tokenizer-only libllama cannot be built for this tree: its tokenizer calls "
         "downstream_hook(unsigned int), defined outside the files this library is made of"
+    )
+
+
+def test_a_definition_of_the_trees_own_cmake_falls_back_to_the_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A downstream switch (`target_compile_definitions(llama PRIVATE DOWNSTREAM_FLIP)` guarding a patch):
+    compiled with llama.cpp's usual definitions, the library ignored it and PASSed where the tree's full
+    build fails (a review's tree). A definition no published build's CMake makes gets the full build."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    root = tmp_path / "root"
+    shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
+    cmake = root / "src" / "src" / "CMakeLists.txt"
+    cmake.write_text(
+        cmake.read_text(encoding="utf-8") + "target_compile_definitions(llama PRIVATE DOWNSTREAM_FLIP=1)\n",
+        encoding="utf-8",
+    )
+    full, compiled = _without_cmake(monkeypatch, root)
+    made = build_module.make(full, root, 2, True, False, "again")
+    assert made.kind is LibraryKind.FULL and compiled == [False]
+    assert made.fallback == (
+        "the tokenizer-only libllama cannot be built for this tree: its CMake files define DOWNSTREAM_FLIP, "
+        "which this library is not compiled with"
     )
 
 

@@ -85,7 +85,18 @@ STUB_REACHED = re.compile(re.escape(STUB_SAYS) + "(.+?)" + re.escape(STUB_SAYS_A
 # stub (a downstream tree's tokenizer calling a function in a file of its own); the loader's and ggml's
 # calls into model and backend code a vocab_only load never runs may.
 TOKENIZING = ("src/llama-vocab.cpp", "src/unicode.cpp", "src/unicode-data.cpp")
-RULES = "2: no stub for what the tokenizing files call"  # in the recipe: libraries made before it, made again
+RULES = "3: no stub for what the tokenizing files call; no CMake definition of the tree's own"  # in the recipe
+# What llama.cpp's own CMakeLists.txt and src/CMakeLists.txt define (every published build in tokconf's
+# cache, b9093..b11434): a definition a tree adds there (a downstream switch) would change what its files
+# compile to, and this library is compiled with llama.cpp's usual ones (OPTIMIZE, LLAMA_DEFINES).
+KNOWN_DEFINITIONS = frozenset(
+    ("LLAMA_BUILD", "LLAMA_SHARED", "LLAMA_VERSION", "LLAMA_COMMIT", "_CRT_SECURE_NO_WARNINGS")
+)
+CMAKE_DEFINING = ("CMakeLists.txt", "src/CMakeLists.txt")
+DEFINING = re.compile(
+    r"\b(?:target_compile_definitions\s*\(\s*llama\b|add_compile_definitions\s*\(|add_definitions\s*\()([^)]*)\)"
+)
+CMAKE_KEYWORDS = frozenset({"PRIVATE", "PUBLIC", "INTERFACE"})
 TEMPLATE_VARIABLE = re.compile(r"@[A-Za-z0-9_]+@")
 
 
@@ -155,6 +166,10 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
     missing = [name for name in TOKENIZER_SOURCES if not (src / name).is_file()]
     if missing:
         raise ShimFailed(f"the tree has no {', '.join(missing)}")
+    foreign = _cmake_definitions(src) - KNOWN_DEFINITIONS
+    if foreign:
+        defined = ", ".join(sorted(foreign))
+        raise ShimFailed(f"its CMake files define {defined}, which this library is not compiled with")
     cc, cxx = compilers()
     includes = [f"-I{out / 'gen'}", f"-I{src / 'src'}", f"-I{src / 'include'}"]
     includes += [f"-I{src / 'ggml' / 'include'}", f"-I{src / 'ggml' / 'src'}"]
@@ -170,6 +185,20 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
         obj = _object(file)
         commands.append((obj, [*compiler, *OPTIMIZE, standard, *defines, *includes, "-c", str(file), "-o", obj]))
     return commands
+
+
+def _cmake_definitions(src: Path) -> set[str]:
+    """The names llama.cpp's CMakeLists.txt and src/CMakeLists.txt define for libllama
+    (`target_compile_definitions(llama ...)`, `add_compile_definitions`, `add_definitions(-D...)`),
+    comments left out."""
+    names: set[str] = set()
+    for name in CMAKE_DEFINING:
+        path = src / name
+        text = re.sub(r"#[^\n]*", "", path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else ""
+        for found in DEFINING.finditer(text):
+            words = (word.removeprefix("-D").split("=")[0] for word in found[1].split())
+            names.update(word for word in words if word and word not in CMAKE_KEYWORDS)
+    return names
 
 
 def _object(file: Path) -> str:
