@@ -115,11 +115,11 @@ CACHE = cache_root()  # tokconf's own, read before a test moves TOKCONF_CACHE
 READ_ONLY_SITE = Path(__file__).resolve().parent / "read_only"  # its sitecustomize makes a folder read-only
 
 
-def _read_only(folder: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`python argv` with every write below `folder` failing as on a read-only mount, in it and in every
-    Python process it starts (tests/read_only/sitecustomize.py)."""
+def _read_only(cache: Path, *argv: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`python argv` with `cache` as tokconf's cache and every write below it failing as on a read-only
+    mount, in it and in every Python process it starts (tests/read_only/sitecustomize.py)."""
     path = os.pathsep.join(filter(None, (str(READ_ONLY_SITE), os.environ.get("PYTHONPATH"))))
-    env = {**os.environ, "PYTHONPATH": path, "TOKCONF_TEST_READ_ONLY": str(folder), "TOKCONF_CACHE": str(CACHE)}
+    env = {**os.environ, "PYTHONPATH": path, "TOKCONF_TEST_READ_ONLY": str(cache), "TOKCONF_CACHE": str(cache)}
     return subprocess.run([sys.executable, *argv], cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
@@ -157,9 +157,6 @@ def test_the_libllama_binding_is_made_outside_a_read_only_cache(llama_build: Bui
         "print(ffi.sizeof('llama_token'))\n"
     )
     include = [str(p) for p in llama_build.include_dirs]
-    path = os.pathsep.join(filter(None, (str(READ_ONLY_SITE), os.environ.get("PYTHONPATH"))))
-    env = {**os.environ, "PYTHONPATH": path, "TOKCONF_TEST_READ_ONLY": str(empty), "TOKCONF_CACHE": str(empty)}
-    done = subprocess.run([sys.executable, "-c", script, str(llama_build.llama_h), *include],
-                          env=env, capture_output=True, text=True, check=False)  # fmt: skip
+    done = _read_only(empty, "-c", script, str(llama_build.llama_h), *include, cwd=tmp_path)
     assert (done.returncode, done.stdout, done.stderr) == (0, "4\n", "")
     assert list(empty.iterdir()) == []
