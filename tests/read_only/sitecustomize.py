@@ -1,6 +1,8 @@
 """A read-only folder for tests, as root too (where permission bits stop no write): a test puts this
 folder first on a subprocess's PYTHONPATH and names the folder in TOKCONF_TEST_READ_ONLY, and every
-write below it, by any Python process started so, fails as on a read-only mount (EROFS)."""
+write below it, by any Python process started so, fails as on a read-only mount (EROFS). Each refused
+path is added to the file TOKCONF_TEST_READ_ONLY_LOG names, if any: a test's proof that the hook held
+for a write the run makes (an mtime below a cache other tests use at once proves nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import sys
 from typing import Any
 
 _ROOT = os.environ.get("TOKCONF_TEST_READ_ONLY", "")
+_LOG = os.environ.get("TOKCONF_TEST_READ_ONLY_LOG", "")
 _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CHANGES = {  # audit event -> positions of the paths it changes
     "os.mkdir": (0,),
@@ -33,6 +36,9 @@ def _inside(path: Any) -> bool:
 
 
 def _refuse(path: Any) -> None:
+    if _LOG:
+        with open(_LOG, "a", encoding="utf-8") as log:
+            log.write(os.path.realpath(os.fsdecode(path)) + "\n")
     raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fsdecode(path))
 
 
