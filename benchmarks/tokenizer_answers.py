@@ -88,6 +88,12 @@ def _vocab_digests(made: Build, path: Path) -> tuple[str, dict[str, str]]:
     return recording.vocab_name, digests
 
 
+def _command(argv: list[str]) -> str:
+    """How this file was made, its output folder left out (where it was written is no part of it)."""
+    shown = ["..." if before == "--out" else arg for before, arg in zip(["", *argv], argv, strict=False)]
+    return " ".join(["python -P benchmarks/tokenizer_answers.py", *shown])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--build", type=int, action="append", required=True)
@@ -113,6 +119,7 @@ def main() -> None:
         "(benchmarks/tokenizer_answers.py says what each is)",
         "recordings": "recordings/b11192",
         "builds": builds,
+        "made_by": [_command(sys.argv[1:])],
     }
     args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 

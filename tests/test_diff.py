@@ -74,7 +74,7 @@ def test_bundled_b11192_and_b11434_recordings_agree_on_a_sample() -> None:
 def test_the_synthetic_recordings_show_b11434s_tokenizer_changes() -> None:
     """docs/upgrade-b11192-b11434.md's table, held to the bundled synthetic recordings."""
     root = Path(__file__).resolve().parent.parent / "recordings"
-    names = ("model-plamo2", "pre-glm5", "pre-mmbert", "pre-glm4", "model-rwkv")
+    names = ("model-plamo2", "pre-glm5", "pre-mmbert", "pre-glm4", "model-rwkv", "variant-glm4-unmerged")
     before = [root / "b11192" / "synthetic" / f"{name}.yaml" for name in names]
     after = [root / "b11434" / "synthetic" / f"{name}.yaml" for name in names]
     diffs = {d.name: d for d in diff(before, after) if not isinstance(d, str)}
@@ -89,3 +89,8 @@ def test_the_synthetic_recordings_show_b11434s_tokenizer_changes() -> None:
         assert sum(isinstance(c.after, list) for c in diffs[name].changes) > 2350  # (the rest: inputs that abort)
         assert len(diffs[name].changes) == diffs[name].compared == 2382
     assert not diffs["pre-glm4"].changes and not diffs["model-rwkv"].changes and not diffs["model-rwkv"].facts
+    # glm4's ignore_merges (b11292): tokens no merge reaches, never used by b11192, are used whole
+    unmerged = diffs["variant-glm4-unmerged"]
+    assert unmerged.facts == {} and len(unmerged.changes) == 588 and unmerged.compared == 2457
+    appended = 50257  # gpt-2's size: the first of the tokens no merge reaches
+    assert all(max(c.before, default=0) < appended <= max(c.after) for c in unmerged.changes)

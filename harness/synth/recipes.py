@@ -204,6 +204,20 @@ def _wpm(base: Fields, **flags: Any) -> Fields:
     return _copied(base, "bert", "bert", keys, pre, **flags)
 
 
+# Whole pre-tokens of the synthetic corpus sample under glm4's pre-tokenizer that no gpt-2 token spells
+# (gpt-2's every token is what its merges make of its text, so `ignore_merges` never shows on it alone):
+# ASCII, contractions, CR LF, a space run, U+2581 and U+2019, circled digits, fractions, full-width.
+UNMERGED = ["<|", "|>", " <|", "endoftext", "_id", "xyz", "assistant", "'LL", "\r\n", "   ", "\u2581sentence",
+            "\u2019s", "\u2462\u2462\u2460", "\u00be\u00bd\u00be", "\uff5c>", "\u2162\u2163\u2160"]  # fmt: skip
+
+
+def _byte_level(text: str) -> str:
+    """A text as a byte-level BPE token spells it (gpt-2's byte-to-unicode table)."""
+    from reference_impl.bpe import BYTE_TO_UNICODE
+
+    return "".join(BYTE_TO_UNICODE[byte] for byte in text.encode())
+
+
 def _without_bytes(base: Fields, first: int) -> Fields:
     """llama-spm without the byte tokens `<0xXX>` from `first` up: byte fallback finds no token."""
     tokens = base["tokenizer.ggml.tokens"]
@@ -259,6 +273,10 @@ def _recipes() -> tuple[Recipe, ...]:
         Recipe("variant-clean-spaces-off", Family.VARIANT, "gpt-2",
                "llama-bpe's pre name on gpt-2: ignore_merges on, clean_spaces off (detokenization)",
                lambda base: _bpe(base, "llama-bpe")),
+        Recipe("variant-glm4-unmerged", Family.VARIANT, "gpt-2",
+               "glm4's pre name on gpt-2 plus tokens no merge reaches: used whole only with ignore_merges "
+               "(b11292 sets it for glm4)",
+               lambda base: _appended(_bpe(base, "glm4"), [(_byte_level(t), NORMAL) for t in UNMERGED])),
     ]  # fmt: skip
     return (*pre, *model, *variant)
 
