@@ -1,19 +1,27 @@
 """What several test modules build once per session, shared by every xdist worker: the wheel (from a
-clean copy of the package's files), and the example adapters, each built as its author would build it."""
+clean copy of the package's files), and the example adapters, each built as its author would build it;
+and the published llama.cpp builds they compare with, found in tokconf's cache or made there."""
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tokconf.core.errors import TokconfError
+from tokconf.llama.build import Build, LibraryKind, build
+from tokconf.llama.fetch import fetch, fetched_source
+from tokconf.llama.pins import DEFAULT_BUILD
 
 ROOT = Path(__file__).resolve().parent.parent
+FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"  # benchmarks/tokenizer_answers.py
 EXAMPLES = ROOT / "examples"
 DEBIAN_CARGO = Path("/usr/bin/cargo")  # CI's toolchain (rustc 1.63): the Rust port must build with it
 
@@ -96,3 +104,27 @@ def build_rust(folder: Path) -> None:
     built = subprocess.run([cargo, "build", "--release", "--offline"], cwd=EXAMPLES / "rust", env=env,
                            capture_output=True, text=True)  # fmt: skip
     assert built.returncode == 0, f"cargo build failed:\n{built.stderr}"
+
+
+def full_answers() -> dict[str, Any]:
+    """FULL_ANSWERS's builds: per build, its sdist, its full libllama and its answers' digests."""
+    builds: dict[str, Any] = json.loads(FULL_ANSWERS.read_text(encoding="utf-8"))["builds"]
+    return builds
+
+
+def _sdist_sha256(number: int) -> str:
+    described = full_answers()[f"b{number}"]["source"]  # `PyPI sdist ... (sha256 <hex>)`
+    return str(described.rsplit("sha256 ", 1)[1].rstrip(")"))
+
+
+def tokenizer_build(number: int) -> Build:
+    """Build N's tokenizer-only library: fetched (the sdist FULL_ANSWERS was made from) and built, or
+    found in the cache; a failure says why."""
+    try:
+        if fetched_source(number) is None:
+            fetch(number, sha256=_sdist_sha256(number) if number != DEFAULT_BUILD else None)
+        made = build(number, jobs=2, quiet=True, tokenize=False)
+    except TokconfError as error:
+        pytest.fail(f"b{number}: {error}", pytrace=False)
+    assert made.kind is LibraryKind.TOKENIZER_ONLY and made.fallback is None, made.fallback
+    return made

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 import real_ports
+from builds import tokenizer_build
 from tokconf.checking import explain
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CheckedFile, Selection, check_file
@@ -155,6 +156,24 @@ def test_explain_cli_writes_every_case_per_cause(tmp_path: Path, capsys: pytest.
     assert all(case in text for record in doc["causes"] for case in record["cases"])
     bodies = [f.text or "" for f in ET.parse(junit).getroot().iter("failure")]
     assert len(bodies) == 3033 and all("explained by: cause" in body for body in bodies)
+
+
+@pytest.mark.oracle
+def test_a_change_nobody_planted_is_named_as_llama_cpp_made_it(tmp_path: Path) -> None:
+    """b11434 against b11192's recording of variant-glm4-unmerged: the difference is llama.cpp's own
+    (from b11292 `llama_vocab::impl::load` sets `ignore_merges` in the branch glm4 shares with glm5), and
+    `--explain` names it so: one `ignore-merges` cause over all 588 failed cases, its minimal input a
+    pre-token the vocabulary holds whole (three spaces: b11192 gives three single spaces)."""
+    made = tokenizer_build(11434)
+    causes = tmp_path / "causes.json"
+    args = ["check", "--impl", f"llama.cpp:{made.libllama}", "--vocab", "variant-glm4-unmerged", "--explain"]
+    assert main([*args, "--details", "0", "--causes", str(causes)]) == 1
+    doc = json.loads(causes.read_text(encoding="utf-8"))
+    assert doc["unexplained"] == [] and doc["errors"] == []
+    (cause,) = doc["causes"]
+    assert cause["kind"] == "ignore-merges" and len(cause["cases"]) == 588
+    assert cause["cases_per_mode"] == {"plain": 212, "special": 188, "bos": 188}
+    assert base64.b64decode(cause["minimal_input_b64"]) == b"   "
 
 
 def test_the_plugin_writes_the_same_causes(sandbox: pytest.Pytester, tmp_path: Path) -> None:

@@ -25,23 +25,20 @@ import sys
 import zipfile
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import pytest
-from builds import wheel
+from builds import full_answers, tokenizer_build, wheel
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
-from tokconf.core.errors import TokconfError
 from tokconf.llama import build as build_module
-from tokconf.llama.build import MARKER, TOKENIZER, Build, LibraryKind, build, tree_build
-from tokconf.llama.fetch import Source, fetch, fetched_source
+from tokconf.llama.build import MARKER, TOKENIZER, Build, LibraryKind, tree_build
+from tokconf.llama.fetch import Source
 from tokconf.llama.local import local_build
 from tokconf.llama.pins import DEFAULT_BUILD
 from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES
 
 ROOT = Path(__file__).resolve().parent.parent
-FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"
 pytestmark = pytest.mark.oracle  # llama.cpp builds, made here if missing
 OTHER_BUILDS = (9093, 11434)  # b11192, between them, is checked against the recordings themselves
 
@@ -58,29 +55,6 @@ def _answers_module() -> ModuleType:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def _full_answers() -> dict[str, Any]:
-    builds: dict[str, Any] = json.loads(FULL_ANSWERS.read_text(encoding="utf-8"))["builds"]
-    return builds
-
-
-def _sdist_sha256(number: int) -> str:
-    described = _full_answers()[f"b{number}"]["source"]  # `PyPI sdist ... (sha256 <hex>)`
-    return str(described.rsplit("sha256 ", 1)[1].rstrip(")"))
-
-
-def tokenizer_build(number: int) -> Build:
-    """Build N's tokenizer-only library: fetched (the sdist FULL_ANSWERS was made from) and built, or
-    found in the cache; a failure says why."""
-    try:
-        if fetched_source(number) is None:
-            fetch(number, sha256=_sdist_sha256(number) if number != DEFAULT_BUILD else None)
-        made = build(number, jobs=2, quiet=True, tokenize=False)
-    except TokconfError as error:
-        pytest.fail(f"b{number}: {error}", pytrace=False)
-    assert made.kind is LibraryKind.TOKENIZER_ONLY and made.fallback is None, made.fallback
-    return made
 
 
 def _differences(made: Build, expected: dict[str, dict[str, str]]) -> dict[str, list[str]]:
@@ -109,7 +83,7 @@ def test_b11192_tokenizer_only_passes_every_bundled_recording(check_runs: list[C
 @pytest.mark.long
 @pytest.mark.parametrize("number", OTHER_BUILDS)
 def test_tokenizer_only_answers_as_the_full_build(number: int) -> None:
-    expected = _full_answers()[f"b{number}"]["vocabs"]
+    expected = full_answers()[f"b{number}"]["vocabs"]
     assert _differences(tokenizer_build(number), expected) == {}
 
 
@@ -125,7 +99,7 @@ def test_the_comparison_fails_for_a_patched_tree(tmp_path: Path) -> None:
     vocab_cpp.write_text(text.replace(COMPARATOR, PATCHED), encoding="utf-8")
     made = local_build(tree, 11434, jobs=2, quiet=True)
     assert made.kind is LibraryKind.TOKENIZER_ONLY
-    expected = _full_answers()["b11434"]["vocabs"]
+    expected = full_answers()["b11434"]["vocabs"]
     only = {name: expected[name] for name in ("qwen2", "gpt-2", "llama-spm", "bert-bge")}
     with pytest.MonkeyPatch.context() as patch:
         answers = _answers_module()
