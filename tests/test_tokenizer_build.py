@@ -36,7 +36,7 @@ from tokconf.llama.build import MARKER, TOKENIZER, Build, LibraryKind, tree_buil
 from tokconf.llama.fetch import Source
 from tokconf.llama.local import local_build
 from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES
+from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES, unknown_load_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.oracle  # llama.cpp builds, made here if missing
@@ -219,6 +219,35 @@ def test_a_definition_of_the_trees_own_cmake_falls_back_to_the_full_build(
     assert made.fallback == (
         "the tokenizer-only libllama cannot be built for this tree: its CMake files define DOWNSTREAM_FLIP, "
         "which this library is not compiled with"
+    )
+
+
+def test_a_patched_vocabulary_load_falls_back_to_the_full_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A downstream patch of llama_model::load_vocab (src/llama-model.cpp), which the shim does its own way:
+    the library would load the vocabulary unpatched and check the tree as if it were llama.cpp's. A load
+    path no published build has gets the full build; a comment or spacing there does not."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    root = tmp_path / "root"
+    shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
+    assert unknown_load_steps(root / "src") == []
+    model_cpp = root / "src" / "src" / "llama-model.cpp"
+    text = model_cpp.read_text(encoding="utf-8")
+    anchor = "    vocab.load(ml, kv);\n"
+    assert text.count(anchor) == 1
+    spaced = "    // a note of the vendor's\n\t vocab.load( ml,kv );\n"
+    model_cpp.write_text(text.replace(anchor, spaced), encoding="utf-8")
+    assert unknown_load_steps(root / "src") == []
+    patched = anchor + '    LLAMA_LOG_INFO("vendor\'s vocab\\n");\n'
+    model_cpp.write_text(text.replace(anchor, patched), encoding="utf-8")
+    full, compiled = _without_cmake(monkeypatch, root)
+    made = build_module.make(full, root, 2, True, False, "again")
+    assert made.kind is LibraryKind.FULL and compiled == [False]
+    assert made.fallback == (
+        "the tokenizer-only libllama cannot be built for this tree: its llama_model::load_vocab "
+        "(src/llama-model.cpp) is no published build's (b9093..b11434), and this library loads a vocabulary "
+        "with the shim's code in its place"
     )
 
 

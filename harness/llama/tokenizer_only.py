@@ -85,7 +85,10 @@ STUB_REACHED = re.compile(re.escape(STUB_SAYS) + "(.+?)" + re.escape(STUB_SAYS_A
 # stub (a downstream tree's tokenizer calling a function in a file of its own); the loader's and ggml's
 # calls into model and backend code a vocab_only load never runs may.
 TOKENIZING = ("src/llama-vocab.cpp", "src/unicode.cpp", "src/unicode-data.cpp")
-RULES = "3: no stub for what the tokenizing files call; no CMake definition of the tree's own"  # in the recipe
+RULES = (  # in the recipe
+    "4: no stub for what the tokenizing files call; no CMake definition of the tree's own; "
+    "a vocab_only load path some published build has"
+)
 # What llama.cpp's own CMakeLists.txt and src/CMakeLists.txt define (every published build in tokconf's
 # cache, b9093..b11434): a definition a tree adds there (a downstream switch) would change what its files
 # compile to, and this library is compiled with llama.cpp's usual ones (OPTIMIZE, LLAMA_DEFINES).
@@ -93,6 +96,51 @@ KNOWN_DEFINITIONS = frozenset(
     ("LLAMA_BUILD", "LLAMA_SHARED", "LLAMA_VERSION", "LLAMA_COMMIT", "_CRT_SECURE_NO_WARNINGS")
 )
 CMAKE_DEFINING = ("CMakeLists.txt", "src/CMakeLists.txt")
+
+
+@dataclass(frozen=True)
+class LoadStep:
+    """A function of llama.cpp's vocab_only load that the shim does in its place (shim/tokconf_vocab.cpp
+    says what each does): its definition in `file`, up to the first `until` (None: all of it; what
+    follows is what a vocab_only load skips, the tensors)."""
+
+    file: str
+    name: str  # as a message names it
+    pattern: str  # the defined name, as a regex (the class was llama_model, then llama_model_base)
+    until: str | None
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.file})"
+
+
+LOAD_PATH = (
+    LoadStep("src/llama.cpp", "llama_model_load_from_file_impl", r"llama_model_load_from_file_impl", None),
+    LoadStep("src/llama.cpp", "llama_model_load", r"llama_model_load", "load_tensors"),
+    LoadStep("src/llama-model.cpp", "llama_model::load_hparams", r"llama_model(?:_base)?::load_hparams", "vocab_only"),
+    LoadStep("src/llama-model.cpp", "llama_model::load_vocab", r"llama_model(?:_base)?::load_vocab", None),
+)
+# `step_digest` of each step in every published build, b9093..b11434 (the 269 PyPI sdists' src/, read
+# 2026-12-03): a tree whose step is none of these loads a vocabulary otherwise (a downstream patch of
+# the loading), and this library, running the shim in its place, would check it as if unpatched. The six
+# versions of llama_model_load differ in the loader's arguments and lazy-loading mode alone (b10108,
+# b10216, b10662, b10679, b10705), which a vocab_only load does not use.
+KNOWN_LOAD_STEPS = {
+    "llama_model_load_from_file_impl": frozenset({"fdc188a8b7ac6841043a0b9145239e86309a127011ea18202747860df69fff47"}),
+    "llama_model_load": frozenset({
+        "79157acd04164e1e71dfbf3553b4347b4d7708f074042c504012eda94c9142a2",
+        "95abc4ab640284c7781427d8cd3cebffd91335bc39a901fd1f71a9d96afab803",
+        "adae2e611cc6099e98f252b5289548fdcf2fbe8b508a36baeb213ace6278a47f",
+        "8484f7f0a40b6e4e77d9d2a5148e82e527650cd68250158166e5294a7bf9d845",
+        "95474f9074a3f8b3a09de085bcd864cb76356de88d1cf6d6ffe0add8b8b1a29e",
+        "94cf4f12c7928585f707d1a118ffc8381eceeee9ab12df658effcbff316658ea",
+    }),
+    "llama_model::load_hparams": frozenset({"863df31b41c11053d68c7d6170ba14ca03e7f20697e1bf74578e07e0d951dc58"}),
+    "llama_model::load_vocab": frozenset({"c2aafc535c349fd874563c09fe04c07c806e778c381d3d35a853bba63803cf06"}),
+}  # fmt: skip
+# Comments, and string and character literals: blanked in the text a definition is looked for in (a
+# brace inside them is no block), comments also in the text a digest is made of.
+SPACING = re.compile(r" ?([^\w ]) ?")  # a space beside punctuation, once runs are one space
+CODE_NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
 DEFINING = re.compile(
     r"\b(?:target_compile_definitions\s*\(\s*llama\b|add_compile_definitions\s*\(|add_definitions\s*\()([^)]*)\)"
 )
@@ -170,6 +218,13 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
     if foreign:
         defined = ", ".join(sorted(foreign))
         raise ShimFailed(f"its CMake files define {defined}, which this library is not compiled with")
+    unknown = unknown_load_steps(src)
+    if unknown:
+        steps = ", ".join(map(str, unknown))
+        raise ShimFailed(
+            f"its {steps} is no published build's (b9093..b11434), and this library loads a vocabulary "
+            "with the shim's code in its place"
+        )
     cc, cxx = compilers()
     includes = [f"-I{out / 'gen'}", f"-I{src / 'src'}", f"-I{src / 'include'}"]
     includes += [f"-I{src / 'ggml' / 'include'}", f"-I{src / 'ggml' / 'src'}"]
@@ -199,6 +254,48 @@ def _cmake_definitions(src: Path) -> set[str]:
             words = (word.removeprefix("-D").split("=")[0] for word in found[1].split())
             names.update(word for word in words if word and word not in CMAKE_KEYWORDS)
     return names
+
+
+def _blanked(text: str) -> tuple[str, str]:
+    """(`text` with its comments as spaces, and with literals' insides as `x` too): the same length, so a
+    position found in the second cuts the first."""
+
+    def spaced(found: re.Match[str]) -> str:
+        return found[0] if found[0][0] in "\"'" else " " * len(found[0])
+
+    def masked(found: re.Match[str]) -> str:
+        noise = found[0]
+        return noise[0] + "x" * (len(noise) - 2) + noise[-1] if noise[0] in "\"'" else " " * len(noise)
+
+    return CODE_NOISE.sub(spaced, text), CODE_NOISE.sub(masked, text)
+
+
+def step_digest(src: Path, step: LoadStep) -> str | None:
+    """sha256 of `step`'s definition in the tree `src`, comments and spacing left out; None
+    when the file has no such definition at the top level (a refactor the shim does not know)."""
+    path = src / step.file
+    if not path.is_file():
+        return None
+    plain, masked = _blanked(path.read_text(encoding="utf-8", errors="replace"))
+    head = re.compile(rf"^[^\n;{{}}#]*\b{step.pattern}\s*\([^;{{}}]*\)\s*(?:const\s*)?\{{", re.M)
+    for found in head.finditer(masked):
+        if masked.count("{", 0, found.start()) != masked.count("}", 0, found.start()):
+            continue  # inside a block: a call, not the definition
+        depth, end = 0, found.end() - 1
+        for end in range(found.end() - 1, len(masked)):
+            depth += {"{": 1, "}": -1}.get(masked[end], 0)
+            if depth == 0:
+                break
+        body = masked[found.start() : end + 1]
+        stop = re.search(rf"\b{step.until}\b", body) if step.until else None
+        text = plain[found.start() : found.start() + stop.start() if stop else end + 1]
+        return hashlib.sha256(SPACING.sub(r"\1", " ".join(text.split())).encode()).hexdigest()
+    return None
+
+
+def unknown_load_steps(src: Path) -> list[LoadStep]:
+    """The steps of LOAD_PATH whose definition in `src` is no published build's, or missing."""
+    return [step for step in LOAD_PATH if step_digest(src, step) not in KNOWN_LOAD_STEPS[step.name]]
 
 
 def _object(file: Path) -> str:
