@@ -222,25 +222,63 @@ def test_a_definition_of_the_trees_own_cmake_falls_back_to_the_full_build(
     )
 
 
+LOAD_VOCAB = (
+    "void llama_model_base::load_vocab(llama_model_loader & ml) {\n    const auto kv = LLM_KV(arch);\n\n"
+    "    vocab.load(ml, kv);\n}\n"
+)
+VOCAB_ONLY = "    if (hparams.vocab_only || ml.get_arch() == LLM_ARCH_CLIP) {\n"
+META = "int32_t llama_model_meta_val_str(const llama_model * model, const char * key, char * buf, size_t buf_size) {\n"
+LOAD_STATS = "void llama_model_base::load_stats(llama_model_loader & ml) {\n"
+# A vendor's change to b11192's src/llama-model.cpp (old text -> new text), or a file of its own, and what
+# of the vocab_only load it changes (which the shim would run in its own way).
+LOAD_EDITS: dict[str, tuple[str, str, str, list[str]]] = {
+    "load_vocab patched": ("src/llama-model.cpp", LOAD_VOCAB,
+                           LOAD_VOCAB.replace("kv);\n", "kv);\n    vocab_fixup();\n"),
+                           ["llama_model::load_vocab (src/llama-model.cpp)"]),
+    "upstream kept under #if 0": ("src/llama-model.cpp", LOAD_VOCAB,
+                                  f"#if 0\n{LOAD_VOCAB}#else\n{LOAD_VOCAB.replace('kv);', 'kv); fix();')}#endif\n",
+                                  ["llama_model::load_vocab (src/llama-model.cpp)"]),
+    "inside the vocab_only return": ("src/llama-model.cpp", VOCAB_ONLY + "        return;",
+                                     VOCAB_ONLY + '        gguf_kv["tokenizer.ggml.pre"] = "vendor";\n        return;',
+                                     ["llama_model::load_hparams (src/llama-model.cpp)"]),
+    "meta_val_str patched": ("src/llama-model.cpp", META, META + "    if (key == nullptr) { return -1; }\n",
+                             ["llama_model_meta_val_str (src/llama-model.cpp)"]),
+    "an architecture's own load_vocab": ("src/models/vendor.cpp", "",
+                                         "void llama_model_vendor::load_vocab(llama_model_loader & ml) { fix(ml); }\n",
+                                         ["src/models/vendor.cpp: load_vocab override"]),
+    "a comment and spacing": ("src/llama-model.cpp", "    vocab.load(ml, kv);\n",
+                              "    // the vendor's note: {\n\t vocab.load( ml,kv );\n", []),
+    "digit separators and a raw string elsewhere": ("src/llama-model.cpp", LOAD_STATS,
+                                                    LOAD_STATS + '    (void) 1\'000; (void) R"x(a " { )x";\n', []),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("edit", sorted(LOAD_EDITS))
+def test_what_a_vendor_changes_of_the_vocabulary_load_is_found(edit: str, tmp_path: Path) -> None:
+    """The functions the shim does in place of the tree's own (src/llama.cpp, src/llama-model.cpp) must be
+    as in some published build, and no architecture may override one: else the library would load the
+    vocabulary unpatched and check the tree as if it were llama.cpp's. Comments and spacing are no change."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    shutil.copytree(pinned / "src", tmp_path / "src")
+    assert unknown_load_steps(tmp_path) == []
+    file, old, new, found = LOAD_EDITS[edit]
+    path = tmp_path / file
+    text = path.read_text(encoding="utf-8") if path.is_file() else ""
+    assert text.count(old) == 1 or (old == "" and text == "")
+    path.write_text(text.replace(old, new, 1) if old else new, encoding="utf-8")
+    assert unknown_load_steps(tmp_path) == found
+
+
 def test_a_patched_vocabulary_load_falls_back_to_the_full_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A downstream patch of llama_model::load_vocab (src/llama-model.cpp), which the shim does its own way:
-    the library would load the vocabulary unpatched and check the tree as if it were llama.cpp's. A load
-    path no published build has gets the full build; a comment or spacing there does not."""
+    """A downstream patch of llama_model::load_vocab: the tree gets the full build, saying why."""
     pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
     root = tmp_path / "root"
     shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
-    assert unknown_load_steps(root / "src") == []
     model_cpp = root / "src" / "src" / "llama-model.cpp"
-    text = model_cpp.read_text(encoding="utf-8")
-    anchor = "    vocab.load(ml, kv);\n"
-    assert text.count(anchor) == 1
-    spaced = "    // a note of the vendor's\n\t vocab.load( ml,kv );\n"
-    model_cpp.write_text(text.replace(anchor, spaced), encoding="utf-8")
-    assert unknown_load_steps(root / "src") == []
-    patched = anchor + '    LLAMA_LOG_INFO("vendor\'s vocab\\n");\n'
-    model_cpp.write_text(text.replace(anchor, patched), encoding="utf-8")
+    _, old, new, _ = LOAD_EDITS["load_vocab patched"]
+    model_cpp.write_text(model_cpp.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
     full, compiled = _without_cmake(monkeypatch, root)
     made = build_module.make(full, root, 2, True, False, "again")
     assert made.kind is LibraryKind.FULL and compiled == [False]

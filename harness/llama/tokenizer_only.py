@@ -35,6 +35,7 @@ defeats that.) No cmake configure runs either.
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 import hashlib
 import os
 import re
@@ -98,34 +99,59 @@ KNOWN_DEFINITIONS = frozenset(
 CMAKE_DEFINING = ("CMakeLists.txt", "src/CMakeLists.txt")
 
 
+class Cut(enum.Enum):
+    """Where the part of a function a vocab_only load runs ends."""
+
+    WHOLE = "whole"  # all of it
+    BEFORE = "before"  # before the first `until` (what follows loads the tensors)
+    THROUGH_BLOCK = "through-block"  # after the block that follows the first `until` (its vocab_only return)
+
+
 @dataclass(frozen=True)
 class LoadStep:
     """A function of llama.cpp's vocab_only load that the shim does in its place (shim/tokconf_vocab.cpp
-    says what each does): its definition in `file`, up to the first `until` (None: all of it; what
-    follows is what a vocab_only load skips, the tensors)."""
+    says what each does): its one definition in `file`, the part `cut` and `until` say."""
 
     file: str
     name: str  # as a message names it
     pattern: str  # the defined name, as a regex (the class was llama_model, then llama_model_base)
-    until: str | None
+    until: str = ""
+    cut: Cut = Cut.WHOLE
 
     def __str__(self) -> str:
         return f"{self.name} ({self.file})"
 
 
 LOAD_PATH = (
-    LoadStep("src/llama.cpp", "llama_model_load_from_file_impl", r"llama_model_load_from_file_impl", None),
-    LoadStep("src/llama.cpp", "llama_model_load", r"llama_model_load", "load_tensors"),
-    LoadStep("src/llama-model.cpp", "llama_model::load_hparams", r"llama_model(?:_base)?::load_hparams", "vocab_only"),
-    LoadStep("src/llama-model.cpp", "llama_model::load_vocab", r"llama_model(?:_base)?::load_vocab", None),
-)
+    LoadStep("src/llama.cpp", "llama_backend_init", r"llama_backend_init"),
+    LoadStep("src/llama.cpp", "llama_model_load_from_file", r"llama_model_load_from_file"),
+    LoadStep("src/llama.cpp", "llama_model_load_from_file_impl", r"llama_model_load_from_file_impl"),
+    LoadStep("src/llama.cpp", "llama_model_load", r"llama_model_load", "load_tensors", Cut.BEFORE),
+    LoadStep("src/llama-model.cpp", "llama_model::load_hparams", r"llama_model(?:_base)?::load_hparams", "vocab_only",
+             Cut.THROUGH_BLOCK),
+    LoadStep("src/llama-model.cpp", "llama_model::load_vocab", r"llama_model(?:_base)?::load_vocab"),
+    LoadStep("src/llama-model.cpp", "llama_model_get_vocab", r"llama_model_get_vocab"),
+    LoadStep("src/llama-model.cpp", "llama_model_meta_val_str", r"llama_model_meta_val_str"),
+)  # fmt: skip
+# The virtual steps a model class could override (llama_model_load calls them on the model it made): a
+# definition of one anywhere in src/ but llama-model.cpp's (none in a published build) is run by the full
+# build for that architecture and never by this library.
+OVERRIDABLE = ("load_hparams", "load_vocab")
 # `step_digest` of each step in every published build, b9093..b11434 (the 269 PyPI sdists' src/, read
 # 2026-12-03): a tree whose step is none of these loads a vocabulary otherwise (a downstream patch of
 # the loading), and this library, running the shim in its place, would check it as if unpatched. The six
 # versions of llama_model_load differ in the loader's arguments and lazy-loading mode alone (b10108,
 # b10216, b10662, b10679, b10705), which a vocab_only load does not use.
 KNOWN_LOAD_STEPS = {
-    "llama_model_load_from_file_impl": frozenset({"fdc188a8b7ac6841043a0b9145239e86309a127011ea18202747860df69fff47"}),
+    "llama_backend_init": frozenset({
+        "220b419bbf1dbe2328e2289ac671dd0199222e3f74b52fbf576f40961c951050",
+    }),
+    "llama_model_load_from_file": frozenset({
+        "26650e73cb56f33ff6f61e73c40594eac3f4e56cecdac3194fe354746694945a",
+    }),
+    "llama_model_load_from_file_impl": frozenset({
+        "fdc188a8b7ac6841043a0b9145239e86309a127011ea18202747860df69fff47",
+    }),
     "llama_model_load": frozenset({
         "79157acd04164e1e71dfbf3553b4347b4d7708f074042c504012eda94c9142a2",
         "95abc4ab640284c7781427d8cd3cebffd91335bc39a901fd1f71a9d96afab803",
@@ -134,13 +160,30 @@ KNOWN_LOAD_STEPS = {
         "95474f9074a3f8b3a09de085bcd864cb76356de88d1cf6d6ffe0add8b8b1a29e",
         "94cf4f12c7928585f707d1a118ffc8381eceeee9ab12df658effcbff316658ea",
     }),
-    "llama_model::load_hparams": frozenset({"863df31b41c11053d68c7d6170ba14ca03e7f20697e1bf74578e07e0d951dc58"}),
-    "llama_model::load_vocab": frozenset({"c2aafc535c349fd874563c09fe04c07c806e778c381d3d35a853bba63803cf06"}),
+    "llama_model::load_hparams": frozenset({
+        "c1331e1f5658233b5657f66adbd2bebe7f6a3df15b297e6321aef5e387c70d6e",
+    }),
+    "llama_model::load_vocab": frozenset({
+        "c2aafc535c349fd874563c09fe04c07c806e778c381d3d35a853bba63803cf06",
+    }),
+    "llama_model_get_vocab": frozenset({
+        "b81ff190cf52e16da61f175fbdd674da3e4633da5e7042259eb49269ac18ec78",
+    }),
+    "llama_model_meta_val_str": frozenset({
+        "6548b73da7ea93de81464cd4597e288948cbbd20c252cc5ba723cb2c33e0819b",
+    }),
 }  # fmt: skip
 # Comments, and string and character literals: blanked in the text a definition is looked for in (a
 # brace inside them is no block), comments also in the text a digest is made of.
 SPACING = re.compile(r" ?([^\w ]) ?")  # a space beside punctuation, once runs are one space
-CODE_NOISE = re.compile(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'", re.S)
+# An unterminated comment runs to the end (one match, not one scan per `/*`); a raw string R"d(...)d" is
+# one literal; a `'` after a digit or hex letter is a digit separator (1'000), not a character literal.
+CODE_NOISE = re.compile(
+    r"//[^\n]*|/\*.*?(?:\*/|\Z)|R\"([^()\\\s]{0,16})\(.*?\)\1\"|\"(?:\\.|[^\"\\\n])*\""
+    r"|(?<![0-9A-Fa-f])'(?:\\.|[^'\\\n])*'",
+    re.S,
+)
+BRACES = {"{": 1, "}": -1}
 DEFINING = re.compile(
     r"\b(?:target_compile_definitions\s*\(\s*llama\b|add_compile_definitions\s*\(|add_definitions\s*\()([^)]*)\)"
 )
@@ -220,7 +263,7 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
         raise ShimFailed(f"its CMake files define {defined}, which this library is not compiled with")
     unknown = unknown_load_steps(src)
     if unknown:
-        steps = ", ".join(map(str, unknown))
+        steps = ", ".join(unknown)
         raise ShimFailed(
             f"its {steps} is no published build's (b9093..b11434), and this library loads a vocabulary "
             "with the shim's code in its place"
@@ -270,32 +313,67 @@ def _blanked(text: str) -> tuple[str, str]:
     return CODE_NOISE.sub(spaced, text), CODE_NOISE.sub(masked, text)
 
 
+def _closing(masked: str, opening: int) -> int:
+    """Just past the `}` that closes the block opened at `opening` (the end of the text if none does)."""
+    depth = 0
+    for index in range(opening, len(masked)):
+        depth += BRACES.get(masked[index], 0)
+        if depth == 0:
+            return index + 1
+    return len(masked)
+
+
+def _definitions(masked: str, pattern: str) -> list[tuple[int, int]]:
+    """(start, end) of each definition of `pattern` at the top level of `masked` (a match inside a block
+    is a call or a declaration)."""
+    head = re.compile(rf"^[^\n;{{}}#]*\b{pattern}\s*\([^;{{}}]*\)[^;{{}}()]*\{{", re.M)
+    spans, depth, seen = [], 0, 0
+    for found in head.finditer(masked):
+        depth += masked.count("{", seen, found.start()) - masked.count("}", seen, found.start())
+        seen = found.start()
+        if depth == 0:
+            spans.append((found.start(), _closing(masked, found.end() - 1)))
+    return spans
+
+
 def step_digest(src: Path, step: LoadStep) -> str | None:
-    """sha256 of `step`'s definition in the tree `src`, comments and spacing left out; None
-    when the file has no such definition at the top level (a refactor the shim does not know)."""
+    """sha256 of `step`'s definition in the tree `src`, comments and spacing left out; None when the file
+    has no such definition (a refactor the shim does not know) or two (one kept under `#if 0`: which is
+    compiled is the preprocessor's to say), or its part cannot be found."""
     path = src / step.file
     if not path.is_file():
         return None
     plain, masked = _blanked(path.read_text(encoding="utf-8", errors="replace"))
-    head = re.compile(rf"^[^\n;{{}}#]*\b{step.pattern}\s*\([^;{{}}]*\)\s*(?:const\s*)?\{{", re.M)
-    for found in head.finditer(masked):
-        if masked.count("{", 0, found.start()) != masked.count("}", 0, found.start()):
-            continue  # inside a block: a call, not the definition
-        depth, end = 0, found.end() - 1
-        for end in range(found.end() - 1, len(masked)):
-            depth += {"{": 1, "}": -1}.get(masked[end], 0)
-            if depth == 0:
-                break
-        body = masked[found.start() : end + 1]
-        stop = re.search(rf"\b{step.until}\b", body) if step.until else None
-        text = plain[found.start() : found.start() + stop.start() if stop else end + 1]
-        return hashlib.sha256(SPACING.sub(r"\1", " ".join(text.split())).encode()).hexdigest()
-    return None
+    spans = _definitions(masked, step.pattern)
+    if len(spans) != 1:
+        return None
+    start, end = spans[0]
+    if step.cut is not Cut.WHOLE:
+        marker = re.search(rf"\b{step.until}\b", masked[start:end])
+        opening = masked.find("{", start + marker.start(), end) if marker else -1
+        if marker is None or (step.cut is Cut.THROUGH_BLOCK and opening < 0):
+            return None
+        end = start + marker.start() if step.cut is Cut.BEFORE else _closing(masked, opening)
+    return hashlib.sha256(SPACING.sub(r"\1", " ".join(plain[start:end].split())).encode()).hexdigest()
 
 
-def unknown_load_steps(src: Path) -> list[LoadStep]:
-    """The steps of LOAD_PATH whose definition in `src` is no published build's, or missing."""
-    return [step for step in LOAD_PATH if step_digest(src, step) not in KNOWN_LOAD_STEPS[step.name]]
+def _overrides(src: Path) -> list[str]:
+    """Definitions of an OVERRIDABLE step in src/ outside llama-model.cpp, as `file: name`."""
+    found = []
+    for path in sorted((src / "src").rglob("*")):
+        if path.suffix in (".cpp", ".h", ".hpp", ".cc") and path.name != "llama-model.cpp" and path.is_file():
+            _, masked = _blanked(path.read_text(encoding="utf-8", errors="replace"))
+            for name in OVERRIDABLE:
+                if re.search(rf"\b{name}\s*\([^;{{}}]*\)[^;{{}}()]*\{{", masked):  # a body, in a class or not
+                    found.append(f"{path.relative_to(src).as_posix()}: {name}")
+    return found
+
+
+def unknown_load_steps(src: Path) -> list[str]:
+    """The steps of LOAD_PATH whose definition in `src` is no published build's or missing, and the
+    overrides of one elsewhere in src/: what the full build would run and this library would not."""
+    steps = [str(step) for step in LOAD_PATH if step_digest(src, step) not in KNOWN_LOAD_STEPS[step.name]]
+    return steps + [f"{where} override" for where in _overrides(src)]
 
 
 def _object(file: Path) -> str:
