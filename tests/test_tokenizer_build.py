@@ -205,21 +205,28 @@ def test_a_definition_of_the_trees_own_cmake_falls_back_to_the_full_build(
     """A downstream switch (`target_compile_definitions(llama PRIVATE DOWNSTREAM_FLIP)` guarding a patch):
     compiled with llama.cpp's usual definitions, the library ignored it and PASSed where the tree's full
     build fails (a review's tree). A definition no published build's CMake makes gets the full build."""
-    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
-    root = tmp_path / "root"
-    shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
-    cmake = root / "src" / "src" / "CMakeLists.txt"
-    cmake.write_text(
-        cmake.read_text(encoding="utf-8") + "target_compile_definitions(llama PRIVATE DOWNSTREAM_FLIP=1)\n",
-        encoding="utf-8",
-    )
-    full, compiled = _without_cmake(monkeypatch, root)
-    made = build_module.make(full, root, 2, True, False, "again")
-    assert made.kind is LibraryKind.FULL and compiled == [False]
-    assert made.fallback == (
+    define = "target_compile_definitions(llama PRIVATE DOWNSTREAM_FLIP=1)\n"
+    assert _fallback_of_an_edited_tree(tmp_path, monkeypatch, "src/CMakeLists.txt", None, define) == (
         "the tokenizer-only libllama cannot be built for this tree: its CMake files define DOWNSTREAM_FLIP, "
         "which this library is not compiled with"
     )
+
+
+def _fallback_of_an_edited_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, file: str, old: str | None, new: str
+) -> str | None:
+    """Why the pinned tree with `old` in `file` made `new` (appended, for None) gets the full build
+    (CMake stubbed): it must, and without trying to compile the tokenizer-only library."""
+    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
+    root = tmp_path / "root"
+    shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
+    path = root / "src" / file
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text + new if old is None else text.replace(old, new), encoding="utf-8")
+    full, compiled = _without_cmake(monkeypatch, root)
+    made = build_module.make(full, root, 2, True, False, "again")
+    assert made.kind is LibraryKind.FULL and compiled == [False]
+    return made.fallback
 
 
 LOAD_VOCAB = (
@@ -273,16 +280,8 @@ def test_a_patched_vocabulary_load_falls_back_to_the_full_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A downstream patch of llama_model::load_vocab: the tree gets the full build, saying why."""
-    pinned = tokenizer_build(DEFAULT_BUILD).llama_h.parent.parent
-    root = tmp_path / "root"
-    shutil.copytree(pinned, root / "src", ignore=shutil.ignore_patterns("models", "docs", "media"))
-    model_cpp = root / "src" / "src" / "llama-model.cpp"
-    _, old, new, _ = LOAD_EDITS["load_vocab patched"]
-    model_cpp.write_text(model_cpp.read_text(encoding="utf-8").replace(old, new), encoding="utf-8")
-    full, compiled = _without_cmake(monkeypatch, root)
-    made = build_module.make(full, root, 2, True, False, "again")
-    assert made.kind is LibraryKind.FULL and compiled == [False]
-    assert made.fallback == (
+    file, old, new, _ = LOAD_EDITS["load_vocab patched"]
+    assert _fallback_of_an_edited_tree(tmp_path, monkeypatch, file, old, new) == (
         "the tokenizer-only libllama cannot be built for this tree: its llama_model::load_vocab "
         "(src/llama-model.cpp) is no published build's (b9093..b11434), and this library loads a vocabulary "
         "with the shim's code in its place"
