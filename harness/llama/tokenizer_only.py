@@ -97,6 +97,10 @@ KNOWN_DEFINITIONS = frozenset(
     ("LLAMA_BUILD", "LLAMA_SHARED", "LLAMA_VERSION", "LLAMA_COMMIT", "_CRT_SECURE_NO_WARNINGS")
 )
 CMAKE_DEFINING = ("CMakeLists.txt", "src/CMakeLists.txt")
+DEFINING = re.compile(
+    r"\b(?:target_compile_definitions\s*\(\s*llama\b|add_compile_definitions\s*\(|add_definitions\s*\()([^)]*)\)"
+)
+CMAKE_KEYWORDS = frozenset({"PRIVATE", "PUBLIC", "INTERFACE"})
 
 
 class Cut(enum.Enum):
@@ -113,26 +117,29 @@ class LoadStep:
     says what each does): its one definition in `file`, the part `cut` and `until` say."""
 
     file: str
-    name: str  # as a message names it
-    pattern: str  # the defined name, as a regex (the class was llama_model, then llama_model_base)
+    name: str
     until: str = ""
     cut: Cut = Cut.WHOLE
+
+    @property
+    def pattern(self) -> str:
+        """The defined name as a regex: the class was llama_model, then llama_model_base."""
+        return self.name.replace("llama_model::", "llama_model(?:_base)?::")
 
     def __str__(self) -> str:
         return f"{self.name} ({self.file})"
 
 
 LOAD_PATH = (
-    LoadStep("src/llama.cpp", "llama_backend_init", r"llama_backend_init"),
-    LoadStep("src/llama.cpp", "llama_model_load_from_file", r"llama_model_load_from_file"),
-    LoadStep("src/llama.cpp", "llama_model_load_from_file_impl", r"llama_model_load_from_file_impl"),
-    LoadStep("src/llama.cpp", "llama_model_load", r"llama_model_load", "load_tensors", Cut.BEFORE),
-    LoadStep("src/llama-model.cpp", "llama_model::load_hparams", r"llama_model(?:_base)?::load_hparams", "vocab_only",
-             Cut.THROUGH_BLOCK),
-    LoadStep("src/llama-model.cpp", "llama_model::load_vocab", r"llama_model(?:_base)?::load_vocab"),
-    LoadStep("src/llama-model.cpp", "llama_model_get_vocab", r"llama_model_get_vocab"),
-    LoadStep("src/llama-model.cpp", "llama_model_meta_val_str", r"llama_model_meta_val_str"),
-)  # fmt: skip
+    LoadStep("src/llama.cpp", "llama_backend_init"),
+    LoadStep("src/llama.cpp", "llama_model_load_from_file"),
+    LoadStep("src/llama.cpp", "llama_model_load_from_file_impl"),
+    LoadStep("src/llama.cpp", "llama_model_load", "load_tensors", Cut.BEFORE),
+    LoadStep("src/llama-model.cpp", "llama_model::load_hparams", "vocab_only", Cut.THROUGH_BLOCK),
+    LoadStep("src/llama-model.cpp", "llama_model::load_vocab"),
+    LoadStep("src/llama-model.cpp", "llama_model_get_vocab"),
+    LoadStep("src/llama-model.cpp", "llama_model_meta_val_str"),
+)
 # The virtual steps a model class could override (llama_model_load calls them on the model it made): a
 # definition of one anywhere in src/ but llama-model.cpp's (none in a published build) is run by the full
 # build for that architecture and never by this library.
@@ -173,21 +180,17 @@ KNOWN_LOAD_STEPS = {
         "6548b73da7ea93de81464cd4597e288948cbbd20c252cc5ba723cb2c33e0819b",
     }),
 }  # fmt: skip
-# Comments, and string and character literals: blanked in the text a definition is looked for in (a
-# brace inside them is no block), comments also in the text a digest is made of.
 SPACING = re.compile(r" ?([^\w ]) ?")  # a space beside punctuation, once runs are one space
-# An unterminated comment runs to the end (one match, not one scan per `/*`); a raw string R"d(...)d" is
-# one literal; a `'` after a digit or hex letter is a digit separator (1'000), not a character literal.
+# Comments, and string and character literals: blanked in the text a definition is looked for in (a
+# brace inside them is no block), comments also in the text a digest is made of. An unterminated comment
+# runs to the end (one match, not one scan per `/*`); a raw string R"d(...)d" is one literal; a `'` after
+# a digit or hex letter is a digit separator (1'000), not a character literal.
 CODE_NOISE = re.compile(
     r"//[^\n]*|/\*.*?(?:\*/|\Z)|R\"([^()\\\s]{0,16})\(.*?\)\1\"|\"(?:\\.|[^\"\\\n])*\""
     r"|(?<![0-9A-Fa-f])'(?:\\.|[^'\\\n])*'",
     re.S,
 )
 BRACES = {"{": 1, "}": -1}
-DEFINING = re.compile(
-    r"\b(?:target_compile_definitions\s*\(\s*llama\b|add_compile_definitions\s*\(|add_definitions\s*\()([^)]*)\)"
-)
-CMAKE_KEYWORDS = frozenset({"PRIVATE", "PUBLIC", "INTERFACE"})
 TEMPLATE_VARIABLE = re.compile(r"@[A-Za-z0-9_]+@")
 
 
@@ -323,10 +326,15 @@ def _closing(masked: str, opening: int) -> int:
     return len(masked)
 
 
+def _body_head(pattern: str) -> str:
+    """A regex of `pattern` followed by a parameter list and a body's `{` (`const`, `override` between)."""
+    return rf"\b{pattern}\s*\([^;{{}}]*\)[^;{{}}()]*\{{"
+
+
 def _definitions(masked: str, pattern: str) -> list[tuple[int, int]]:
     """(start, end) of each definition of `pattern` at the top level of `masked` (a match inside a block
     is a call or a declaration)."""
-    head = re.compile(rf"^[^\n;{{}}#]*\b{pattern}\s*\([^;{{}}]*\)[^;{{}}()]*\{{", re.M)
+    head = re.compile(r"^[^\n;{}#]*" + _body_head(pattern), re.M)
     spans, depth, seen = [], 0, 0
     for found in head.finditer(masked):
         depth += masked.count("{", seen, found.start()) - masked.count("}", seen, found.start())
@@ -336,14 +344,10 @@ def _definitions(masked: str, pattern: str) -> list[tuple[int, int]]:
     return spans
 
 
-def step_digest(src: Path, step: LoadStep) -> str | None:
-    """sha256 of `step`'s definition in the tree `src`, comments and spacing left out; None when the file
-    has no such definition (a refactor the shim does not know) or two (one kept under `#if 0`: which is
-    compiled is the preprocessor's to say), or its part cannot be found."""
-    path = src / step.file
-    if not path.is_file():
-        return None
-    plain, masked = _blanked(path.read_text(encoding="utf-8", errors="replace"))
+def _step_digest(plain: str, masked: str, step: LoadStep) -> str | None:
+    """sha256 of `step`'s definition in a file (`_blanked`'s two texts of it), comments and spacing left
+    out; None when the file has no such definition (a refactor the shim does not know) or two (one kept
+    under `#if 0`: which is compiled is the preprocessor's to say), or its part cannot be found."""
     spans = _definitions(masked, step.pattern)
     if len(spans) != 1:
         return None
@@ -357,22 +361,32 @@ def step_digest(src: Path, step: LoadStep) -> str | None:
     return hashlib.sha256(SPACING.sub(r"\1", " ".join(plain[start:end].split())).encode()).hexdigest()
 
 
+def _source(path: Path) -> tuple[str, str] | None:
+    """`_blanked`'s two texts of a source file, None if it is not one."""
+    return _blanked(path.read_text(encoding="utf-8", errors="replace")) if path.is_file() else None
+
+
 def _overrides(src: Path) -> list[str]:
     """Definitions of an OVERRIDABLE step in src/ outside llama-model.cpp, as `file: name`."""
     found = []
     for path in sorted((src / "src").rglob("*")):
-        if path.suffix in (".cpp", ".h", ".hpp", ".cc") and path.name != "llama-model.cpp" and path.is_file():
-            _, masked = _blanked(path.read_text(encoding="utf-8", errors="replace"))
-            for name in OVERRIDABLE:
-                if re.search(rf"\b{name}\s*\([^;{{}}]*\)[^;{{}}()]*\{{", masked):  # a body, in a class or not
-                    found.append(f"{path.relative_to(src).as_posix()}: {name}")
+        if path.suffix not in (".cpp", ".h", ".hpp", ".cc") or path.name == "llama-model.cpp":
+            continue
+        if (texts := _source(path)) is not None:
+            found += [f"{path.relative_to(src).as_posix()}: {name}" for name in OVERRIDABLE
+                      if re.search(_body_head(name), texts[1])]  # fmt: skip
     return found
 
 
 def unknown_load_steps(src: Path) -> list[str]:
     """The steps of LOAD_PATH whose definition in `src` is no published build's or missing, and the
     overrides of one elsewhere in src/: what the full build would run and this library would not."""
-    steps = [str(step) for step in LOAD_PATH if step_digest(src, step) not in KNOWN_LOAD_STEPS[step.name]]
+    sources = {file: _source(src / file) for file in {step.file for step in LOAD_PATH}}
+    steps = [
+        str(step)
+        for step in LOAD_PATH
+        if (texts := sources[step.file]) is None or _step_digest(*texts, step) not in KNOWN_LOAD_STEPS[step.name]
+    ]
     return steps + [f"{where} override" for where in _overrides(src)]
 
 
