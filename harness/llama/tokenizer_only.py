@@ -48,6 +48,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..core.errors import TokconfError
+from ..core.printable import printable
 
 LIBRARY = "libllama.so"  # the name the oracle's binding and `tokconf llama info` expect
 
@@ -262,7 +263,7 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
         raise ShimFailed(f"the tree has no {', '.join(missing)}")
     foreign = _cmake_definitions(src) - KNOWN_DEFINITIONS
     if foreign:
-        defined = ", ".join(sorted(foreign))
+        defined = ", ".join(printable(name) for name in sorted(foreign))  # the tree's text, shown escaped
         raise ShimFailed(f"its CMake files define {defined}, which this library is not compiled with")
     unknown = unknown_load_steps(src)
     if unknown:
@@ -373,7 +374,7 @@ def _overrides(src: Path) -> list[str]:
         if path.suffix not in (".cpp", ".h", ".hpp", ".cc") or path.name == "llama-model.cpp":
             continue
         if (texts := _source(path)) is not None:
-            found += [f"{path.relative_to(src).as_posix()}: {name}" for name in OVERRIDABLE
+            found += [f"{printable(path.relative_to(src).as_posix())}: {name}" for name in OVERRIDABLE
                       if re.search(_body_head(name), texts[1])]  # fmt: skip
     return found
 
