@@ -63,7 +63,7 @@ def _prepare() -> None:
             importlib.import_module("transformers.integrations.gguf.reader")
         finally:
             del sys.modules["torch"]
-    gguf_utils.is_torch_available = lambda: True  # type: ignore[attr-defined]  # read only by its GGUF loaders' guards
+    gguf_utils.is_torch_available = lambda: True  # read only by its GGUF loaders' guards
     logging.getLogger("transformers").setLevel(logging.ERROR)
     _READY = True
 
