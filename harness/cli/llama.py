@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         deleted = collect_garbage(int(args.max_size * 1e9), {DEFAULT_BUILD, *args.keep})
         for name, size in deleted:
             print(f"deleted {name} ({size / 1e6:.0f} MB)")
-        print(f"{len(deleted)} build(s) deleted; b{DEFAULT_BUILD} and --keep builds are kept")
+        print(f"{len(deleted)} deleted; b{DEFAULT_BUILD} and --keep builds are kept")
         return 0
     fetched = fetched_source(args.build)
     done = completed_build(args.build)

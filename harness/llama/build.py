@@ -3,11 +3,11 @@
 Two kinds of library (`LibraryKind`). What loads vocabularies and tokenizes (`llama.cpp@N`, a
 bisect's probes, the oracle's workers: every caller asking `tokenize=False`) gets the
 **tokenizer-only** libllama (tokconf.llama.tokenizer_only: the vocabulary, unicode and loader files
-and a shim, about a minute cold on 2 cores, seconds when ccache has its files), in `tokenizer/` beside
-the source. `llama-tokenize` (`tokenize=True`) needs llama.cpp's **full** build, made by its CMake in
-`build/`; `tokconf llama build` makes both. Where the shim cannot be built for a tree (a refactor of
-the loader it does not know), the full libllama stands in: said on stderr and in the tokenizer
-folder's marker, and the Build says so (`fallback`).
+and a shim, about a minute cold on 2 cores, seconds when ccache has its files), in
+`tokenizer/<recipe>/` beside the source. `llama-tokenize` (`tokenize=True`) needs llama.cpp's
+**full** build, made by its CMake in `build/`; `tokconf llama build` makes both. Where the shim
+cannot be built for a tree (a refactor of the loader it does not know), the full libllama stands in:
+said on stderr and in the tokenizer folder's marker, and the Build says so (`fallback`).
 
 One machinery for every tree in the cache: a tagged build (`<cache>/llama.cpp/bN`), a bisect's
 commit (`commits/<sha>`) and a local tree's snapshot (`local/<key>`, tokconf.llama.local). The build
@@ -110,17 +110,23 @@ def tree_build(build: int, source: Source, src: Path, out: Path, models_dir: Pat
     )
 
 
+def library_folder(root: Path) -> Path:
+    """Where this tokconf's tokenizer-only library of the tree in `root` goes: `tokenizer/<recipe>`.
+    Keyed by the recipe, so two tokconf versions sharing one cache (a CI image, a user's second venv)
+    each keep their own library instead of rebuilding over the other's while its tests load it."""
+    return root / TOKENIZER / recipe()
+
+
 def library_build(full: Build, root: Path) -> Build:
     """The tokenizer-only Build beside the full `full` (same tree, header and vocab files), in
-    `root/tokenizer` (whether or not it is made yet); `llama_tokenize` stays the full build's."""
-    out = root / TOKENIZER
-    return replace(full, libllama=out / LIBRARY, kind=LibraryKind.TOKENIZER_ONLY)
+    `library_folder(root)` (whether or not it is made yet); `llama_tokenize` stays the full build's."""
+    return replace(full, libllama=library_folder(root) / LIBRARY, kind=LibraryKind.TOKENIZER_ONLY)
 
 
 def completed_library(full: Build, root: Path) -> Build | None:
     """The complete tokenizer-only library of the tree in `root`, or the full one that stands in for
     it (its marker says why, and the full build is complete), else None; stamped as used."""
-    out = root / TOKENIZER
+    out = library_folder(root)
     if not (out / MARKER).is_file():
         return None
     try:
@@ -130,11 +136,11 @@ def completed_library(full: Build, root: Path) -> Build | None:
     if not isinstance(marker, dict):
         return None
     if marker.get("kind") == LibraryKind.FULL.value:  # the shim failed for this tree
-        if marker.get("recipe") != recipe() or not is_complete(full, root / CMAKE_FOLDER, tokenize=False):
+        if not is_complete(full, root / CMAKE_FOLDER, tokenize=False):
             return None
         return replace(full, fallback=marker.get("fallback"))
     made = library_build(full, root)
-    if marker.get("recipe") != recipe() or not made.libllama.is_file():
+    if not made.libllama.is_file():
         return None
     _stamp_used(root)
     return made
@@ -179,26 +185,48 @@ def _stamp_used(root: Path) -> None:
         (root / USED).touch()
 
 
-def _size(folder: Path) -> int:
-    return sum(f.stat().st_size for f in folder.rglob("*") if f.is_file() and not f.is_symlink())
+def _size(path: Path) -> int:
+    if path.is_file() and not path.is_symlink():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink())
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+    else:
+        path.unlink()
 
 
 def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
     """Delete cached builds (tagged builds, a commit-level bisect's commits, local trees' builds),
     least recently used first, until they take at most `max_bytes`; the builds in `keep` stay whatever
-    their size. Returns (name, bytes) of what was deleted: `bN`, `commit <sha>` or `local <key>`."""
+    their size. Before any build, the tokenizer-only libraries other tokconf versions made (another
+    recipe's folder, or the single `tokenizer/` folder of versions before recipe folders): this one
+    cannot load them, and their version rebuilds one in seconds. Returns (name, bytes) of what was
+    deleted: `bN`, `commit <sha>` or `local <key>`, or `bN: tokenizer-only libraries of other tokconf
+    versions`."""
     folders = {f"b{p.name[1:]}": p for p in builds_root().glob("b*") if p.name[1:].isdigit()}
     folders |= {f"commit {p.name}": p for p in (builds_root() / "commits").glob("*") if p.is_dir()}
     folders |= {f"local {p.name}": p for p in (builds_root() / "local").glob("*") if p.is_dir()}
     kept = {f"b{number}" for number in keep}
     sizes = {name: _size(p) for name, p in folders.items()}
     total = sum(sizes.values())
+    deleted = []
+    for name, folder in sorted(folders.items()):
+        stale = [p for p in sorted((folder / TOKENIZER).glob("*")) if p.name != recipe()]
+        if total <= max_bytes or not stale:
+            continue
+        size = sum(_size(p) for p in stale)
+        for path in stale:
+            _remove(path)
+        total, sizes[name] = total - size, sizes[name] - size
+        deleted.append((f"{name}: tokenizer-only libraries of other tokconf versions", size))
 
     def last_used(name: str) -> float:
         stamp = folders[name] / USED
         return stamp.stat().st_mtime if stamp.is_file() else folders[name].stat().st_mtime
 
-    deleted = []
     for name in sorted((n for n in folders if n not in kept), key=last_used):
         if total <= max_bytes:
             break
@@ -282,12 +310,12 @@ def _exclusive(lock: Path) -> Iterator[None]:
 
 
 def make_library(full: Build, root: Path, jobs: int | None, quiet: bool, again: str) -> Build:
-    """Compile the tokenizer-only library of the tree in `root/src` into `root/tokenizer`, its log in
-    `build.log` there and its marker written last; where the shim cannot be built for this tree
+    """Compile the tokenizer-only library of the tree in `root/src` into `library_folder(root)`, its log
+    in `build.log` there and its marker written last; where the shim cannot be built for this tree
     (ShimFailed: a file it needs is missing, a compile or link error), build the full libllama
     instead, say so on stderr, and record why in the marker, so the next call does not try again."""
     made = library_build(full, root)
-    out = root / TOKENIZER
+    out = library_folder(root)
     out.mkdir(parents=True, exist_ok=True)
     (out / MARKER).unlink(missing_ok=True)
     _check_toolchain(cmake=False)

@@ -94,7 +94,7 @@ def builds_root() -> Path:
 
 
 CMAKE_FOLDER = "build"  # llama.cpp's CMake build of a tree, beside `src/` (tokconf.llama.build)
-TOKENIZER = "tokenizer"  # the tokenizer-only library of a tree, beside `src/` (tokconf.llama.tokenizer_only)
+TOKENIZER = "tokenizer"  # the tokenizer-only libraries of a tree, one per recipe, beside `src/` (tokconf.llama.build)
 BUILT_FOLDERS = (CMAKE_FOLDER, TOKENIZER)
 
 
