@@ -212,9 +212,9 @@ def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
     kept = {f"b{number}" for number in keep}
     sizes = {name: _size(p) for name, p in folders.items()}
     total = sum(sizes.values())
-    deleted = []
+    deleted, current = [], recipe()
     for name, folder in sorted(folders.items()):
-        stale = [p for p in sorted((folder / TOKENIZER).glob("*")) if p.name != recipe()]
+        stale = [p for p in sorted((folder / TOKENIZER).glob("*")) if p.name != current]
         if total <= max_bytes or not stale:
             continue
         size = sum(_size(p) for p in stale)
