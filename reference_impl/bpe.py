@@ -155,6 +155,14 @@ def _byte_to_unicode() -> list[str]:
 
 
 BYTE_TO_UNICODE = _byte_to_unicode()
+
+
+def byte_level(data: bytes) -> str:
+    """`data` as byte-level BPE spells it (unicode_byte_encoding_process): each byte its printable
+    stand-in, BYTE_TO_UNICODE's."""
+    return data.decode("latin-1").translate(BYTE_TO_UNICODE)
+
+
 NO_MERGE = 1 << 62  # above every merge rank
 SCAN_LIMIT = 64  # words up to this many characters are merged by scanning, longer ones with a queue
 
@@ -205,12 +213,9 @@ class BytePairEncoder:
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
         """The ids of one pre-tokenized word."""
-        if self.byte_encode:
-            # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them),
-            # each byte mapped to its printable stand-in.
-            word = raw_word.encode("utf-8", "surrogatepass").decode("latin-1").translate(BYTE_TO_UNICODE)
-        else:
-            word = raw_word
+        # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them), each
+        # byte mapped to its printable stand-in.
+        word = byte_level(raw_word.encode("utf-8", "surrogatepass")) if self.byte_encode else raw_word
         if self.newline_runs and not word.strip("\n") and word in self.token_to_id:
             return (self.token_to_id[word],)
         if self.ignore_merges and word in self.token_to_id:

@@ -211,11 +211,11 @@ UNMERGED = ["<|", "|>", " <|", "endoftext", "_id", "xyz", "assistant", "'LL", "\
             "\u2019s", "\u2462\u2462\u2460", "\u00be\u00bd\u00be", "\uff5c>", "\u2162\u2163\u2160"]  # fmt: skip
 
 
-def _byte_level(text: str) -> str:
-    """A text as a byte-level BPE token spells it (gpt-2's byte-to-unicode table)."""
-    from reference_impl.bpe import BYTE_TO_UNICODE
+def _unmerged() -> list[tuple[str, int]]:
+    """UNMERGED as normal tokens of a byte-level BPE vocabulary."""
+    from reference_impl.bpe import byte_level
 
-    return "".join(BYTE_TO_UNICODE[byte] for byte in text.encode())
+    return [(byte_level(text.encode()), NORMAL) for text in UNMERGED]
 
 
 def _without_bytes(base: Fields, first: int) -> Fields:
@@ -276,7 +276,7 @@ def _recipes() -> tuple[Recipe, ...]:
         Recipe("variant-glm4-unmerged", Family.VARIANT, "gpt-2",
                "glm4's pre name on gpt-2 plus tokens no merge reaches: used whole only with ignore_merges "
                "(b11292 sets it for glm4)",
-               lambda base: _appended(_bpe(base, "glm4"), [(_byte_level(t), NORMAL) for t in UNMERGED])),
+               lambda base: _appended(_bpe(base, "glm4"), _unmerged())),
     ]  # fmt: skip
     return (*pre, *model, *variant)
 

@@ -294,9 +294,9 @@ class ByteMapped(Mechanism):
     raw-UTF-8 vocabulary tokenized as if it were byte-level BPE)."""
 
     def transform(self, data: bytes) -> bytes:
-        from reference_impl.bpe import BYTE_TO_UNICODE
+        from reference_impl.bpe import byte_level
 
-        return "".join(BYTE_TO_UNICODE[b] for b in data).encode()
+        return byte_level(data).encode()
 
     def label(self) -> str:
         return "applies GPT-2's byte-to-unicode mapping to the input; this vocabulary has none"

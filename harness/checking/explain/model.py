@@ -104,14 +104,12 @@ class Mutants:
         """The ids of raw bytes merged as one word by the vocabulary's byte-level BPE (each byte its
         printable stand-in, as unicode_byte_encoding_process maps it), or None where the vocabulary
         has no byte-level BPE."""
-        from reference_impl.bpe import BYTE_TO_UNICODE
+        from reference_impl.bpe import SCAN_LIMIT, byte_level
 
         encoder = self.reference.encoder if self.is_bpe else None
         if encoder is None or not encoder.byte_encode:
             return None
-        from reference_impl.bpe import SCAN_LIMIT
-
-        symbols = list(data.decode("latin-1").translate(BYTE_TO_UNICODE))
+        symbols = list(byte_level(data))
         if len(symbols) > 1:
             symbols = encoder._merge(symbols) if len(symbols) > SCAN_LIMIT else encoder._merge_short(symbols)
         return [encoder.token_to_id[symbol] for symbol in symbols]
