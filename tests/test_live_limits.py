@@ -10,6 +10,8 @@ sets it where the run was started (`tokconf check`'s flags, `tokconf.check`'s ar
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -63,9 +65,14 @@ def test_an_answer_past_the_timeout_is_an_error_even_where_llama_cpp_aborts(
     assert isinstance(case.outcomes["plain"], Refusal)  # llama.cpp's abort, recorded
     with LibllamaOracle(llama_build, recorded_vocab(recording.provenance["vocab"], 11192, None)) as oracle:
         oracle.facts()
-        oracle.answer_wait = Wait(0.000001, "--timeout")  # every tokenization now times out
+        # The worker stopped: its fork server never says that the child serving the request aborted. (A
+        # 1 µs timeout alone raced the abort's answer: a client scheduled late found it already there.)
+        assert oracle._proc is not None
+        os.kill(oracle._proc.pid, signal.SIGSTOP)
+        oracle.answer_wait = Wait(0.5, "--timeout")
         hung = oracle.tokenize(case.data, False, False)
-    assert isinstance(hung, Refusal) and hung.kind is RefusalKind.BROKEN
+    assert isinstance(hung, Refusal) and hung.kind is RefusalKind.BROKEN, hung
+    assert hung.reason == "hang: no answer within 0.5 s (the --timeout option)"
     assert judge(case.outcomes["plain"], hung)[0] is Verdict.ERROR
 
 
