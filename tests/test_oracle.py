@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -165,6 +166,27 @@ def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Buil
         assert batch[0] == single[0] and batch[2] == single[1] and batch[3] == single[2] == []
         assert isinstance(batch[1], Refusal) and "invalid codepoint" in batch[1].reason
         assert oracle.crashes == 1
+
+
+def test_a_signal_during_a_large_request_does_not_cut_it_short(llama_build: Build) -> None:
+    """A signal with a handler (a timer, a profiler's, pytest-timeout's) that arrives while a request
+    larger than the pipe is being written makes write() return early, having written part of it. The
+    oracle writes the rest: the worker would otherwise wait for the rest of the frame and the oracle for
+    its answer until the timeout, then kill it and ask again input by input (seen under py-spy, where
+    a 600 s timeout stalled a test for ten minutes)."""
+    texts = [b"Hello world, " * 4_000 + bytes([65 + i % 26]) for i in range(64)]  # 3.3 MB in all
+    with LibllamaOracle(llama_build, _vocab(llama_build, "gpt-2"), timeout=20) as oracle:
+        alone = oracle.tokenize_many([(text, False, False) for text in texts])
+        assert all(isinstance(ids, list) for ids in alone)
+        previous = signal.signal(signal.SIGALRM, lambda *_: None)
+        signal.setitimer(signal.ITIMER_REAL, 1e-4, 1e-4)
+        try:
+            interrupted = oracle.tokenize_many([(text, False, False) for text in texts])
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+        assert interrupted == alone
+        assert (oracle.restarts, oracle.crashes) == (0, 0)  # not answered by retrying after a hang
 
 
 def test_the_parsed_binding_is_kept_and_reused(

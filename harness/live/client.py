@@ -163,8 +163,11 @@ class LibllamaOracle:
             self.restarts += 1
             self._start()
         assert self._proc is not None and self._proc.stdin is not None
+        frame = memoryview(struct.pack("<I", len(payload)) + payload)
         try:
-            self._proc.stdin.write(struct.pack("<I", len(payload)) + payload)
+            # The pipe is unbuffered: a signal with a handler can end write() after part of a frame.
+            while frame:
+                frame = frame[self._proc.stdin.write(frame) :]
         except BrokenPipeError:
             raise WorkerGone("worker exited") from None
         return self._read(self.answer_wait)
