@@ -14,10 +14,31 @@ from __future__ import annotations
 
 import mmap
 import struct
+from enum import IntEnum
 from pathlib import Path
 from typing import Any
 
-from gguf import GGUFValueType
+
+class GGUFValueType(IntEnum):
+    """GGUF's value types (ggml's `enum gguf_type`, ggml/include/gguf.h), as the `gguf` package's
+    enum of the same name numbers them. Written out because importing `gguf` (numpy with it) took 0.14 s
+    of the 0.25 s every process that loads the reference spent importing it: a `cmd:` port, a worker,
+    each test's subprocess. tests/test_gguf_reader.py holds this enum equal to gguf's."""
+
+    UINT8 = 0
+    INT8 = 1
+    UINT16 = 2
+    INT16 = 3
+    UINT32 = 4
+    INT32 = 5
+    FLOAT32 = 6
+    BOOL = 7
+    STRING = 8
+    ARRAY = 9
+    UINT64 = 10
+    INT64 = 11
+    FLOAT64 = 12
+
 
 MAGIC = b"GGUF"
 KEPT_PREFIXES = ("tokenizer.", "general.architecture", "general.name")  # llama.cpp reads the name for phi-3

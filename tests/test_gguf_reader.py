@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import struct
+import subprocess
+import sys
 from pathlib import Path
 
+import gguf
 import numpy as np
 import pytest
 from gguf import GGUFWriter
 
-from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
+from reference_impl.gguf_reader import GGUFError, GGUFValueType, read_tokenizer_fields
 
 TOKENS = ["<s>", "</s>", "a", "b", "ab", "Ġ", "é", "\U0001f600"]
 
@@ -85,3 +88,14 @@ def test_malformed_headers_are_named(tmp_path: Path, content: bytes, message: st
     path.write_bytes(content)
     with pytest.raises(GGUFError, match=message):
         read_tokenizer_fields(path)
+
+
+def test_the_value_types_are_the_gguf_packages() -> None:
+    """The reader's own copy of GGUF's value types (it does not import `gguf`, for its start-up time)
+    names and numbers them as the `gguf` package does, and the reference does not import `gguf`."""
+    assert {t.name: t.value for t in GGUFValueType} == {t.name: t.value for t in gguf.GGUFValueType}
+    run = subprocess.run(
+        [sys.executable, "-c", "import sys, reference_impl; print('gguf' in sys.modules, 'numpy' in sys.modules)"],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert run.stdout.split() == ["False", "False"]
