@@ -71,8 +71,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
     """A port's test folder. In-process runs restore `sys.modules` afterwards, so a module first
-    imported inside one (numpy, through gguf and the reference) would be imported again by the next,
-    which numpy refuses: a test module using this imports the reference before any run."""
+    imported inside one (numpy, through gguf or a peer's library) would be imported again by the next,
+    which numpy refuses: a test module using this imports its ports before any run."""
     tests = Path(__file__).resolve().parent / "tests"
     monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
     monkeypatch.syspath_prepend(str(tests))  # fake_impls, real_ports

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 # Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
-# imported inside a test (numpy, by the port's imports) cannot be loaded a second time.
+# imported inside a test (numpy, if a port's imports bring it) cannot be loaded a second time.
 import zoo_ports  # noqa: F401
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
