@@ -43,8 +43,8 @@ class GGUFValueType(IntEnum):
 MAGIC = b"GGUF"
 KEPT_PREFIXES = ("tokenizer.", "general.architecture", "general.name")  # llama.cpp reads the name for phi-3
 
-# Fixed-size value types: struct format by GGUFValueType.
-_SCALARS: dict[int, str] = {
+# Fixed-size value types: struct format by GGUFValueType (tokconf's GGUF writer uses it too).
+SCALAR_FORMATS: dict[int, str] = {
     GGUFValueType.UINT8: "<B",
     GGUFValueType.INT8: "<b",
     GGUFValueType.UINT16: "<H",
@@ -111,8 +111,8 @@ class _Cursor:
         return out
 
     def value(self, kind: int, what: str, keep: bool) -> Any:
-        if kind in _SCALARS:
-            return self.unpack(_SCALARS[kind], what)
+        if kind in SCALAR_FORMATS:
+            return self.unpack(SCALAR_FORMATS[kind], what)
         if kind == GGUFValueType.STRING:
             raw = self.string(what)
             return _text(raw) if keep else None
@@ -123,8 +123,8 @@ class _Cursor:
     def array(self, what: str, keep: bool) -> list[Any] | None:
         kind = self.unpack("<I", f"{what} element type")
         count = self.unpack("<Q", f"{what} element count")
-        if kind in _SCALARS:
-            fmt = _SCALARS[kind]
+        if kind in SCALAR_FORMATS:
+            fmt = SCALAR_FORMATS[kind]
             size = struct.calcsize(fmt) * count
             self.need(size, f"{what} ({count} elements)")
             start, self.pos = self.pos, self.pos + size

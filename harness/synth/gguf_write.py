@@ -9,43 +9,30 @@ writes for these keys); with no tensors there is no data section to align.
 
 from __future__ import annotations
 
-import enum
 import struct
 from typing import Any
 
+from reference_impl.gguf_reader import SCALAR_FORMATS, GGUFValueType
 
-class Kind(enum.IntEnum):
-    """`enum gguf_type` (ggml/include/gguf.h)."""
-
-    UINT8 = 0
-    UINT32 = 4
-    INT32 = 5
-    FLOAT32 = 6
-    BOOL = 7
-    STRING = 8
-    ARRAY = 9
-
-
-_SCALAR = {Kind.UINT8: "<B", Kind.UINT32: "<I", Kind.INT32: "<i", Kind.FLOAT32: "<f", Kind.BOOL: "<?"}
 _ARRAYS = {  # key -> element type
-    "tokenizer.ggml.tokens": Kind.STRING,
-    "tokenizer.ggml.merges": Kind.STRING,
-    "tokenizer.ggml.token_type": Kind.INT32,
-    "tokenizer.ggml.scores": Kind.FLOAT32,
-    "tokenizer.ggml.precompiled_charsmap": Kind.UINT8,
+    "tokenizer.ggml.tokens": GGUFValueType.STRING,
+    "tokenizer.ggml.merges": GGUFValueType.STRING,
+    "tokenizer.ggml.token_type": GGUFValueType.INT32,
+    "tokenizer.ggml.scores": GGUFValueType.FLOAT32,
+    "tokenizer.ggml.precompiled_charsmap": GGUFValueType.UINT8,
 }
 
 
-def kind_of(key: str, value: Any) -> Kind:
+def kind_of(key: str, value: Any) -> GGUFValueType:
     """A key's GGUF type: arrays by the table, token ids UINT32, flags BOOL, names STRING."""
     if key in _ARRAYS:
-        return Kind.ARRAY
+        return GGUFValueType.ARRAY
     if isinstance(value, bool):
-        return Kind.BOOL
+        return GGUFValueType.BOOL
     if isinstance(value, int) and key.endswith("_token_id"):
-        return Kind.UINT32
+        return GGUFValueType.UINT32
     if isinstance(value, str):
-        return Kind.STRING
+        return GGUFValueType.STRING
     raise ValueError(f"no GGUF type for {key} = {value!r}")
 
 
@@ -61,8 +48,8 @@ def _string(text: str) -> bytes:
     return b"".join(_strings([text]))
 
 
-def _value(kind: Kind, value: Any) -> bytes:
-    return _string(value) if kind is Kind.STRING else struct.pack(_SCALAR[kind], value)
+def _value(kind: GGUFValueType, value: Any) -> bytes:
+    return _string(value) if kind is GGUFValueType.STRING else struct.pack(SCALAR_FORMATS[kind], value)
 
 
 def gguf_bytes(fields: dict[str, Any]) -> bytes:
@@ -71,15 +58,15 @@ def gguf_bytes(fields: dict[str, Any]) -> bytes:
     for key, value in fields.items():
         kind = kind_of(key, value)
         out += [_string(key), struct.pack("<I", kind)]
-        if kind is Kind.ARRAY:
+        if kind is GGUFValueType.ARRAY:
             element = _ARRAYS[key]
             out.append(struct.pack("<IQ", element, len(value)))
-            if element is Kind.UINT8:
+            if element is GGUFValueType.UINT8:
                 out.append(bytes(value))
-            elif element is Kind.STRING:
+            elif element is GGUFValueType.STRING:
                 out += _strings(value)
             else:
-                out.append(struct.pack(f"<{len(value)}{_SCALAR[element][1]}", *value))
+                out.append(struct.pack(f"<{len(value)}{SCALAR_FORMATS[element][1]}", *value))
         else:
             out.append(_value(kind, value))
     return b"".join(out)
