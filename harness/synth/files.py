@@ -21,7 +21,6 @@ from ..core.files import FileKind, atomic_write, cache_root, regular_file, sha25
 from ..llama.fetch import source_dir
 from ..llama.pins import DEFAULT_BUILD
 from ..llama.vocabs import models_dir, vocab_file, vocab_name
-from .gguf_write import gguf_bytes
 from .recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
 
 
@@ -32,6 +31,8 @@ def synth_dir() -> Path:
 def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False) -> Path:
     """The recipe's GGUF file in `out_dir` (default: the cache), made unless the cache has it already
     (`again`: made anyway)."""
+    from .gguf_write import gguf_bytes  # it reads the reference's GGUF types: a check that makes no file skips it
+
     folder = out_dir or synth_dir()
     path = folder / recipe.file
     if path.is_file() and out_dir is None and not again:
