@@ -329,6 +329,23 @@ def test_a_journal_on_a_full_disk_is_one_clear_error(tmp_path: Path) -> None:
     assert "free disk space, then run the same command again" in str(raised.value)
 
 
+def test_a_journal_write_cut_short_is_finished(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A disk with a few bytes left takes part of a write and says nothing (write() returns fewer bytes);
+    the journal writes the rest, and a replay holds every answer it was given."""
+    real_write = os.write
+
+    def short(fd: int, data: bytes | memoryview) -> int:
+        return real_write(fd, bytes(data)[: max(1, len(data) // 3)])
+
+    journal = Journal(tmp_path / ".gpt-2.journal", JOURNAL_KEY)
+    monkeypatch.setattr(os, "write", short)
+    answers = [(i, {"plain": [i], "special": [i, 1], "bos": Refusal("abort: x")}) for i in range(50)]
+    journal.add(answers)
+    monkeypatch.undo()
+    journal.close()
+    assert Journal(tmp_path / ".gpt-2.journal", JOURNAL_KEY).done == dict(answers)
+
+
 def test_a_journal_is_smaller_than_its_recording(tmp_path: Path) -> None:
     """The journal of a whole recording (gpt-2, every case journaled) is far smaller than the
     recording: it is bounded by what the run produces, so it cannot fill a disk the recording fits on."""

@@ -108,8 +108,10 @@ class Journal:
                 nodes.append(SAME if outcome == previous else _node(outcome))
                 previous = outcome
             lines.append(json.dumps(nodes, separators=(",", ":")) + "\n")
+        data = memoryview("".join(lines).encode())
         try:
-            os.write(self._fd, "".join(lines).encode())
+            while data:  # a disk that fills can take part of a write without an error; the rest raises
+                data = data[os.write(self._fd, data) :]
         except OSError as error:
             raise self._write_error(error) from None
         self.done.update(answers)
