@@ -168,6 +168,21 @@ def test_a_batch_with_an_aborting_input_is_answered_one_by_one(llama_build: Buil
         assert oracle.crashes == 1
 
 
+def test_pieces_llama_cpp_could_not_list_are_an_error_naming_why(
+    llama_build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker answers `P` with every piece (lengths first), or with why it could not: that is an
+    error saying so, never a list of pieces read out of the reason's bytes."""
+    with LibllamaOracle(llama_build, _vocab(llama_build, "gpt-2")) as oracle:
+        pieces = oracle.pieces(special=True)
+        assert len(pieces) == 50257 and pieces[50256] == b"<|endoftext|>" and pieces[64] == b"a"
+        monkeypatch.setattr(
+            oracle, "_request", lambda payload: b"Xabort: uncaught std::out_of_range: unordered_map::at"
+        )
+        with pytest.raises(TokconfError, match=r"failed listing the pieces of .*: abort: uncaught std::out_of_range"):
+            oracle.pieces(special=True)
+
+
 def test_a_signal_during_a_large_request_does_not_cut_it_short(llama_build: Build) -> None:
     """A signal with a handler (a timer, a profiler's, pytest-timeout's) that arrives while a request
     larger than the pipe is being written makes write() return early, having written part of it. The

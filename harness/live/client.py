@@ -21,6 +21,7 @@ import tempfile
 import time
 from array import array
 from collections.abc import Callable, Iterator
+from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import TypeVar
 
@@ -256,12 +257,14 @@ class LibllamaOracle:
             answer = self._request(b"P" + bytes([int(special)]))
         except WorkerGone as gone:
             raise TokconfError(f"llama.cpp died listing the pieces of {self.vocab}: {self._died(str(gone))}") from None
-        pieces, pos = [], 1
-        while pos < len(answer):
-            (size,) = struct.unpack_from("<I", answer, pos)
-            pieces.append(answer[pos + 4 : pos + 4 + size])
-            pos += 4 + size
-        return pieces
+        if answer[:1] != b"O":  # `X`: llama.cpp aborted listing them; `E`: the worker says why it could not
+            raise TokconfError(
+                f"llama.cpp failed listing the pieces of {self.vocab}: {answer[1:].decode(errors='replace')}"
+            )
+        (count,) = struct.unpack_from("<I", answer, 1)
+        lengths = array("I")
+        lengths.frombytes(answer[5 : 5 + 4 * count])
+        return [answer[start:end] for start, end in pairwise(accumulate(lengths, initial=5 + 4 * count))]
 
     def detokenize(self, ids: list[int], remove_special: bool = False, unparse_special: bool = False) -> bytes:
         """llama_detokenize of `ids`."""

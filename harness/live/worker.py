@@ -13,7 +13,8 @@ llama_tokenize byte for byte. Requests:
 - `M` + u32 count + that many (flag byte, u32 length, text bytes): llama_tokenize, flag bit 0
   add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids);
 - `F`: the vocab facts, as `O` + JSON;
-- `P` + special byte: every token's piece, as `O` + per token (u32 length + piece);
+- `P` + special byte: every token's piece, as `O` + u32 count + that many u32 lengths + the pieces
+  (lengths first: both sides handle 250,000 pieces as two arrays, not a struct call each);
 - `D` + flag byte (bit 0 remove_special, bit 1 unparse_special) + int32 ids: llama_detokenize;
 - `N` + u32 count + that many (flag byte as for `D`, u32 id count, int32 ids): llama_detokenize of
   each, answered by `O` + per request (u32 length + text).
@@ -105,7 +106,8 @@ def serve(vocab: Vocab, requests: BinaryIO, answers: BinaryIO) -> None:
             write_frame(answers, b"O" + b"".join(_detokenize_many(vocab, frame)))
         elif op == b"P":
             pieces = vocab.pieces(special=bool(frame[1]))
-            write_frame(answers, b"O" + b"".join(struct.pack("<I", len(p)) + p for p in pieces))
+            lengths = array("I", map(len, pieces))
+            write_frame(answers, b"O" + struct.pack("<I", len(pieces)) + lengths.tobytes() + b"".join(pieces))
         else:
             write_frame(answers, b"E" + f"unknown request {op!r}".encode())
 
