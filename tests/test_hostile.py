@@ -346,6 +346,34 @@ def test_a_journal_write_cut_short_is_finished(tmp_path: Path, monkeypatch: pyte
     assert Journal(tmp_path / ".gpt-2.journal", JOURNAL_KEY).done == dict(answers)
 
 
+def test_a_disk_that_fills_after_part_of_a_write_is_one_error_and_keeps_whole_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Half a write taken, then ENOSPC: one clear error; the next run replays the lines written whole
+    and drops the cut one."""
+    real_write = os.write
+    calls: list[int] = []
+
+    def filling(fd: int, data: bytes | memoryview) -> int:
+        calls.append(len(data))
+        if len(calls) > 1:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, bytes(data)[: len(data) // 2])
+
+    path = tmp_path / ".gpt-2.journal"
+    journal = Journal(path, JOURNAL_KEY)
+    monkeypatch.setattr(os, "write", filling)
+    answers = [(i, {"plain": [i], "special": [i, 1], "bos": Refusal("abort: x")}) for i in range(50)]
+    with pytest.raises(TokconfError, match="No space left on device") as full:
+        journal.add(answers)
+    monkeypatch.undo()
+    journal.close()
+    assert "free disk space, then run the same command again" in str(full.value)
+    replayed = Journal(path, JOURNAL_KEY).done
+    assert 0 < len(replayed) < len(answers) and replayed == dict(answers[: len(replayed)])
+    assert path.read_bytes().endswith(b"\n")  # the cut line is gone
+
+
 def test_a_journal_is_smaller_than_its_recording(tmp_path: Path) -> None:
     """The journal of a whole recording (gpt-2, every case journaled) is far smaller than the
     recording: it is bounded by what the run produces, so it cannot fill a disk the recording fits on."""

@@ -166,9 +166,13 @@ class LibllamaOracle:
         assert self._proc is not None and self._proc.stdin is not None
         frame = memoryview(struct.pack("<I", len(payload)) + payload)
         try:
-            # The pipe is unbuffered: a signal with a handler can end write() after part of a frame.
+            # The pipe is unbuffered: a signal with a handler (or a stop: Ctrl-Z, a profiler's ptrace)
+            # can end write() after part of a frame.
             while frame:
-                frame = frame[self._proc.stdin.write(frame) :]
+                written = self._proc.stdin.write(frame)
+                if not written:
+                    raise WorkerGone("its input took no bytes")
+                frame = frame[written:]
         except BrokenPipeError:
             raise WorkerGone("worker exited") from None
         return self._read(self.answer_wait)

@@ -98,7 +98,8 @@ class Journal:
         )
 
     def add(self, answers: list[Answer]) -> None:
-        """Record answers to cases: one write, so a kill loses at most its last line."""
+        """Record answers to cases, written whole (more than one write where the disk takes part of one):
+        a kill loses at most a cut last line, which a replay drops."""
         lines = []
         for index, outcomes in answers:
             nodes: list[Any] = [index]
@@ -111,7 +112,10 @@ class Journal:
         data = memoryview("".join(lines).encode())
         try:
             while data:  # a disk that fills can take part of a write without an error; the rest raises
-                data = data[os.write(self._fd, data) :]
+                written = os.write(self._fd, data)
+                if not written:
+                    raise OSError(errno.EIO, "a write made no progress")
+                data = data[written:]
         except OSError as error:
             raise self._write_error(error) from None
         self.done.update(answers)

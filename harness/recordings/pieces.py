@@ -13,9 +13,9 @@ from ..core.render import PieceLookup, visible
 
 @lru_cache(maxsize=4)
 def _decoder(vocab: Path) -> Any:
-    """The reference tokenizer of a vocab, for its pieces (loaded once per vocab, only when a mismatch is
-    shown; it pulls in numpy through gguf, so it is imported here, not at start-up). None where the
-    reference does not read the vocab: its GGUF token texts are shown instead."""
+    """The reference tokenizer of a vocab, for its pieces (loaded once per vocab, and imported only when
+    a mismatch is shown). None where the reference does not read the vocab: its GGUF token texts are
+    shown instead."""
     from reference_impl import Tokenizer, UnsupportedVocab
     from reference_impl.gguf_reader import GGUFError
 

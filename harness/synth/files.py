@@ -31,8 +31,6 @@ def synth_dir() -> Path:
 def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False) -> Path:
     """The recipe's GGUF file in `out_dir` (default: the cache), made unless the cache has it already
     (`again`: made anyway)."""
-    from .gguf_write import gguf_bytes  # it reads the reference's GGUF types: a check that makes no file skips it
-
     folder = out_dir or synth_dir()
     path = folder / recipe.file
     if path.is_file() and out_dir is None and not again:
@@ -40,6 +38,8 @@ def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False)
     if out_dir is None:
         writable_cache(folder, f"make the synthetic vocabulary {recipe.file}")
     folder.mkdir(parents=True, exist_ok=True)
+    from .gguf_write import gguf_bytes  # it reads the reference's GGUF types: a check that finds the file skips it
+
     staging = folder / f".{recipe.file}.{os.getpid()}"  # processes making the same file (xdist) race here
     atomic_write(staging, gguf_bytes(recipe.make(_base_fields(recipe.base))), "synthetic vocab")
     os.replace(staging, path)  # the same bytes whoever renames last
