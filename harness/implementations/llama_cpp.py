@@ -72,7 +72,9 @@ class LlamaCppImplementation:
             oracle = LibllamaOracle(self.build, vocab.path, self.limits.timeout or DEFAULT_TIMEOUT,
                                     self.limits.load_timeout or DEFAULT_LOAD_TIMEOUT, self.limits.options)  # fmt: skip
         except VocabRefused as refused:  # the worker closes itself on a refusal
-            raise LoadRefused(f"{self.name} refuses to load it: {refused.reason}") from None
+            # llama.cpp's reason alone: where it is shown (a check's reason, identify's sample lines, one
+            # a case) the implementation is named already, and a local one's name is a paragraph long.
+            raise LoadRefused(refused.reason) from None
         except LoadHung as hung:  # not llama.cpp's answer: every case of the vocabulary an error
             raise Broken(hung.problem) from None
         try:
