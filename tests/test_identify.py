@@ -17,6 +17,7 @@ from pathlib import Path
 
 import fake_history
 import pytest
+from builds import tokenizer_build
 from fake_history import ONLY_EMPTY, small_qwen2
 from tokconf.bisect.probe import ProbeSet
 from tokconf.cli.main import main
@@ -167,6 +168,44 @@ def test_the_pinned_library_is_placed_between_its_change_points(llama_build: Bui
     assert not found.versus(None)  # answers as its own recordings do
     for neighbour in bounding:
         assert found.mismatches[neighbour] > 0
+
+
+def test_a_library_bound_with_another_versions_header_is_refused_and_placed_with_its_own(tmp_path: Path) -> None:
+    """b9093's libllama alone in a folder is bound with the pinned build's llama.h, whose
+    llama_model_params has 80 bytes where b9093's has 72: every vocabulary then failed to load, and
+    identify placed it in no published build. It is refused before any vocabulary, naming both sizes.
+    In an install prefix with its own headers it is placed in b9093's stretch, and a vocabulary b11192
+    loads but b9093 refuses is said as such. b11434's library alone (the pinned struct) binds, and the
+    vocabulary b11192 refuses but it loads is said the other way round."""
+    old = tokenizer_build(9093)
+    alone = tmp_path / "alone" / "libllama.so"
+    alone.parent.mkdir()
+    shutil.copy2(old.libllama, alone)
+    said = r"cannot be the oracle: its llama_model_default_params\(\) writes 72 bytes of llama_model_params, "
+    with pytest.raises(TokconfError, match=said + r"where the llama.h .*/b11192/.* declares 80") as refused:
+        resolve(f"llama.cpp:{alone}", None)
+    assert "give its llama.cpp source tree instead" in str(refused.value)
+    prefix = tmp_path / "prefix"
+    (prefix / "lib").mkdir(parents=True)
+    shutil.copy2(old.libllama, prefix / "lib" / "libllama.so")
+    for folder in old.include_dirs:
+        shutil.copytree(folder, prefix / "include", dirs_exist_ok=True)
+    history = data.read()
+    index = next(i for i, s in enumerate(history.stretches) if s.first <= 9093 <= s.last)
+    vocabs = {vocab for vocab, _, _ in _changed_between(history, index, [index + 1])} | {"pre-hy_v4", "llama-spm"}
+    found = _identify_real(f"llama.cpp:{prefix / 'lib' / 'libllama.so'}", _bundled(vocabs), history)
+    stretch = history.stretches[index]
+    assert [(first.first, last.last) for first, last in found.ranges] == [(stretch.first, stretch.last)]
+    refusals = found.load_refusals(found.versus(None))
+    spm = [answer for key, answer in found.answers.items() if key[0] == "llama-spm"]
+    assert sum(isinstance(answer, list) for answer in spm) > 1000  # it loaded and tokenized
+    assert refusals["pre-hy_v4"].by_it and refusals["pre-hy_v4"].reason == "unknown pre-tokenizer type: 'hy_v4'"
+    newer = tmp_path / "newer" / "libllama.so"
+    newer.parent.mkdir()
+    shutil.copy2(tokenizer_build(11434).libllama, newer)
+    found = _identify_real(f"llama.cpp:{newer}", _bundled({"pre-glm5"}), history)
+    refused = found.load_refusals(found.versus(None))["pre-glm5"]  # b11192 refuses glm5, b11434 loads it
+    assert not refused.by_it and refused.reason == "unknown pre-tokenizer type: 'glm5'" and refused.answers > 2000
 
 
 def _changed_between(history: History, index: int, others: list[int]) -> set[tuple[str, str, str]]:

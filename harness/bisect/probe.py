@@ -48,6 +48,7 @@ Item = Mode | Wide | Setting  # Setting: a case's detokenized `bos` ids
 WIDE: tuple[Wide, ...] = ("facts", *PIECE_KINDS)
 ITEMS: tuple[Item, ...] = (*MODES, *WIDE, *DETOKENIZE)
 VOCAB_WIDE = ""  # the case id of a vocabulary's facts and pieces
+LOAD = "load: "  # the reason's prefix of a failed llama_model_load, answered for every key of its vocabulary
 Key = tuple[str, str, Item]  # vocab, case, what was asked
 Answer = Outcome | str  # ids or a refusal for a mode; text (module docstring) for the rest
 Answers = dict[Key, Answer]
@@ -308,7 +309,7 @@ class Prober:
                 with LibllamaOracle(made, path) as oracle:
                     answers.update(_asked(oracle, name, cases, name in self.probes.wide))
             except VocabRefused as refused:  # an answer, as a recording holds it: a new pre name is found so
-                reason = Refusal(f"load: {refused.reason}")
+                reason = Refusal(f"{LOAD}{refused.reason}")
                 answers.update(((name, case_id, mode), reason) for case_id, _ in cases for mode in MODES)
                 if name in self.probes.wide:
                     answers.update(((name, VOCAB_WIDE, item), reason) for item in WIDE)

@@ -113,6 +113,12 @@ def run(args: argparse.Namespace) -> int:
         f"  against the pinned build b{pinned} (its recordings): {len(differ)} answers differ "
         f"({', '.join(f'{m} {n}' for m, n in sorted(modes.items()))}): {listed}"
     )
-    for line in examples(probes, differ, found.recorded, found.answers, f"b{pinned}", "it", {}):
+    whole = found.load_refusals(differ)
+    for vocab, refusal in sorted(whole.items()):
+        refusing, loading = ("it", f"b{pinned}") if refusal.by_it else (f"b{pinned}", "it")
+        _say(f"    {vocab}: {refusing} refuses to load it ({refusal.reason}), {loading} loads it: "
+             f"{refusal.answers} answers")  # fmt: skip
+    rest = [key for key in differ if key[0] not in whole]
+    for line in examples(probes, rest, found.recorded, found.answers, f"b{pinned}", "it", {}):
         _say(f"  {line}")
     return 0 if ranges else 1

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
+from ..bisect.probe import LOAD, VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
 from ..checking.engine import parsed_only_with_parse_special, verified
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, DeclineContext, InputClass, Outcome, Refusal, RefusalKind, Request
@@ -79,6 +79,39 @@ class Identification:
 
         return sorted(key for key, answer in self.answers.items() if not agrees(answer, expected(key)))
 
+    def load_refusals(self, keys: list[Key]) -> dict[str, WholeRefusal]:
+        """The vocabularies among `keys` that one side did not load: every one of its keys there is that
+        side's one `load:` refusal (llama_model_load failed), the other side's answers are not. Said once,
+        where a sample of its shortest inputs would show the same refusal line after line and leave the
+        vocabularies with other differences out (an older binding refuses dozens of newer pre names)."""
+        by_vocab: dict[str, list[Key]] = {}
+        for key in keys:
+            by_vocab.setdefault(key[0], []).append(key)
+        found: dict[str, WholeRefusal] = {}
+        for vocab, its_keys in by_vocab.items():
+            for answers, other, by_it in ((self.answers, self.recorded, True), (self.recorded, self.answers, False)):
+                reason = _one_load_refusal([answers[key] for key in its_keys])
+                if reason is not None and _one_load_refusal([other[key] for key in its_keys]) is None:
+                    found[vocab] = WholeRefusal(by_it, reason, len(its_keys))
+        return found
+
+
+@dataclass(frozen=True)
+class WholeRefusal:
+    """A vocabulary one side refused to load: `by_it` (the implementation refused, the recorded build
+    loaded it; else the other way round), llama.cpp's `reason`, and how many answers differ for it."""
+
+    by_it: bool
+    reason: str
+    answers: int
+
+
+def _one_load_refusal(answers: list[Answer]) -> str | None:
+    """The reason, when every answer is the same load refusal."""
+    reasons = {a.reason if isinstance(a, Refusal) and a.reason.startswith(LOAD) else None for a in answers}
+    reason = reasons.pop() if len(reasons) == 1 else None
+    return reason.removeprefix(LOAD) if reason is not None else None
+
 
 def identify(
     impl: Implementation,
@@ -109,7 +142,7 @@ def identify(
         try:
             session = impl.open(info)
         except LoadRefused as refused:
-            answered = dict.fromkeys(keys, Refusal(f"load: {refused}"))
+            answered = dict.fromkeys(keys, Refusal(f"{LOAD}{refused}"))
         except Unsupported:
             found.declined_vocabs.append(name)
             continue

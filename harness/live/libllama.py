@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import platform
 import subprocess
 import tempfile
 from pathlib import Path
@@ -142,11 +143,54 @@ def describe_library(libllama: Path, llama_h: Path, include_dirs: tuple[Path, ..
     missing = [name for name in FUNCTIONS if not _exports(ffi, lib, name)]
     if missing:
         raise LibraryError(f"it does not export {', '.join(missing[:5])}{' …' if len(missing) > 5 else ''}")
+    written = _params_written(libllama)
+    size = ffi.sizeof("struct llama_model_params")
+    if written is not None and not size - ffi.alignof("struct llama_model_params") < written <= size:
+        raise ParamsMismatch(
+            f"{PARAMS_SAID} writes {written} bytes of llama_model_params, where the llama.h "
+            f"it is bound with ({llama_h}) declares {size}: the library is of another llama.cpp version, and "
+            "every vocabulary it were asked to load would get the wrong parameters"
+        )
     return {
         "version": ffi.string(lib.llama_version()).decode() if _exports(ffi, lib, "llama_version") else None,
         "system_info": ffi.string(lib.llama_print_system_info()).decode().strip() or None,
         "build_info": _common_build_info(libllama.parent / COMMON_LIBRARY),
     }
+
+
+class ParamsMismatch(LibraryError):
+    """The library's `struct llama_model_params` is not the header's (another llama.cpp version's header:
+    b9093..b10088 have 72 bytes, b10798..b11434 80). `llama_model_load_from_file` takes it by value, so
+    every load would get shifted fields: b9093's library bound with b11192's llama.h refused every
+    vocabulary, and `identify` placed it in no published build."""
+
+
+PARAMS_SAID = "its llama_model_default_params()"  # how a ParamsMismatch's message begins (tokconf.live.probe)
+# How many bytes `_params_written` offers llama_model_default_params: far more than any version's struct.
+PARAMS_PROBE = 1024
+
+
+def _params_written(libllama: Path) -> int | None:
+    """How many bytes of its `struct llama_model_params` the library's llama_model_default_params()
+    writes, the struct's size but its tail padding; None where it cannot be measured (not x86-64).
+
+    The struct is returned in memory (over 16 bytes: the System V x86-64 ABI's MEMORY class), through a
+    pointer the caller passes as the first argument, so it is called here as `void *f(void *)` with a
+    buffer far larger than any version's struct, once filled with 0x00 and once with 0xFF: the bytes
+    that read the same after both calls are the ones it wrote (its defaults do not change between
+    calls). aarch64 passes that pointer in x8, which no C prototype can set, so it is not measured there."""
+    if platform.machine() not in ("x86_64", "AMD64"):
+        return None
+    probe = cffi.FFI()
+    probe.cdef("void * llama_model_default_params(void *);")
+    lib: Any = probe.dlopen(str(libllama))
+    after = []
+    for fill in (b"\x00", b"\xff"):
+        buffer = probe.new("unsigned char[]", fill * PARAMS_PROBE)
+        lib.llama_model_default_params(buffer)
+        after.append(bytes(probe.buffer(buffer)))
+    written = [i for i in range(PARAMS_PROBE) if after[0][i] == after[1][i]]
+    return written[-1] + 1 if written else 0
 
 
 def _exports(ffi: Any, lib: Any, name: str) -> bool:

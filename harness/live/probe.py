@@ -21,6 +21,7 @@ from ..core.errors import TokconfError
 from ..llama.build import Build
 from .client import DEFAULT_TIMEOUT
 from .crash import crash_reason
+from .libllama import PARAMS_SAID
 from .worker import read_frame
 
 
@@ -68,6 +69,11 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT) -> LibraryInfo
         why = frame[1:].decode(errors="replace")
         if why.startswith("it does not export"):  # libggml*.so, libllama-common.so, another library
             fix = "give the libllama.so of a llama.cpp build (the libllama, not another of its libraries)"
+        elif why.startswith(PARAMS_SAID):  # libllama.ParamsMismatch: bound with another version's llama.h
+            fix = (
+                "bind it with its own llama.h: give its llama.cpp source tree instead (llama.cpp:TREE), or keep "
+                "the library in its CMake build folder or an install prefix with include/llama.h (docs/llama-local.md)"
+            )
         raise TokconfError(f"{what} cannot be the oracle: {why}", fix)
     said = json.loads(frame[1:])
     return LibraryInfo(said["version"], said["system_info"], said["build_info"])
