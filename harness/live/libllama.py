@@ -149,7 +149,7 @@ def describe_library(libllama: Path, llama_h: Path, include_dirs: tuple[Path, ..
         raise ParamsMismatch(
             f"{PARAMS_SAID} writes {written} bytes of llama_model_params, where the llama.h "
             f"it is bound with ({llama_h}) declares {size}: the library is of another llama.cpp version, and "
-            "every vocabulary it were asked to load would get the wrong parameters"
+            "each vocabulary it loaded would be given shifted parameters"
         )
     return {
         "version": ffi.string(lib.llama_version()).decode() if _exports(ffi, lib, "llama_version") else None,
