@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -170,21 +171,28 @@ def test_the_pinned_library_is_placed_between_its_change_points(llama_build: Bui
         assert found.mismatches[neighbour] > 0
 
 
-def test_a_library_bound_with_another_versions_header_is_refused_and_placed_with_its_own(tmp_path: Path) -> None:
+X86_64 = platform.machine().lower() in ("x86_64", "amd64") and sys.maxsize > 2**32
+
+
+@pytest.mark.skipif(not X86_64, reason="llama_model_params is measured in a 64-bit x86-64 process only")
+def test_a_library_bound_with_another_versions_header_is_refused_and_placed_with_its_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """b9093's libllama alone in a folder is bound with the pinned build's llama.h, whose
     llama_model_params has 80 bytes where b9093's has 72: every vocabulary then failed to load, and
     identify placed it in no published build. It is refused before any vocabulary, naming both sizes.
     In an install prefix with its own headers it is placed in b9093's stretch, and a vocabulary b11192
-    loads but b9093 refuses is said as such. b11434's library alone (the pinned struct) binds, and the
-    vocabulary b11192 refuses but it loads is said the other way round."""
+    loads but b9093 refuses is one line saying so. b11434's library alone (the pinned struct) binds, and
+    the vocabulary b11192 refuses but it loads is one line the other way round."""
     old = tokenizer_build(9093)
     alone = tmp_path / "alone" / "libllama.so"
     alone.parent.mkdir()
     shutil.copy2(old.libllama, alone)
-    said = r"cannot be the oracle: its llama_model_default_params\(\) writes 72 bytes of llama_model_params, "
-    with pytest.raises(TokconfError, match=said + r"where the llama.h .*/b11192/.* declares 80") as refused:
+    said = r"cannot be the oracle: its llama_model_default_params\(\) ends its llama_model_params at byte 72 "
+    with pytest.raises(TokconfError, match=said + r"\(padding aside\), where the llama.h .*/b11192/.* of 80 bytes"):
         resolve(f"llama.cpp:{alone}", None)
-    assert "give its llama.cpp source tree instead" in str(refused.value)
+    assert main(["identify", "--impl", f"llama.cpp:{alone}", "--vocab", "gpt-2"]) == 2
+    assert "give its llama.cpp source tree instead" in capsys.readouterr().err
     prefix = tmp_path / "prefix"
     (prefix / "lib").mkdir(parents=True)
     shutil.copy2(old.libllama, prefix / "lib" / "libllama.so")
@@ -192,20 +200,51 @@ def test_a_library_bound_with_another_versions_header_is_refused_and_placed_with
         shutil.copytree(folder, prefix / "include", dirs_exist_ok=True)
     history = data.read()
     index = next(i for i, s in enumerate(history.stretches) if s.first <= 9093 <= s.last)
-    vocabs = {vocab for vocab, _, _ in _changed_between(history, index, [index + 1])} | {"pre-hy_v4", "llama-spm"}
-    found = _identify_real(f"llama.cpp:{prefix / 'lib' / 'libllama.so'}", _bundled(vocabs), history)
     stretch = history.stretches[index]
-    assert [(first.first, last.last) for first, last in found.ranges] == [(stretch.first, stretch.last)]
-    refusals = found.load_refusals(found.versus(None))
-    spm = [answer for key, answer in found.answers.items() if key[0] == "llama-spm"]
-    assert sum(isinstance(answer, list) for answer in spm) > 1000  # it loaded and tokenized
-    assert refusals["pre-hy_v4"].by_it and refusals["pre-hy_v4"].reason == "unknown pre-tokenizer type: 'hy_v4'"
+    vocabs = {vocab for vocab, _, _ in _changed_between(history, index, [index + 1])} | {"pre-hy_v4", "llama-spm"}
+    asked = [arg for vocab in sorted(vocabs) for arg in ("--vocab", vocab)]
+    assert main(["identify", "--impl", f"llama.cpp:{prefix / 'lib' / 'libllama.so'}", *asked]) == 0
+    out = capsys.readouterr().out
+    assert f"  tokenizes exactly like: b{stretch.first}..b{stretch.last} (" in out
+    lines = [line.strip() for line in out.splitlines()]
+    assert (
+        "pre-hy_v4: it refuses to load it (unknown pre-tokenizer type: 'hy_v4'), b11192 loads it: 2451 answers" in lines
+    )
+    assert "refused: load:" not in out  # no sample line repeats the refusal
+    found = _identify_real(f"llama.cpp:{prefix / 'lib' / 'libllama.so'}", _bundled({"llama-spm"}), history)
+    assert sum(isinstance(answer, list) for answer in found.answers.values()) > 1000  # it loaded and tokenized
     newer = tmp_path / "newer" / "libllama.so"
     newer.parent.mkdir()
     shutil.copy2(tokenizer_build(11434).libllama, newer)
-    found = _identify_real(f"llama.cpp:{newer}", _bundled({"pre-glm5"}), history)
-    refused = found.load_refusals(found.versus(None))["pre-glm5"]  # b11192 refuses glm5, b11434 loads it
-    assert not refused.by_it and refused.reason == "unknown pre-tokenizer type: 'glm5'" and refused.answers > 2000
+    main(["identify", "--impl", f"llama.cpp:{newer}", "--vocab", "pre-glm5"])
+    lines = [line.strip() for line in capsys.readouterr().out.splitlines()]
+    assert (
+        "pre-glm5: b11192 refuses to load it (unknown pre-tokenizer type: 'glm5'), it loads it: 2376 answers" in lines
+    )
+
+
+BREAKS_ON_GLM5 = """
+from tokconf.implementations.reference import from_gguf
+
+
+def load(path):
+    if "glm5" in str(path):
+        raise RuntimeError("the port broke opening it")
+    return from_gguf(path)
+"""
+
+
+def test_a_port_breaking_on_a_vocabulary_llama_cpp_refuses_is_no_loading_of_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """b11192 refuses glm5's vocabulary; a port whose factory raises there did not load it either: its
+    error is shown among the samples, never "it loads it" (a review's case)."""
+    (tmp_path / "breaks_on_glm5.py").write_text(BREAKS_ON_GLM5, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    assert main(["identify", "--impl", "breaks_on_glm5:load", "--vocab", "pre-glm5", "--vocab", "pre-gpt-4o"]) == 1
+    out = capsys.readouterr().out
+    assert "loads it" not in out and "the port broke opening it" in out
 
 
 def _changed_between(history: History, index: int, others: list[int]) -> set[tuple[str, str, str]]:

@@ -46,7 +46,7 @@ from ..core.facts import VocabFacts
 from ..core.files import cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Request
 from ..core.shrink import ddmin, units
-from ..implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
+from ..implementations.base import Broken, Implementation, LoadRefused, Session, Unsupported, VocabInfo
 from ..live.client import LibllamaOracle
 from ..llama.build import Build
 from ..llama.vocabs import vocab_name
@@ -166,8 +166,9 @@ class Campaign:
             facts = oracle.facts()
             try:
                 session = self.impl.open(VocabInfo.of(vocab, name, sha, facts))
-            except Unsupported as why:
-                self.stats.unsupported.append(f"{name}: {why}")
+            except Unsupported as why:  # a LoadRefused carries llama.cpp's reason alone
+                said = f"refused to load it: {why}" if isinstance(why, LoadRefused) else str(why)
+                self.stats.unsupported.append(f"{name}: {said}")
                 self.stats.declined.append(name)
                 return
             except Broken as why:

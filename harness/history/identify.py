@@ -48,6 +48,7 @@ class Identification:
     recorded: Answers  # the recordings' outcomes for the same keys
     declined: int = 0
     declined_vocabs: list[str] = field(default_factory=list)
+    unloaded: dict[str, str] = field(default_factory=dict)  # vocab -> why it refused to load it (LoadRefused)
     mismatches: list[int] = field(default_factory=list)  # per stretch: outcomes it answers otherwise
 
     @property
@@ -80,19 +81,22 @@ class Identification:
         return sorted(key for key, answer in self.answers.items() if not agrees(answer, expected(key)))
 
     def load_refusals(self, keys: list[Key]) -> dict[str, WholeRefusal]:
-        """The vocabularies among `keys` that one side did not load: every one of its keys there is that
-        side's one `load:` refusal (llama_model_load failed), the other side's answers are not. Said once,
-        where a sample of its shortest inputs would show the same refusal line after line and leave the
-        vocabularies with other differences out (an older binding refuses dozens of newer pre names)."""
+        """The vocabularies among `keys` that one side did not load, the other did: the implementation
+        raised LoadRefused for it (`unloaded`) where the recorded build loaded it, or the recording holds
+        llama.cpp's load refusal for every key where the implementation answered each (an error or a death
+        of its own is no loading: those keys stay samples). Said once, where a sample of its shortest
+        inputs would show the same refusal line after line and leave the vocabularies with other
+        differences out (an older binding refuses dozens of newer pre names)."""
         by_vocab: dict[str, list[Key]] = {}
         for key in keys:
             by_vocab.setdefault(key[0], []).append(key)
         found: dict[str, WholeRefusal] = {}
         for vocab, its_keys in by_vocab.items():
-            for answers, other, by_it in ((self.answers, self.recorded, True), (self.recorded, self.answers, False)):
-                reason = _one_load_refusal([answers[key] for key in its_keys])
-                if reason is not None and _one_load_refusal([other[key] for key in its_keys]) is None:
-                    found[vocab] = WholeRefusal(by_it, reason, len(its_keys))
+            recorded = _one_load_refusal([self.recorded[key] for key in its_keys])
+            if vocab in self.unloaded and recorded is None:
+                found[vocab] = WholeRefusal(True, self.unloaded[vocab], len(its_keys))
+            elif recorded is not None and all(_places(self.answers[key]) for key in its_keys):
+                found[vocab] = WholeRefusal(False, recorded, len(its_keys))
         return found
 
 
@@ -107,7 +111,8 @@ class WholeRefusal:
 
 
 def _one_load_refusal(answers: list[Answer]) -> str | None:
-    """The reason, when every answer is the same load refusal."""
+    """The reason, when every answer is the same load refusal (as a recording or the history holds
+    llama.cpp's: a probe's `load:` answer)."""
     reasons = {a.reason if isinstance(a, Refusal) and a.reason.startswith(LOAD) else None for a in answers}
     reason = reasons.pop() if len(reasons) == 1 else None
     return reason.removeprefix(LOAD) if reason is not None else None
@@ -143,6 +148,7 @@ def identify(
             session = impl.open(info)
         except LoadRefused as refused:
             answered = dict.fromkeys(keys, Refusal(f"{LOAD}{refused}"))
+            found.unloaded[name] = str(refused)
         except Unsupported:
             found.declined_vocabs.append(name)
             continue

@@ -147,9 +147,9 @@ def describe_library(libllama: Path, llama_h: Path, include_dirs: tuple[Path, ..
     size = ffi.sizeof("struct llama_model_params")
     if written is not None and not size - ffi.alignof("struct llama_model_params") < written <= size:
         raise ParamsMismatch(
-            f"{PARAMS_SAID} writes {written} bytes of llama_model_params, where the llama.h "
-            f"it is bound with ({llama_h}) declares {size}: the library is of another llama.cpp version, and "
-            "each vocabulary it loaded would be given shifted parameters"
+            f"{PARAMS_SAID} ends its llama_model_params at byte {written} (padding aside), where the llama.h "
+            f"it is bound with ({llama_h}) declares a struct of {size} bytes: the library is of another llama.cpp "
+            "version, and each vocabulary it loaded would be given shifted parameters"
         )
     return {
         "version": ffi.string(lib.llama_version()).decode() if _exports(ffi, lib, "llama_version") else None,
@@ -171,17 +171,18 @@ PARAMS_PROBE = 1024
 
 
 def _params_written(libllama: Path) -> int | None:
-    """How many bytes of its `struct llama_model_params` the library's llama_model_default_params()
-    writes, the struct's size but its tail padding; None where it cannot be measured (not x86-64).
+    """Where the library's llama_model_default_params() ends its `struct llama_model_params`: the
+    struct's size but its tail padding (b11192's full build writes 78 of its 80 bytes); None where it
+    cannot be measured (not a 64-bit x86-64 process).
 
     The struct is returned in memory (over 16 bytes: the System V x86-64 ABI's MEMORY class), through a
     pointer the caller passes as the first argument, so it is called here as `void *f(void *)` with a
     buffer far larger than any version's struct, once filled with 0x00 and once with 0xFF: the bytes
     that read the same after both calls are the ones it wrote (its defaults do not change between
     calls). aarch64 passes that pointer in x8, which no C prototype can set, so it is not measured there."""
-    if platform.machine() not in ("x86_64", "AMD64"):
-        return None
     probe = cffi.FFI()
+    if probe.sizeof("void *") != 8 or platform.machine().lower() not in ("x86_64", "amd64"):
+        return None  # another architecture, or a 32-bit process (i386 passes the pointer on the stack)
     probe.cdef("void * llama_model_default_params(void *);")
     lib: Any = probe.dlopen(str(libllama))
     after = []
