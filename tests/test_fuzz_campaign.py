@@ -4,6 +4,7 @@ gates it; a right one is not flagged; the example database replays a finding fir
 from __future__ import annotations
 
 import io
+import os
 import tracemalloc
 import unicodedata
 from collections.abc import Callable
@@ -135,6 +136,25 @@ def test_an_unsupported_vocab_is_reported(
     assert status == 1  # the contract: nothing in scope
     assert "unsupported: llama-spm: only BPE vocabularies" in out and "1 unsupported vocabs" in out
     assert "fail: nothing in scope: the implementation declined every vocabulary (llama-spm)" in out
+
+
+def test_a_binding_whose_llama_cpp_refuses_a_vocab_is_said_so(
+    llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LoadRefused carries llama.cpp's reason alone: the campaign says it is a refusal to load, never
+    an unworded decline."""
+    (tmp_path / "refusing_binding.py").write_text(
+        "import tokconf\n\ndef load(path):\n    raise tokconf.LoadRefused(\"unknown pre-tokenizer type: 'x'\")\n",
+        encoding="utf-8",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    found = tmp_path / "found"
+    status, out = fuzz(
+        capsys, "--impl", "refusing_binding:load", "--vocab", "llama-spm", "--no-db", "--found-dir", str(found)
+    )
+    assert status == 1
+    assert "unsupported: llama-spm: refused to load it: unknown pre-tokenizer type: 'x'" in out
 
 
 def test_a_port_declining_every_input_finds_nothing_and_fails(
