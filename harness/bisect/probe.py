@@ -30,7 +30,7 @@ from typing import Literal
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_to_json
 from ..core.files import atomic_write, cache_root, sha256_file
-from ..core.outcome import MODES, Mode, Outcome, Refusal
+from ..core.outcome import LOAD, MODES, Mode, Outcome, Refusal
 from ..implementations.base import Decoder
 from ..live.client import LibllamaOracle, VocabRefused
 from ..llama.build import Build, build_commit
@@ -48,7 +48,6 @@ Item = Mode | Wide | Setting  # Setting: a case's detokenized `bos` ids
 WIDE: tuple[Wide, ...] = ("facts", *PIECE_KINDS)
 ITEMS: tuple[Item, ...] = (*MODES, *WIDE, *DETOKENIZE)
 VOCAB_WIDE = ""  # the case id of a vocabulary's facts and pieces
-LOAD = "load: "  # the reason's prefix of a failed llama_model_load, answered for every key of its vocabulary
 Key = tuple[str, str, Item]  # vocab, case, what was asked
 Answer = Outcome | str  # ids or a refusal for a mode; text (module docstring) for the rest
 Answers = dict[Key, Answer]

@@ -33,6 +33,9 @@ def is_utf8(data: bytes) -> bool:
     return True
 
 
+LOAD = "load: "  # the reason's prefix of a vocabulary llama.cpp did not load, held for each of its cases
+
+
 class RefusalKind(enum.Enum):
     """Why no ids came back, which decides the verdict (`tokconf.checking.engine.judge`)."""
 

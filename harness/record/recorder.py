@@ -29,7 +29,7 @@ from ..core.facts import (
     refused_facts,
 )
 from ..core.files import sha256_file
-from ..core.outcome import MODES, Refusal
+from ..core.outcome import LOAD, MODES, Refusal
 from ..corpus.files import Case, CorpusFile
 from ..corpus.generator import GENERATOR_VERSION, fuzz_strings
 from ..corpus.upstream import upstream_cases
@@ -210,7 +210,7 @@ def _record_refusal(
 ) -> Path:
     """A vocabulary llama.cpp refuses to load, recorded as that refusal: every case, every mode."""
     facts = refused_facts(reason)
-    refusal = Refusal(f"load: {reason}")
+    refusal = Refusal(f"{LOAD}{reason}")
     cases = all_cases(plan, vocab, facts)
     recorded = [RecordedCase(case.id, case.data, dict.fromkeys(MODES, refusal), case.why) for case in cases]
     write(out, Recording(provenance(plan, vocab, vocab_sha, facts, synthetic), facts, recorded))
