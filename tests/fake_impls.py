@@ -102,6 +102,17 @@ class IdeographicSpaceIsSpace(LlamaCpp):
         return super().encode(data.replace("\u3000".encode(), b" "), add_special, parse_special)
 
 
+class OneIdTooMany(LlamaCpp):
+    """Ends every answer with one id more, the empty input's too: a bug every example reaches. A
+    campaign over an example database draws from hypothesis's own randomness (a seed turns its database
+    off), so a test of what the database keeps plants this one: hypothesis's first example, the
+    simplest, already finds it, and it shrinks to the empty input, which every later input holds (no
+    second finding), whatever the draw."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return [*super().encode(data, add_special, parse_special), 0]
+
+
 class TwoBugs(IdeographicSpaceIsSpace):
     """U+3000 as a space, and no BOS where llama.cpp adds one: two causes for `--explain` to find."""
 
@@ -165,7 +176,7 @@ llama_cpp, one_id_changed, one_case_dropped = LlamaCpp, OneIdChanged, OneCaseDro
 never_refuses, wrong_bos, ideographic_space_is_space = NeverRefuses, WrongBos, IdeographicSpaceIsSpace
 control_text_always = ControlTextAlways
 two_bugs, normalizes_nfc, own_pieces, counting = TwoBugs, NormalizesNfc, OwnPieces, Counting
-declines_by_length = DeclinesByLength
+declines_by_length, one_id_too_many = DeclinesByLength, OneIdTooMany
 
 
 def bpe_only(path: Path) -> LlamaCpp:
