@@ -1,5 +1,6 @@
-"""`python -m tokconf` is the same as the `tokconf` console script."""
+"""`python -m tokconf` is the `tokconf` command: the judge, started again isolated
+(`tokconf.core.isolated`)."""
 
-from .cli.main import main
+from .core.isolated import launch
 
-raise SystemExit(main())
+launch()

@@ -19,6 +19,7 @@ from .core.errors import TokconfError
 from .core.facts import VocabFacts
 from .core.files import BUNDLED_RECORDINGS, recordings_arg
 from .core.outcome import Outcome, Refusal, Request
+from .core.sandbox import SandboxPolicy
 from .core.timeouts import API_TIMEOUTS
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
@@ -51,19 +52,25 @@ def check(
     progress: Callable[[str], None] | None = None,
     load_timeout: float | None = None,
     in_process: bool = False,
+    sandbox: str = "auto",
+    sandbox_write: Iterable[str | Path] = (),
+    sandbox_network: bool = False,
 ) -> CheckRun:
     """Check an implementation against recordings, as `tokconf check` does, and return the run as
     data: `run.decision.passed` is the verdict contract's PASS (docs/checking.md), `run.results` every
     case's verdict, `run.summary.counts` the table, `run.causes` what `explain` found.
 
-    `impl` is a factory (`load(path) -> tokenizer`, see `Tokenizer`), called in this process forked,
-    once per vocabulary, or an `--impl` value: `"mypkg.tok:load"` (imported and called in worker
-    processes only), `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`.
+    `impl` is an `--impl` value: `"mypkg.tok:load"` (imported and called in worker processes only,
+    each in a bubblewrap sandbox), `"cmd:PROGRAM ARGS"`, `"llama.cpp@11192"`, `"reference"`; or a
+    factory (`load(path) -> tokenizer`, see `Tokenizer`), called in this process forked, once per
+    vocabulary: bubblewrap cannot enter a forked process, so such a run is kept by a subreaper, not
+    sandboxed, and says NOT SANDBOXED (name it as `"module:factory"` to sandbox it).
     `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
     The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
     `claims` is `--claim`, `min_coverage` a fraction; `jobs` processes apply to an `--impl` value without
     `maxfail`; `in_process` calls a port in this process, for debugging: it can then change the run,
-    and `run.decision.contained` is False). Bad input (a missing vocabulary file, a corrupt recording,
+    and `run.decision.contained` is False; `sandbox` is `--sandbox`: "auto", "bwrap" or "off"). Bad
+    input (a missing vocabulary file, a corrupt recording,
     a factory that is not callable) raises `TokconfError` with what to do. Nothing a port raises,
     returns or does to its process makes a run pass by accident."""
     given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
@@ -72,9 +79,10 @@ def check(
     selection = Selection(frozenset(vocabs), frozenset(modes), frozenset(cases), claim=claim)
     xfails = ExpectedFailures.load(xfail)
     implementation = impl if isinstance(impl, str) else _from_factory(impl, timeout, load_timeout, in_process)
+    policy = SandboxPolicy.of(sandbox, [Path(folder) for folder in sandbox_write], sandbox_network)
     return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
                        explain, Gate(claim, strict, strict_xfail), jobs, load_timeout, in_process,
-                       API_TIMEOUTS)  # fmt: skip
+                       API_TIMEOUTS, policy)  # fmt: skip
 
 
 def _quiet(line: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .checking.contract import DEFAULT_MIN_COVERAGE
 from .core.outcome import MODES
+from .core.sandbox import SandboxMode
 from .fuzz import PROFILES
 from .llama.pins import DEFAULT_BUILD
 
@@ -130,6 +131,27 @@ IN_PROCESS = Option(
     flag=True,
 )
 
+SANDBOX = (
+    Option(
+        "sandbox",
+        "how the implementation's processes run: auto (a bubblewrap sandbox where it works, else kept by a "
+        "subreaper and said NOT SANDBOXED), bwrap (the sandbox, or an error), off (kept: the port can write files "
+        "and reach the network); docs/threat-model.md",
+        default="auto",
+        choices=tuple(mode.value for mode in SandboxMode),
+    ),
+    Option(
+        "sandbox-write",
+        "a folder the sandboxed implementation may write (repeatable; e.g. a model cache it keeps); everything else "
+        "but its private /tmp is read-only",
+        Path,
+        many=True,
+        metavar="DIR",
+    ),
+    Option("sandbox-network", "let the sandboxed implementation reach the network (off by default)", flag=True),
+)
+
+
 CHECK = (
     Option("impl", IMPL_HELP + " (tokconf check: default reference; pytest: required, or the tokconf_impl ini key)"),
     Option(
@@ -173,6 +195,7 @@ CHECK = (
     TIMEOUT,
     LOAD_TIMEOUT,
     IN_PROCESS,
+    *SANDBOX,
     Option(
         "json",
         "also write the verdict as JSON here: the decision, its reasons, the counts per unit",
@@ -218,6 +241,7 @@ FUZZ = (
     TIMEOUT,
     LOAD_TIMEOUT,
     IN_PROCESS,
+    *SANDBOX,
 )
 
 

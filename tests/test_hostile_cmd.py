@@ -16,6 +16,7 @@ import pytest
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.core.sandbox import SandboxPolicy
 from tokconf.implementations.base import VocabInfo
 from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, CommandSession
 from tokconf.implementations.protocol import Op, encode_fields, request_line
@@ -139,7 +140,10 @@ def test_a_program_that_breaks_on_every_other_input_is_given_up_on(tmp_path: Pat
     """Breaking never twice in a row, it is still given up on once `GIVE_UP_BROKEN` of its recent
     requests broke: 4 restarts, not one per two cases; the rest are errors with one reason."""
     starts = tmp_path / "starts"
-    impl = CommandImplementation.of_command(_command("alternate", "--starts", str(starts)), timeout=10)
+    counted = SandboxPolicy(writable=(tmp_path,)).confiner()  # the program counts its starts in a file there
+    impl = CommandImplementation.of_command(
+        _command("alternate", "--starts", str(starts)), timeout=10, confiner=counted
+    )
     try:
         outcomes = _session(impl).encode_many([(b"ab", False, False)] * 40)
     finally:

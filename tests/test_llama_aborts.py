@@ -46,7 +46,8 @@ def _check(
 ) -> tuple[int, CheckRun, dict[str, object]]:
     verdict = tmp_path / "verdict.json"
     recordings = [arg for path in (RECORDING, *more) for arg in ("--recordings", path)]
-    status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict), *options])
+    writes = ("--sandbox-write", str(tmp_path))  # the port counts its starts in a file there
+    status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict), *writes, *options])
     return status, check_runs[-1], json.loads(verdict.read_text())
 
 

@@ -36,6 +36,7 @@ from typing import Literal, TypeVar
 
 from ..core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
 from ..core.printable import printable
+from ..core.sandbox import OWN_CODE, Confinement, Confiner
 
 # What a result is about: a case in one mode, a vocab fact, a decoding check, or a case replayed with
 # other vocabularies loaded into the same process (its column in tables).
@@ -201,7 +202,12 @@ class Decision:
     covered: int  # of them, passed
     warnings: tuple[str, ...] = ()  # what is worth saying but does not fail the run (a stale expected failure)
     verified: int = 0  # cases in scope declined as a verified input class (not counted in `in_scope`)
-    contained: bool = True  # False: a port ran in tokconf's process (--in-process) and could change the run
+    confiner: Confiner = OWN_CODE  # how the implementation's processes were held (`tokconf.core.sandbox`)
+
+    @property
+    def contained(self) -> bool:
+        """False: a port ran in tokconf's process (--in-process) and could change the run."""
+        return self.confiner.confinement is not Confinement.IN_PROCESS
 
     @property
     def exit_status(self) -> int:
@@ -213,7 +219,10 @@ class Decision:
         share = f" ({100 * self.covered / self.in_scope:.2f}%)" if self.in_scope else ""
         coverage = f"coverage {self.covered}/{self.in_scope} cases in scope{share}, {self.units} vocab x mode"
         coverage += f", {self.verified} declined as verified classes" if self.verified else ""
-        coverage += "; NOT CONTAINED: the implementation ran in tokconf's process (--in-process)" * (not self.contained)
+        if self.confiner.confinement is Confinement.KEPT:  # files and network were open to it: said, and why
+            coverage += f"; {self.confiner.confinement.note} ({self.confiner.reason})"
+        elif note := self.confiner.confinement.note:
+            coverage += f"; {note}"
         head = f"PASS: {counts}; {coverage}"
         if self.passed:
             return head

@@ -6,7 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from ..core.files import atomic_output
+from ..core.files import atomic_output, replaceable
 from ..core.printable import printable
 from .contract import Verdict
 from .engine import CaseResult
@@ -44,7 +44,10 @@ def write_junit(path: Path, results: list[CaseResult], details: dict[int, str]) 
 
 def write_unfinished_junit(path: Path, implementation: str) -> None:
     """Before a run (as `verdict_json.write_unfinished`): one error saying the run has not finished, so a
-    run that stops early never leaves an earlier run's passing cases on a CI dashboard."""
+    run that stops early never leaves an earlier run's passing cases on a CI dashboard; a stream gets
+    the one document at the end."""
+    if not replaceable(path):
+        return
     root = ET.Element("testsuites", name="tokconf")
     suite = ET.SubElement(root, "testsuite", name="tokconf")
     case = ET.SubElement(suite, "testcase", classname="tokconf.run", name=printable(implementation))

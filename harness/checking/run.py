@@ -13,9 +13,12 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from ..core.errors import TokconfError
+from ..core.files import FileKind, pinned
+from ..core.sandbox import DEFAULT_POLICY, OWN_CODE, Confinement, Confiner, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
+from ..recordings.decoding import path_for as decoding_path
 from ..recordings.format import VocabGroup, named_recordings, read_provenance
 from ..synth.files import recorded_vocab
 from .contract import Decision, Gate
@@ -34,7 +37,9 @@ class CheckRun:
 
     impl_name: str
     ended: Decision | None = None  # the verdict, set when the run has ended (`decision`)
-    contained: bool = True  # False: a port ran in tokconf's process (--in-process); the verdict line says so
+    confiner: Confiner = (
+        OWN_CODE  # how the implementation's processes were held; the verdict line says all but a sandbox
+    )
     stopped: bool = False  # --maxfail was reached: part of the recordings was not checked
     maxfail: int | None = None
     summary: Summary = field(default_factory=Summary)
@@ -55,6 +60,11 @@ class CheckRun:
     @property
     def passed(self) -> bool:
         return self.ended is not None and self.ended.passed
+
+    @property
+    def contained(self) -> bool:
+        """False: a port ran in tokconf's process (--in-process)."""
+        return self.confiner.confinement is not Confinement.IN_PROCESS
 
 
 def _progress(line: str) -> None:
@@ -87,57 +97,34 @@ def check_paths(
     load_timeout: float | None = None,
     in_process: bool = False,
     options: TimeoutOptions = CLI_TIMEOUTS,
+    sandbox: SandboxPolicy = DEFAULT_POLICY,
 ) -> CheckRun:
     """Check an implementation (an `--impl` value, or one made already) against every selected
     recording under `paths`; with `maxfail`, stop asking once that many problems were found; with
     `explain`, group each vocab's failures into causes (`tokconf.checking.explain`). With `jobs` above
     one (and an `--impl` value, and no `maxfail`), that many processes check a recording each at a
     time. A Python implementation runs in worker processes unless `in_process`
-    (`tokconf.implementations.resolve`). When the whole run was checked, the vocabularies are loaded
-    into one process of the implementation and replayed (`tokconf.checking.interleave`). The run ends
-    with its verdict under `gate` (default: `Gate()`, every vocabulary the implementation loads)."""
+    (`tokconf.implementations.resolve`), every process of an implementation as `sandbox` says
+    (`tokconf.core.sandbox`). Every recording and decoding the run judges is hashed before the first
+    port process starts, and a read of one that changed since is an error (`tokconf.core.files.pinned`).
+    When the whole run was checked, the vocabularies are loaded into one process of the implementation
+    and replayed (`tokconf.checking.interleave`). The run ends with its verdict under `gate` (default:
+    `Gate()`, every vocabulary the implementation loads) once every process of the implementation has
+    ended."""
     files = [p for p in named_recordings(paths, selection.vocabs) if selection.wants_vocab(p.stem)]
     if not files:
         asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
         raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
-    running = _Running(timeout, load_timeout, in_process, options)
-    implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
-    vocabs = provision(files, vocab_dir)
-    task = _Task(impl, selection, xfails, vocab_dir, running, explain, vocabs)
-    if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
+    running = _Running(timeout, load_timeout, in_process, options, sandbox)
+    with pinned(judged_files(files)):
+        implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
         try:
-            with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
-                checked = list(_reported(pool.map(task, files), progress))
-        except BrokenProcessPool:  # a port in process (--in-process) ended it, or a port killed it
+            vocabs = provision(files, vocab_dir)
+            checked, run = _checked(files, impl, implementation, selection, xfails, vocab_dir, running, explain,
+                                    vocabs, jobs, maxfail, progress)  # fmt: skip
+        finally:
             implementation.close()
-            hint = "run it without --in-process: in worker processes it cannot take it down" if in_process else (
-                "something killed it (the implementation, signalling its parent?); run the check again")  # fmt: skip
-            raise TokconfError(f"a process checking recordings with {impl} died: no verdict", hint) from None
-        changed = sorted({one.impl_name for one in checked} - {implementation.name})
-        if changed:  # a library rebuilt or replaced during the run: one verdict must be of one implementation
-            implementation.close()
-            raise TokconfError(f"{impl} changed during the run (it became {changed[0]})", "run the check again")
-        run = CheckRun(implementation.name, explained=explain)
-    else:
-        run = CheckRun(implementation.name, maxfail=maxfail, explained=explain)
-        stop = Stop(maxfail)
-        checked = []
-        try:
-            for path in files:
-                if stop.reached:
-                    run.stopped = True
-                    break
-                checked += _reported([task.check(path, implementation, stop)], progress)
-                run.stopped |= stop.reached
-        except BaseException:
-            implementation.close()
-            raise
-    try:
-        replays = [one.replay for one in checked if one.replay is not None] if not run.stopped else []
-        checked += _interleaved(implementation, replays, progress)
-    finally:
-        implementation.close()
-    run.contained = implementation.contained
+    run.confiner = implementation.confiner
     for one in checked:
         run.vocabs[one.vocab_name] = one.vocab
         run.summary.add(one.results, one.group)
@@ -150,8 +137,59 @@ def check_paths(
     stale = [entry.pattern for entry in xfails.unmatched(set(run.vocabs))]
     unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
     decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
-    run.ended = dataclasses.replace(decision, contained=run.contained)
+    run.ended = dataclasses.replace(decision, confiner=run.confiner)
     return run
+
+
+def judged_files(recordings: list[Path]) -> list[tuple[Path, FileKind]]:
+    """The files a run judges from, as `pinned` takes them: each recording, and the decoding beside it
+    where there is one."""
+    decodings = [decoding_path(p) for p in recordings]
+    return [(p, FileKind.RECORDING) for p in recordings] + [(d, FileKind.DECODING) for d in decodings if d.exists()]
+
+
+def _checked(
+    files: list[Path],
+    impl: str | Implementation,
+    implementation: Implementation,
+    selection: Selection,
+    xfails: ExpectedFailures,
+    vocab_dir: Path | None,
+    running: _Running,
+    explain: bool,
+    vocabs: dict[Path, Path],
+    jobs: int,
+    maxfail: int | None,
+    progress: Callable[[str], None],
+) -> tuple[list[_Checked], CheckRun]:
+    """Every recording checked (in `jobs` processes, or here), then the interleaving check."""
+    task = _Task(impl, selection, xfails, vocab_dir, running, explain, vocabs)
+    if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
+        try:
+            with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
+                checked = list(_reported(pool.map(task, files), progress))
+        except BrokenProcessPool:  # a port in process (--in-process) ended it, or a port killed it
+            hint = (
+                "run it without --in-process: in worker processes it cannot take it down" if running.in_process
+                else "something killed it (the implementation, signalling its parent?); run the check again"
+            )  # fmt: skip
+            raise TokconfError(f"a process checking recordings with {impl} died: no verdict", hint) from None
+        changed = sorted({one.impl_name for one in checked} - {implementation.name})
+        if changed:  # a library rebuilt or replaced during the run: one verdict must be of one implementation
+            raise TokconfError(f"{impl} changed during the run (it became {changed[0]})", "run the check again")
+        run = CheckRun(implementation.name, explained=explain)
+    else:
+        run = CheckRun(implementation.name, maxfail=maxfail, explained=explain)
+        stop = Stop(maxfail)
+        checked = []
+        for path in files:
+            if stop.reached:
+                run.stopped = True
+                break
+            checked += _reported([task.check(path, implementation, stop)], progress)
+            run.stopped |= stop.reached
+    replays = [one.replay for one in checked if one.replay is not None] if not run.stopped else []
+    return checked + _interleaved(implementation, replays, progress), run
 
 
 def _interleaved(implementation: Implementation, replays: list[Replay], progress: Callable[[str], None]
@@ -215,16 +253,17 @@ class _Task:
 @dataclass(frozen=True)
 class _Running:
     """How an `--impl` value is run: the per-answer and loading timeouts (and the options that set them
-    where the run was started), in tokconf's process or not."""
+    where the run was started), in tokconf's process or not, and confined how."""
 
     timeout: float | None
     load_timeout: float | None
     in_process: bool
     options: TimeoutOptions
+    sandbox: SandboxPolicy
 
     def resolve(self, spec: str) -> Implementation:
         return resolve(spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process,
-                       options=self.options)  # fmt: skip
+                       options=self.options, sandbox=self.sandbox)  # fmt: skip
 
 
 def _replay(checked: CheckedFile) -> Replay | None:

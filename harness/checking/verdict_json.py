@@ -10,7 +10,10 @@ this file cannot. The document (docs/checking.md, "--json FILE"), one object:
 - `units`: per vocab x mode (facts and decode too) its group, standing, counts, verified declines,
   coverage, and `aborts`: its passed cases where llama.cpp aborts and so did the implementation, by
   how (`refused`, `died`: its process ended, `aborted`: it said it caught the abort);
-- `implementation`, and `contained`: whether it ran where it could not change the run.
+- `implementation`, and `contained`: whether it ran where it could not change the run; `sandbox`: how
+  its processes were held (`tokconf.core.sandbox`): `kind` (`bwrap`, `kept`: not sandboxed, a subreaper
+  ended what it started; `in-process`; `none-needed`: tokconf's own reference ran) and `about` (what
+  was granted, or why there was no sandbox).
 
 Every string a port or a file wrote (reasons, names) is in its printable form (`core.printable`):
 what the terminal shows, one line each.
@@ -23,7 +26,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..core.files import atomic_write
+from ..core.files import atomic_write, replaceable
 from ..core.outcome import MODES
 from ..core.printable import printable
 from .contract import Decision, Unit, Verdict
@@ -69,12 +72,16 @@ def verdict_document(decision: Decision, summary: Summary, implementation: str) 
         "units": units,
         "implementation": printable(implementation),
         "contained": decision.contained,
+        "sandbox": {"kind": decision.confiner.confinement.value, "about": decision.confiner.describe()},
     }
 
 
 def write_unfinished(path: Path, implementation: str) -> None:
     """Before a run: a failing verdict saying it has not ended, so a run that dies without one (a usage
-    error, a kill, a crash) never leaves an earlier run's `"passed": true` for a CI step to read."""
+    error, a kill, a crash) never leaves an earlier run's `"passed": true` for a CI step to read. A
+    stream (`/dev/stdout`, a pipe) keeps nothing to replace, and gets the one document at the end."""
+    if not replaceable(path):
+        return
     line = "FAIL: no verdict: the run did not finish"
     document = {"tokconf": VERSION, "passed": False, "exit_status": 2, "verdict_line": line,
                 "reasons": ["the run did not finish"], "implementation": printable(implementation)}  # fmt: skip

@@ -15,12 +15,9 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..options import CHECK, add_to_argparse, count, positive
-
-if TYPE_CHECKING:
-    from ..implementations.base import Implementation
 
 
 def add_parser(commands: Any) -> None:
@@ -42,21 +39,12 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """The `check` command; returns the exit status."""
-    from ..implementations.resolve import resolve
-
+    """The `check` command; returns the exit status. The implementation is made by the run, once every
+    recording it judges has been hashed (`tokconf.checking.run.check_paths`)."""
     impl = args.impl or "reference"
     _outputs_ready(args, impl)  # before the implementation is made: making `llama.cpp@N` can fail or take minutes
     jobs = args.jobs if args.jobs > 0 else os.cpu_count() or 1
-    # One process checks: resolved first, so a Python port's worker imports it while tokconf imports
-    # its own modules and reads the recordings (more processes resolve their own).
-    implementation = impl if jobs > 1 else resolve(impl, args.timeout, load_timeout=args.load_timeout,
-                                                   in_process=args.in_process)  # fmt: skip
-    try:
-        return _checked(args, impl, jobs, implementation)
-    finally:
-        if not isinstance(implementation, str):  # what the run did not close (it stopped before it began)
-            implementation.close()
+    return _checked(args, impl, jobs)
 
 
 def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
@@ -78,8 +66,8 @@ def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
         write_unfinished_junit(args.junit, impl)
 
 
-def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str | Implementation) -> int:
-    """The rest of `run`, with the implementation made."""
+def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
+    """The rest of `run`."""
     from rich.console import Console
     from rich.table import Table
 
@@ -94,6 +82,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
     from ..core.printable import printable
+    from ..core.sandbox import SandboxPolicy
 
     paths = args.recordings or [BUNDLED_RECORDINGS]
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir, args.load_timeout)
@@ -102,9 +91,10 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int, implementation: str
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None
     try:
-        run = check_paths(paths, implementation, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
+        run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
                           explain=explain, gate=gate, jobs=jobs, load_timeout=args.load_timeout,
-                          in_process=args.in_process)  # fmt: skip
+                          in_process=args.in_process,
+                          sandbox=SandboxPolicy.of(args.sandbox, args.sandbox_write, args.sandbox_network))  # fmt: skip
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
         raise TokconfError(
             f"the implementation ended the run (sys.exit({exit.code!r})): no verdict",

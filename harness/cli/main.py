@@ -27,6 +27,16 @@ def _parser() -> argparse.ArgumentParser:
 
 
 SIGPIPE_STATUS = 128 + signal.SIGPIPE
+SIGTERM_STATUS = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM reached tokconf (a CI job cancelled, a `timeout` command): raised where the run is, so
+    every `finally` ends the port processes it started before tokconf exits, as Ctrl-C does."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise Terminated
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,10 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    previous = signal.signal(signal.SIGTERM, _terminated)
     try:
         status: int = args.run(args)
         sys.stdout.flush()  # here, not at exit: a reader that left is caught below
         return status
+    except Terminated:
+        print("tokconf: terminated (SIGTERM): no verdict", file=sys.stderr)
+        return SIGTERM_STATUS
     except TokconfError as error:  # its words may quote a port, a program or a file: shown escaped
         lines = str(error).split("\n")
         print(
@@ -61,3 +75,5 @@ def main(argv: list[str] | None = None) -> int:
         resume = " (run the same command again: recording resumes from its journal)" if args.command == "record" else ""
         print(f"tokconf: interrupted{resume}", file=sys.stderr)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -20,6 +20,7 @@ import io
 import os
 import secrets
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -98,8 +99,15 @@ def atomic_output(path: Path, what: str = "output", binary: bool = False) -> Ite
     Only a regular file (or a missing one) is replaced. A symlink's target is written, not the link; a
     device, FIFO or terminal (`--junit /dev/null`, `--json /dev/stdout`) is a stream the caller named,
     written in place: renaming a file over `/dev/null` as root would replace the machine's null
-    device with a regular file.
+    device with a regular file. So is the file this process's standard output or error is (`--json
+    /dev/stdout` with output redirected to a log: the link leads to the log, which must get the text
+    where the redirect writes, not be replaced by it): written through that descriptor.
     """
+    stream = standard_stream(path)
+    if stream is not None:
+        with _through(stream, what, binary) as handle:
+            yield handle
+        return
     path = Path(os.path.realpath(path))
     if path.exists() and not path.is_file():
         if path.is_dir():
@@ -137,6 +145,45 @@ def _streamed(path: Path, what: str, binary: bool) -> Iterator[IO[Any]]:
             yield handle
     except OSError as error:
         raise _write_error(path, what, error) from None
+
+
+def standard_stream(path: Path) -> int | None:
+    """The descriptor (1 or 2) of this process's standard output or error when `path` is that very
+    file (`/dev/stdout`, `/dev/fd/2`, or a log a redirect writes), else None."""
+    try:
+        named = os.stat(path)
+    except OSError:
+        return None
+    for descriptor in (1, 2):
+        try:
+            if os.path.samestat(named, os.fstat(descriptor)):
+                return descriptor
+        except OSError:  # closed
+            continue
+    return None
+
+
+def replaceable(path: Path) -> bool:
+    """Whether writing `path` replaces a file (a regular one, or none yet), rather than writing into a
+    stream in place (`atomic_output`): only such a file is worth a placeholder before a run."""
+    if standard_stream(path) is not None:
+        return False
+    return not os.path.exists(path) or os.path.isfile(path)
+
+
+@contextlib.contextmanager
+def _through(descriptor: int, what: str, binary: bool) -> Iterator[IO[Any]]:
+    """A standard stream written in place, through a duplicate of its descriptor (so at its offset,
+    after what was written to it before)."""
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    duplicate = os.dup(descriptor)
+    handle: IO[Any] = os.fdopen(duplicate, "wb") if binary else os.fdopen(duplicate, "w", encoding="utf-8")
+    try:
+        with handle:
+            yield handle
+    except OSError as error:
+        raise _write_error(Path(f"/dev/fd/{descriptor}"), what, error) from None
 
 
 def _create_beside(path: Path) -> tuple[int, Path]:
@@ -341,12 +388,49 @@ def open_bounded(path: Path, kind: FileKind | None) -> BinaryIO:
 
 
 def read_bounded(path: Path, kind: FileKind) -> bytes:
-    """The bytes of a file from elsewhere, at most `kind.cap` of them (see `open_bounded`)."""
+    """The bytes of a file from elsewhere, at most `kind.cap` of them (see `open_bounded`); a file a run
+    pinned must be as it was when the run began (`pinned`)."""
     try:
         with open_bounded(path, kind) as handle:
-            return handle.read()
+            raw = handle.read()
     except OSError as error:  # a read error (EIO) after the open
         raise TokconfError(f"cannot read {kind} {path}: {error.strerror}") from None
+    _as_pinned(path, hashlib.sha256(raw).hexdigest())
+    return raw
+
+
+_PINNED: dict[Path, str] = {}  # what `pinned` holds: the files a run judges from, and their sha256 then
+
+
+@contextlib.contextmanager
+def pinned(files: Iterable[tuple[Path, FileKind]]) -> Iterator[None]:
+    """Hash every file a run will judge from (its recordings and their decodings) before any port
+    process starts, and, while the run lasts, refuse any read of one whose bytes are no longer those
+    hashed. With the sandbox (`tokconf.core.sandbox`) no port can write them; kept instead, one could
+    rewrite and re-seal the next vocabulary's recording while an earlier one is checked, and that must
+    end the run with an error, never a verdict on the rewritten file. Forked processes of the run
+    (`--jobs`) hold the same pins."""
+    added = []
+    try:
+        for path, kind in files:
+            key = path.resolve()
+            if key not in _PINNED:
+                _PINNED[key] = sha256_file(path, kind)
+                added.append(key)
+        yield
+    finally:
+        for key in added:
+            _PINNED.pop(key, None)
+
+
+def _as_pinned(path: Path, sha256: str) -> None:
+    was = _PINNED.get(path.resolve()) if _PINNED else None
+    if was is not None and was != sha256:
+        raise TokconfError(
+            f"{path} changed during the run: its sha256 was {was[:16]}… when the run began, it is {sha256[:16]}… now",
+            "something wrote it while the check ran (a port kept with --sandbox off, or NOT SANDBOXED, can): "
+            "restore it and run the check again",
+        )
 
 
 def regular_file(path: Path, kind: FileKind) -> Path:
@@ -369,6 +453,7 @@ def sha256_file(path: Path, kind: FileKind | None = None) -> str:
                 digest.update(chunk)
     except OSError as error:
         raise TokconfError(f"cannot read {kind or 'file'} {path}: {error.strerror}") from None
+    _as_pinned(path, digest.hexdigest())
     return digest.hexdigest()
 
 

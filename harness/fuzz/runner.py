@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.outcome import MODES, Mode
+from ..core.sandbox import DEFAULT_POLICY, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
@@ -45,6 +46,7 @@ class Asked:
     load_timeout: float | None = None
     in_process: bool = False
     timeout_options: TimeoutOptions = CLI_TIMEOUTS  # what sets the timeouts, which their messages name
+    sandbox: SandboxPolicy = DEFAULT_POLICY
 
     @classmethod
     def of(cls, value: Callable[[str], Any], seed: int, database: str, engine: Engine) -> Asked:
@@ -63,6 +65,7 @@ class Asked:
             engine=engine,
             load_timeout=value("load-timeout"),
             in_process=bool(value("in-process")),
+            sandbox=SandboxPolicy.of(value("sandbox"), value("sandbox-write"), bool(value("sandbox-network"))),
         )
 
 
@@ -95,7 +98,7 @@ class Runner:
     def impl(self) -> Implementation:
         asked = self.asked
         return resolve(asked.impl, asked.timeout, load_timeout=asked.load_timeout, in_process=asked.in_process,
-                       options=asked.timeout_options)  # fmt: skip
+                       options=asked.timeout_options, sandbox=asked.sandbox)  # fmt: skip
 
     def vocabs(self) -> list[Path]:
         return resolve_vocabs(list(self.asked.vocabs), self.build)

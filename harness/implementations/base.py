@@ -14,6 +14,7 @@ from typing import Protocol
 
 from ..core.facts import ExposedFacts, VocabFacts
 from ..core.outcome import InputClass, Outcome, Request
+from ..core.sandbox import Confiner
 
 
 class Unsupported(Exception):
@@ -147,12 +148,16 @@ class VocabInfo:
 class Implementation(Protocol):
     """`contained`: its code cannot reach the process that judges it (a worker, a `cmd:` program, a
     llama.cpp worker), so nothing it does changes a verdict; False only for a Python implementation
-    run in tokconf's process (`--in-process`), which the verdict line says."""
+    run in tokconf's process (`--in-process`), which the verdict line says. `confiner`: how its
+    processes are held (`tokconf.core.sandbox`: sandboxed, kept, or in process)."""
 
     @property
     def name(self) -> str: ...
 
     contained: bool
+
+    @property
+    def confiner(self) -> Confiner: ...
 
     def open(self, vocab: VocabInfo) -> Session: ...
 

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from ..core.sandbox import DEFAULT_POLICY, Confiner
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions, Wait
 from .base import Broken, Decoder, Detokenize, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
@@ -109,9 +110,11 @@ class DecodingFailed(Exception):
 @dataclass(frozen=True)
 class Launcher:
     """How to start the program: a command line (with extra environment), or, for a Python object
-    that cannot be named in a fresh interpreter, this process forked into `target`."""
+    that cannot be named in a fresh interpreter, this process forked into `target`; either confined
+    as `confiner` says (`tokconf.core.sandbox`: a bubblewrap sandbox, or a keeper)."""
 
     argv: tuple[str, ...]
+    confiner: Confiner
     env: Mapping[str, str] | None = None
     target: Callable[[], int] | None = None
     label: str | None = None  # what messages call it (a worker: its --impl value), else its command line
@@ -119,7 +122,7 @@ class Launcher:
     def start(self, timeout: float) -> Program:
         if self.target is not None:
             return Program.forked(self.argv[0], self.target, timeout)
-        return Program(list(self.argv), timeout, self.env)
+        return Program(list(self.argv), timeout, self.env, self.confiner)
 
     @property
     def shown(self) -> str:
@@ -526,6 +529,10 @@ class CommandImplementation:
     def name(self) -> str:
         return f"{self.hello.name or self.launcher.argv[0]}" + (f" ({self.label})" if self.label else "")
 
+    @property
+    def confiner(self) -> Confiner:
+        return self.launcher.confiner
+
     @classmethod
     def of_command(
         cls,
@@ -533,8 +540,9 @@ class CommandImplementation:
         timeout: float = DEFAULT_TIMEOUT,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
         options: TimeoutOptions = CLI_TIMEOUTS,
+        confiner: Confiner | None = None,
     ) -> CommandImplementation:
-        """`cmd:COMMAND`, split as a shell would."""
+        """`cmd:COMMAND`, split as a shell would, started as `confiner` says (default: `--sandbox auto`'s)."""
         try:
             argv = shlex.split(command)
         except ValueError as error:  # an unclosed quote
@@ -543,7 +551,7 @@ class CommandImplementation:
             ) from None
         if not argv:
             raise TokconfError("--impl cmd: needs a program", "e.g. --impl 'cmd:./my-tokenizer --serve'")
-        return cls(Launcher(tuple(argv)), timeout, load_timeout, options=options)
+        return cls(Launcher(tuple(argv), confiner or DEFAULT_POLICY.confiner()), timeout, load_timeout, options=options)
 
     @property
     def protocol(self) -> int:
@@ -611,6 +619,7 @@ class SharedProcess:
     def __init__(self, owner: CommandImplementation) -> None:
         self.owner = owner
         self.name = owner.name
+        self.confiner = owner.confiner
         self._process: Conversation | None = None
 
     def _keep(self, conversation: Conversation) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
+from ..core.sandbox import DEFAULT_POLICY, Confiner
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..live.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
@@ -51,16 +52,20 @@ class Limits:
 
 
 class LlamaCppImplementation:
-    """A live llama.cpp, one worker per vocabulary. `library` is what a local one says about itself
-    (None for a published build, whose number says it all)."""
+    """A live llama.cpp, one worker per vocabulary, each held as `confiner` says (a user's library runs
+    its own code from the moment it is loaded). `library` is what a local one says about itself (None
+    for a published build, whose number says it all)."""
 
     contained = True  # libllama runs in a worker process
 
     def __init__(
-        self, build: Build, name: str, library: LibraryInfo | None = None, limits: Limits | None = None
-    ) -> None:
+        self, build: Build, name: str, library: LibraryInfo | None = None, limits: Limits | None = None,
+        confiner: Confiner | None = None,
+    ) -> None:  # fmt: skip
+        """`confiner`: default, `--sandbox auto`'s."""
         self.build = build
         self.name = name
+        self.confiner = confiner or DEFAULT_POLICY.confiner()
         self.library = library
         self.limits = limits or Limits()
 
@@ -70,7 +75,8 @@ class LlamaCppImplementation:
         the same refusal, and fails against one that loaded (the check engine)."""
         try:
             oracle = LibllamaOracle(self.build, vocab.path, self.limits.timeout or DEFAULT_TIMEOUT,
-                                    self.limits.load_timeout or DEFAULT_LOAD_TIMEOUT, self.limits.options)  # fmt: skip
+                                    self.limits.load_timeout or DEFAULT_LOAD_TIMEOUT, self.limits.options,
+                                    self.confiner)  # fmt: skip
         except VocabRefused as refused:  # the worker closes itself on a refusal
             # llama.cpp's reason alone: where it is shown (a check's reason, identify's sample lines, one
             # a case) the implementation is named already, and a local one's name is a paragraph long.
@@ -87,18 +93,20 @@ class LlamaCppImplementation:
         """Each session owns its worker."""
 
 
-def published(build: int, limits: Limits | None = None) -> LlamaCppImplementation:
+def published(build: int, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:
     """`llama.cpp@N`: build N's tokenizer-only libllama from the cache (all it calls is the vocabulary's
     functions; tests/test_tokenizer_build.py proves it answers as the full build), or the full libllama
     where the tokenizer-only one cannot be built for that tree (tokconf.llama.build says so)."""
-    return LlamaCppImplementation(require_build(build, tokenize=False), f"llama.cpp@{build}", limits=limits)
+    return LlamaCppImplementation(
+        require_build(build, tokenize=False), f"llama.cpp@{build}", limits=limits, confiner=confiner
+    )
 
 
-def local(path: Path, limits: Limits | None = None) -> LlamaCppImplementation:
+def local(path: Path, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:
     """`llama.cpp:PATH`: the user's libllama.so, or their source tree built in the cache, probed before
     any vocabulary (a library that cannot load is an error, never a vocabulary llama.cpp refuses). Its
     name carries the provenance: what the check table's title and a fuzz finding's campaign say."""
     made = local_build(path)
-    library = probe_library(made)
+    library = probe_library(made, confiner=confiner)
     name = f"llama.cpp:{path} ({made.source.identity()}, {library.describe()})"
-    return LlamaCppImplementation(made, name, library, limits)
+    return LlamaCppImplementation(made, name, library, limits, confiner)

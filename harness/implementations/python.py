@@ -26,6 +26,7 @@ from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact, are_token_ids
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..core.printable import kept
+from ..core.sandbox import IN_PROCESS, OWN_CODE, Confiner
 from .base import Broken, Detokenize, Refused, Unsupported, VocabInfo
 
 
@@ -177,6 +178,11 @@ class PythonImplementation:
         self.name = name
         self.factory = factory
         self.contained = contained
+
+    @property
+    def confiner(self) -> Confiner:
+        """In tokconf's process: a port's code (`--in-process`), or tokconf's own reference."""
+        return OWN_CODE if self.contained else IN_PROCESS
 
     def open(self, vocab: VocabInfo) -> PythonSession:
         """The factory's object for the vocabulary: `Unsupported` declines it, anything else raised

@@ -9,7 +9,9 @@ deadline, the restart after a crash and the give-up after repeated failures of `
 (`tokconf.implementations.command`) apply to it too: a Python call cannot be interrupted from inside
 the process that runs it, but a process can be killed. The module is imported here, never in the
 judging process: a wrong name is the handshake's `error` answer, said as a usage error. The caller's
-`sys.path` comes in `TOKCONF_SYS_PATH` (JSON), so a module the caller could import is found here too.
+`sys.path` comes in `TOKCONF_SYS_PATH` (JSON; for the `tokconf` command, the path it was started with
+and the current folder first: `tokconf.core.isolated`), so a module the caller could import is found
+here too.
 
 The verdicts are the ones the in-process adapter (`tokconf.implementations.python`) decides, sent as
 the protocol's answers (`tokconf.implementations.protocol`): `Unsupported` from the factory declines
@@ -32,6 +34,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, TextIO
 
 from ..core.errors import TokconfError
+from ..core.isolated import PORT_PATH
 from ..core.outcome import InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import Broken, LoadRefused, Session, Unsupported
 from .protocol import (
@@ -53,7 +56,6 @@ from .python import BrokenDecoder, PythonDecoder, PythonImplementation, PythonSe
 
 VOCAB_TYPES = ("none", "spm", "bpe", "wpm", "ugm", "rwkv", "plamo2", "test")  # llama_vocab_type: the factory decides
 DECLARED = frozenset(InputClass)  # a Python `Unsupported` may name any class: the judge checks it fits the input
-SYS_PATH = "TOKCONF_SYS_PATH"  # the caller's sys.path, as JSON
 FLUSH_EVERY = 0.05  # seconds a batch's answers may wait to be written together: far below any timeout
 
 
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m tokconf.implementations.serve MODULE:FACTORY", file=sys.stderr)
         return 2
     requests, answers = protocol_pipes()  # before the implementation is imported: its import may print too
-    caller_path = json.loads(os.environ.get(SYS_PATH, "[]"))
+    caller_path = json.loads(os.environ.get(PORT_PATH, "[]"))
     sys.path[:0] = [entry for entry in caller_path if entry not in sys.path]
     try:
         impl: PythonImplementation | TokconfError = resolve_python(args[0])

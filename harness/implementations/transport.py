@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from typing import IO, Protocol
 
 from ..core.errors import TokconfError
+from ..core.keeper import keep
+from ..core.sandbox import FORKED, KEEPER_GRACE, Confiner
 from ..core.timeouts import Wait
 
 MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
@@ -51,13 +53,14 @@ class Process(Protocol):
 class ForkedProcess:
     """This process forked, with pipes for its standard streams, the child in a session (and process
     group) of its own, as `Popen(start_new_session=True)` makes one; the little of `Popen` `Program`
-    uses."""
+    uses. The child is the keeper (`tokconf.core.keeper`) of a grandchild that runs `target`: bubblewrap
+    cannot take a forked process in, but what the target starts is still ended with it."""
 
     def __init__(self, target: Callable[[], int]) -> None:
         pipes = [os.pipe() for _ in range(3)]  # (read, write) each: stdin, stdout, stderr
+        parent = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:  # the child: never returns
-            status = 70
             try:
                 os.setsid()
                 for fd, (read, write) in enumerate(pipes):
@@ -65,9 +68,9 @@ class ForkedProcess:
                 for read, write in pipes:
                     os.close(read)
                     os.close(write)
-                status = target()
+                keep(lambda: os._exit(target()), parent)
             finally:
-                os._exit(status)
+                os._exit(70)
         (in_read, in_write), (out_read, out_write), (err_read, err_write) = pipes
         for fd in (in_read, out_write, err_write):
             os.close(fd)
@@ -132,13 +135,19 @@ class Program:
     writes never block on a program that stopped reading, a closed stdout is noticed while the program
     lives, and an answer line is bounded (`MAX_LINE`) and gathered in linear time."""
 
-    def __init__(self, argv: list[str], timeout: float, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, argv: list[str], timeout: float, env: Mapping[str, str] | None = None, confiner: Confiner | None = None
+    ) -> None:
+        """`confiner`: how the program is held (`tokconf.core.sandbox`: a bubblewrap sandbox, or a keeper
+        ended with SIGTERM first, see `end`); None for a program of tokconf's own."""
         self.timeout = timeout
         self.argv = argv
+        self.confiner = confiner
         try:
             self.proc: Process = subprocess.Popen(
-                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0,
-                start_new_session=True, env=None if env is None else {**os.environ, **env},
+                argv if confiner is None else confiner.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
+                env=None if env is None else {**os.environ, **env},
             )  # fmt: skip
         except OSError as error:
             raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
@@ -153,6 +162,7 @@ class Program:
         program = cls.__new__(cls)
         program.timeout = timeout
         program.argv = [name]
+        program.confiner = FORKED
         program.proc = ForkedProcess(target)
         program._started()
         return program
@@ -216,8 +226,14 @@ class Program:
     def end(self) -> int:
         """Kill the program's whole process group and reap its leader (the rest become init's
         children, and init reaps them); the leader's exit status. The group is killed before the
-        leader is reaped: the leader's pid, which is the group's id, cannot be reused until then."""
+        leader is reaped: the leader's pid, which is the group's id, cannot be reused until then. A
+        keeper is asked first (SIGTERM), so that it ends what left the group (a `setsid` daemon)
+        before it goes; a sandbox needs no asking: its PID namespace ends with it."""
         if self.proc.returncode is None:
+            if self.confiner is not None and not self.confiner.sandboxed:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self.proc.pid, signal.SIGTERM)
+                self._exits_within(KEEPER_GRACE)
             with contextlib.suppress(ProcessLookupError, PermissionError):  # macOS: a group of zombies only
                 os.killpg(self.proc.pid, signal.SIGKILL)
         status = self.proc.wait()
@@ -225,7 +241,7 @@ class Program:
             assert pipe is not None
             pipe.close()
         self._reader.join(READER_GRACE)  # a process that left the group may hold stderr: not waited for
-        return status
+        return status if self.confiner is None else self.confiner.status(status)
 
     def close(self) -> None:
         """Close its input, give it `CLOSE_GRACE` seconds to exit, then end it (whatever of its group is

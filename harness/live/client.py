@@ -16,7 +16,6 @@ import select
 import shlex
 import struct
 import subprocess
-import sys
 import tempfile
 import time
 from array import array
@@ -25,9 +24,11 @@ from itertools import accumulate, pairwise
 from pathlib import Path
 from typing import TypeVar
 
+from ..core import isolated
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_from_json
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
+from ..core.sandbox import KEEPER_GRACE, Confiner
 from ..core.timeouts import TimeoutOptions, Wait
 from ..llama.build import Build, build_dir
 from ..llama.tokenizer_only import STUB_REACHED
@@ -92,13 +93,16 @@ class LibllamaOracle:
         timeout: float = DEFAULT_TIMEOUT,
         load_timeout: float = DEFAULT_LOAD_TIMEOUT,
         options: TimeoutOptions | None = None,
+        confiner: Confiner | None = None,
     ) -> None:
         """`timeout`: seconds for each answer; `load_timeout`: for starting the worker and loading the
         vocabulary (a 262k-token one takes seconds, more on a loaded machine); `options`: the options
         that set them where the run was started, which a timeout's message names (none for the
-        recorder, which sets neither)."""
+        recorder, which sets neither); `confiner`: how the worker is held when the llama.cpp is the
+        implementation under test (`tokconf.core.sandbox`), None when it is the oracle."""
         self.build = build
         self.vocab = vocab
+        self.confiner = confiner
         self.answer_wait = Wait(timeout, options.answer if options else None)
         self.load_wait = Wait(load_timeout, options.load if options else None)
         self.restarts = 0
@@ -114,12 +118,14 @@ class LibllamaOracle:
     def _start(self) -> None:
         self._stderr.seek(0)
         self._stderr.truncate()
-        command = [sys.executable, "-m", "tokconf.live.worker", "--lib", str(self.build.libllama)]
-        command += ["--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
+        args = ["--lib", str(self.build.libllama), "--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
         for path in self.build.include_dirs:
-            command += ["--include", str(path)]
+            args += ["--include", str(path)]
+        command = isolated.command("tokconf.live.worker", args)  # no .pth file or PYTHON* variable reaches it
         # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
-        env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
+        env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
+        if self.confiner is not None:
+            command = self.confiner.argv(command)
         self._proc = subprocess.Popen(
             command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env
         )
@@ -199,12 +205,17 @@ class LibllamaOracle:
         proc, self._proc = self._proc, None
         if proc is None:
             return None
+        if proc.poll() is None and self.confiner is not None and not self.confiner.sandboxed:
+            proc.terminate()  # a keeper ends what it holds on SIGTERM, and cannot on SIGKILL
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(KEEPER_GRACE)
         if proc.poll() is None:
             proc.kill()
         for pipe in (proc.stdin, proc.stdout):
             if pipe is not None:
                 pipe.close()
-        return proc.wait()
+        status = proc.wait()
+        return status if self.confiner is None else self.confiner.status(status)
 
     def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
         return self.tokenize_many([(data, add_special, parse_special)])[0]

@@ -14,10 +14,11 @@ import io
 import json
 import os
 import subprocess
-import sys
 from dataclasses import dataclass
 
+from ..core import isolated
 from ..core.errors import TokconfError
+from ..core.sandbox import Confiner
 from ..llama.build import Build
 from .client import DEFAULT_TIMEOUT
 from .crash import crash_reason
@@ -41,13 +42,16 @@ class LibraryInfo:
         return f"{version}, {build_info}"
 
 
-def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT) -> LibraryInfo:
-    """Load the build's libllama in a worker process and read what it says about itself, or raise an
-    error saying why it cannot serve as the oracle."""
-    command = [sys.executable, "-m", "tokconf.live.worker", "--lib", str(build.libllama)]
-    command += ["--header", str(build.llama_h), "--info"]
+def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Confiner | None = None) -> LibraryInfo:
+    """Load the build's libllama in a worker process (held as `confiner` says: a user's library runs its
+    own code as it loads) and read what it says about itself, or raise an error saying why it cannot
+    serve as the oracle."""
+    args = ["--lib", str(build.libllama), "--header", str(build.llama_h), "--info"]
     for path in build.include_dirs:
-        command += ["--include", str(path)]
+        args += ["--include", str(path)]
+    command = isolated.command("tokconf.live.worker", args)
+    if confiner is not None:
+        command = confiner.argv(command)
     what = f"llama.cpp {build.source.label()}"
     if str(build.libllama) != build.source.origin:  # a tree's library, or one reached through a link
         what += f" (libllama {build.libllama})"
@@ -57,13 +61,15 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT) -> LibraryInfo
     )
     try:
         done = subprocess.run(
-            command, capture_output=True, timeout=timeout, check=False, env={**os.environ, "GGML_NO_BACKTRACE": "1"}
-        )
+            command, capture_output=True, timeout=timeout, check=False,
+            env={**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"},
+        )  # fmt: skip
     except subprocess.TimeoutExpired:
         raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
     frame = read_frame(io.BytesIO(done.stdout))
     if frame is None:  # it died loading: a static initializer aborted, or it crashed
-        reason = crash_reason(done.stderr[-8192:].decode("utf-8", errors="replace"), done.returncode)
+        status = done.returncode if confiner is None else confiner.status(done.returncode)
+        reason = crash_reason(done.stderr[-8192:].decode("utf-8", errors="replace"), status)
         raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix)
     if frame[:1] != b"O":
         why = frame[1:].decode(errors="replace")

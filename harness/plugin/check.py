@@ -11,6 +11,7 @@ worker. The end-of-run summary prints the table `tokconf check` prints.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import json
@@ -35,15 +36,18 @@ from ..checking.report import (
     describe_cause,
     text_table,
 )
+from ..checking.run import judged_files
 from ..checking.summary import Summary, agreed_abort
 from ..checking.verdict_json import write_unfinished, write_verdict
 from ..checking.xfail import Entry, ExpectedFailures
 from ..core.errors import TokconfError
+from ..core.files import pinned
 from ..core.outcome import MODES, InputClass, Mode, RefusalKind
 from ..core.printable import printable
+from ..core.sandbox import SandboxPolicy
 from ..core.timeouts import TimeoutOptions
 from ..implementations.base import Implementation
-from ..implementations.resolve import IN_PROCESS_ALWAYS, resolve
+from ..implementations.resolve import confiner_of, resolve
 from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
@@ -192,6 +196,9 @@ class CheckPlugin:
         self.timeout: float | None = config.getoption("tokconf_timeout")
         self.load_timeout: float | None = config.getoption("tokconf_load_timeout")
         self.in_process = bool(config.getoption("tokconf_in_process"))
+        self.sandbox = SandboxPolicy.of(config.getoption("tokconf_sandbox"), config.getoption("tokconf_sandbox_write"),
+                                      bool(config.getoption("tokconf_sandbox_network")))  # fmt: skip
+        self._pins = contextlib.ExitStack()  # the recordings and decodings judged, hashed at collection
         # given on the command line (not only in an ini file): a run that then judges nothing must fail
         self.asked_for = bool(config.getoption("tokconf_impl"))
         self.collect_only = bool(config.getoption("collectonly"))
@@ -243,7 +250,7 @@ class CheckPlugin:
             raise self._unresolved
         try:
             return resolve(self.spec, self.timeout, load_timeout=self.load_timeout, in_process=self.in_process,
-                           options=TIMEOUTS)  # fmt: skip
+                           options=TIMEOUTS, sandbox=self.sandbox)  # fmt: skip
         except Exception as error:
             self._unresolved = error
             raise
@@ -309,6 +316,8 @@ class CheckPlugin:
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         try:
             files = named_recordings(self.paths, self.selection.vocabs, "--tokconf-vocab")
+            wanted = [path for path in files if self.selection.wants_vocab(path.stem)]
+            self._pins.enter_context(pinned(judged_files(wanted)))  # before any port process starts
         except TokconfError as error:
             raise pytest.UsageError(str(error)) from None
         for path in files:
@@ -401,17 +410,23 @@ class CheckPlugin:
         when it judged nothing of what it claims (a port declining every input, say). xdist workers
         only report; the controller, which counts every worker's items, decides. A run that was given
         `--tokconf-impl` on its command line and judged nothing of it (every item deselected by `-k`,
-        `-m` or a conftest) fails: the check asked for did not happen."""
+        `-m` or a conftest) fails: the check asked for did not happen. The verdict is written once every
+        port process of this process has ended."""
         if hasattr(session.config, "workerinput") or self.collect_only:
+            self._end()
             return
         if not self.summary.counts:
+            self._end()
             if self.asked_for:
                 why = f"--tokconf-impl {self.spec} was given, but none of its checks ran (all deselected?)"
                 self.decision = Decision(False, (why,), Counter(), 0, 0, 0)
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 self._write_json(self.decision)
             return
-        self._interleave(session)
+        try:
+            self._interleave(session)
+        finally:
+            self._end()
         stale = [entry.pattern for entry in self._stale()]
         unmatched = sorted(self.selection.cases - self.collected_cases)
         decision = self.summary.decide(self.gate, stale, unmatched)
@@ -419,7 +434,7 @@ class CheckPlugin:
             decision = dataclasses.replace(
                 decision, passed=False, reasons=("the run was interrupted", *decision.reasons)
             )
-        self.decision = dataclasses.replace(decision, contained=not self.in_process or self.spec == IN_PROCESS_ALWAYS)
+        self.decision = dataclasses.replace(decision, confiner=confiner_of(self.spec, self.in_process, self.sandbox))
         self._write_json(self.decision)
         if self.causes_file is not None:
             errors, unsupported = (
@@ -460,6 +475,11 @@ class CheckPlugin:
         for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
 
-    def pytest_unconfigure(self) -> None:
+    def _end(self) -> None:
+        """Every port process of this process ended, and the judged files no longer pinned."""
         if self._impl is not None:
             self._impl.close()
+        self._pins.close()
+
+    def pytest_unconfigure(self) -> None:
+        self._end()
