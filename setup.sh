@@ -29,6 +29,9 @@ apt_install() {
 python3 -m venv .venv 2>/dev/null || { apt_install python3-venv && python3 -m venv --clear .venv; }
 .venv/bin/pip install --quiet --disable-pip-version-check -e .
 
+# bubblewrap: every port process runs in its sandbox (harness/core/sandbox.py); without it, NOT SANDBOXED.
+command -v bwrap >/dev/null || apt_install bubblewrap
+
 impl="${TOKCONF_IMPL:-reference}"
 status=0
 main_job() {

@@ -1,0 +1,99 @@
+"""Ports that reach around the process boundary, for tests/test_sandbox.py: each tokenizes as the
+bundled reference does (or with one planted bug, so its verdict is FAIL), and on loading a vocabulary
+does one thing a port must not be able to do to a run. What it acts on comes from the environment
+(`TOKCONF_TEST_*`, set by the test), so one factory serves every front end.
+
+`module:factory` names are the lower-case functions at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from tokconf.core.outcome import MODES, Mode, Outcome
+from tokconf.implementations.base import Refused
+from tokconf.implementations.reference import ReferencePort, from_gguf
+from tokconf.recordings import decoding
+from tokconf.recordings.format import load, write
+
+TARGETS = "TOKCONF_TEST_TARGETS"  # os.pathsep-separated files a port tries to write
+RECORDING = "TOKCONF_TEST_RECORDING"  # the recording a port rewrites
+DAEMON = "TOKCONF_TEST_DAEMON"  # MARKER:PATH: the daemon's command line holds MARKER; it writes PATH
+
+
+class Wrong(ReferencePort):
+    """The reference, one id short on every input of four bytes or more: FAIL wherever it runs."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        ids = super().encode(data, add_special, parse_special)
+        return ids[:-1] if len(data) >= 4 else ids
+
+
+def writes_everywhere(path: Path) -> ReferencePort:
+    """Right, but on every load overwrites each file `TARGETS` names (a verdict file, a recording,
+    tokconf's cache, the folder it runs in) where it can."""
+    for target in filter(None, os.environ.get(TARGETS, "").split(os.pathsep)):
+        with contextlib.suppress(OSError):
+            Path(target).write_text('{"passed": true}\n', encoding="utf-8")
+    return from_gguf(path)
+
+
+def rewrites_the_next_recording(path: Path) -> ReferencePort:
+    """Wrong (`Wrong`) on the vocabulary of the recording `RECORDING` names, right on any other; and on
+    loading another, rewrites that recording to hold its own wrong answers, sealed again, and removes
+    the decoding beside it: a recording read one vocabulary at a time is then judged as it rewrote it."""
+    target = Path(os.environ[RECORDING])
+    recording = load(target)
+    theirs = recording.provenance["vocab"]["file"]
+    if path.name == theirs:
+        return Wrong(from_gguf(path).tokenizer)
+    other = Wrong(from_gguf(path.with_name(theirs)).tokenizer)
+    cases = [
+        dataclasses.replace(case, outcomes={mode: _answer(other, case.data, mode, was) for mode, was in
+                                            case.outcomes.items()})
+        for case in recording.cases
+    ]  # fmt: skip
+    with contextlib.suppress(OSError):  # a sandbox refuses it: the port goes on as it is
+        write(target, dataclasses.replace(recording, cases=cases))
+        decoding.path_for(target).unlink(missing_ok=True)
+    return from_gguf(path)
+
+
+def starts_a_daemon(path: Path) -> ReferencePort:
+    """Wrong, and starts a daemon in a session of its own that outlives the port: once tokconf has
+    written its final verdict into the file `DAEMON` names (a document with `units`), it waits a second
+    and writes a passing one there (for a minute at most)."""
+    marker, _, verdict = os.environ[DAEMON].partition(":")
+    wait = f'for n in $(seq 600); do grep -q units "{verdict}" 2>/dev/null && break; sleep 0.1; done; sleep 1'
+    script = f'{wait}; printf \'{{"passed": true}}\\n\' > "{verdict}" # {marker}'
+    subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL, start_new_session=True)
+    time.sleep(0.2)  # it is running before tokconf can end the port
+    return Wrong(from_gguf(path).tokenizer)
+
+
+def hangs(path: Path) -> ReferencePort:
+    """Loads, then never answers: a run of it only ends when it is ended."""
+
+    class Hanging(ReferencePort):
+        def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+            time.sleep(3600)
+            return []
+
+    return Hanging(from_gguf(path).tokenizer)
+
+
+def wrong(path: Path) -> ReferencePort:
+    return Wrong(from_gguf(path).tokenizer)
+
+
+def _answer(port: Wrong, data: bytes, mode: Mode, recorded: Outcome) -> Outcome:
+    """The port's answer, as a recording holds it (llama.cpp's refusal kept where the port refuses)."""
+    try:
+        return port.encode(data, *MODES[mode])
+    except Refused:
+        return recorded
