@@ -1,8 +1,8 @@
 """Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` (worker
 processes), `--jobs 2`, `--in-process`, as a `cmd:` program of protocol 2 and of protocol 1, and
 through the pytest plugin without and with xdist. Each port's verdict line, which holds every
-count and the coverage, and its exit status must be the same on every front end, and the one the
-verdict contract gives it.
+count, the coverage and the declines granted, its `--json` verdict and its exit status must be the
+same on every front end, and the one the verdict contract gives it.
 
 The recordings are small slices of bundled ones (their cases and llama.cpp's answers as recorded):
 gpt-2, and `pre-glm5`, a vocabulary llama.cpp b11192 refuses to load.
@@ -10,6 +10,7 @@ gpt-2, and `pre-glm5`, a vocabulary llama.cpp b11192 refuses to load.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -33,9 +34,11 @@ B11192 = ROOT / "recordings" / "b11192"
 CACHE = cache_root()
 
 # Which cases of gpt-2 the slice keeps: plain text, an "e"-free one, llama.cpp's own refusal (a code
-# point above U+10FFFF), invalid UTF-8, and the special token's text.
+# point above U+10FFFF), invalid UTF-8, the special token's text, and one input over 1,024 bytes (1,062:
+# 79% of the slice's bytes).
 KEEP = re.compile(
     r"edge/|invalid-utf8/(lone-continuation|above-max-f4-90)$|vocab/50256-(alone|nl-after)$|controls/nul$"
+    r"|multilingual/vietnamese$"
 )
 
 
@@ -50,6 +53,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+NOT_GRANTED = re.escape(": declines not granted (--allow-decline): ")
 # port -> (exit status, what the verdict line must say); the contract, case by case
 ZOO: dict[str, tuple[int, str]] = {
     "right": (0, "PASS: "),
@@ -58,7 +62,12 @@ ZOO: dict[str, tuple[int, str]] = {
     "refuses_everything": (1, "FAIL: .* failed"),
     "declines_every_input": (1, "nothing judged in gpt-2 (bos|plain|special): .*no input at all"),
     "only_the_empty_input": (1, "gpt-2 (bos|plain|special): 1 of \\d+ cases passed"),
-    "declines_invalid_utf8": (0, "PASS: .* unsupported; .*declined as verified classes"),
+    # granted by default: in each mode two inputs are not UTF-8, one holds NUL
+    "declines_invalid_utf8": (0, "PASS: .* unsupported; .*; granted declines: invalid-utf8 6, nul 3$"),
+    # declines a class no command grants by default: each decline counts against coverage, named with its
+    # class (and too-long with its share of the unit's bytes: 1,062 of 1,337)
+    "declines_long_inputs": (1, f"gpt-2 (bos|plain|special): 21 of 22 cases passed .*{NOT_GRANTED}too-long 1 \\(79%"),
+    "parses_special_everywhere": (1, f"gpt-2 plain: 20 of 22 cases passed .*{NOT_GRANTED}special-text 2$"),
     "declines_digits": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
     "declines_newlines": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
     "lies_about_its_class": (1, "FAIL: .* error"),
@@ -73,6 +82,9 @@ PROTOCOL_1 = ("right", "wrong", "refuses_everything")
 # pytest-xdist costs about 7 s a session on these machines: the ports whose verdict the controller
 # makes from several workers' items (coverage, nothing judged, facts, nothing in scope) and a passing one.
 XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab")
+# What every front end's `--json` verdict must hold alike (`implementation` names the front end's form of it,
+# `contained` is False in process).
+SAME = ("passed", "exit_status", "verdict_line", "reasons", "totals", "scope", "grants", "units")
 
 VERDICT_LINE = re.compile(r"^(?:PASS|FAIL): .*$", re.M)
 NOT_CONTAINED = "; NOT CONTAINED: the implementation ran in tokconf's process (--in-process)"
@@ -87,6 +99,29 @@ def _verdict_line(output: str) -> str:
 def _cli(capsys: pytest.CaptureFixture[str], recordings: Path, impl: str, *extra: str) -> tuple[int, str]:
     status = main(["check", "--impl", impl, "--recordings", str(recordings), *extra])
     return status, _verdict_line(capsys.readouterr().out)
+
+
+Judged = tuple[int, str, dict[str, object]]  # exit status, verdict line, the --json verdict's SAME fields
+
+
+def _verdict(path: Path) -> dict[str, object]:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return {key: document[key] for key in SAME}
+
+
+def _judged(capsys: pytest.CaptureFixture[str], recordings: Path, impl: str, *extra: str) -> Judged:
+    """`tokconf check`, with its `--json` verdict."""
+    verdict = recordings.parent / "verdict.json"
+    status, line = _cli(capsys, recordings, impl, "--json", str(verdict), *extra)
+    return status, line, _verdict(verdict)
+
+
+def _pytest_judged(pytester: pytest.Pytester, *args: str, inprocess: bool = True) -> Judged:
+    """The pytest plugin, with its `--tokconf-json` verdict."""
+    verdict = pytester.path / "verdict.json"
+    run = pytester.runpytest_inprocess if inprocess else pytester.runpytest_subprocess
+    result = run("-p", "no:cacheprovider", "--tokconf-json", str(verdict), *args)
+    return result.ret, _verdict_line(result.stdout.str()), _verdict(verdict)
 
 
 @pytest.fixture
@@ -108,30 +143,30 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     check_runs: list[CheckRun],
 ) -> None:
     impl = f"zoo_ports:{port}"
-    status, line = _cli(capsys, recordings, impl)
+    status, line, verdict = _judged(capsys, recordings, impl)
     want_status, pattern = ZOO[port]
     assert status == want_status, line
     assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
+    assert verdict["verdict_line"] == line and verdict["exit_status"] == status
     worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
     front_ends = {
-        "--timeout": _cli(capsys, recordings, impl, "--timeout", "30"),
-        "--jobs 2": _cli(capsys, recordings, impl, "--jobs", "2"),
-        "cmd: protocol 2": _cli(capsys, recordings, worker),
+        "--timeout": _judged(capsys, recordings, impl, "--timeout", "30"),
+        "--jobs 2": _judged(capsys, recordings, impl, "--jobs", "2"),
+        "cmd: protocol 2": _judged(capsys, recordings, worker),
     }
-    status_in_process, line_in_process = _cli(capsys, recordings, impl, "--in-process")
+    status_in_process, line_in_process, in_process = _judged(capsys, recordings, impl, "--in-process")
     assert NOT_CONTAINED in line_in_process  # the same verdict, said to be of a run the port could have changed
     assert (status_in_process, line_in_process.replace(NOT_CONTAINED, "")) == (status, line)
+    assert in_process | {"verdict_line": line} == verdict
     if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
         adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, recordings, adapter)[0] == status
         assert _modes(check_runs[-1]) == _modes(check_runs[0])
-    args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
-    plain = pytester.runpytest_inprocess(*args)
-    front_ends["pytest"] = (plain.ret, _verdict_line(plain.stdout.str()))
+    args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
+    front_ends["pytest"] = _pytest_judged(pytester, *args)
     if port in XDIST:
-        distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
-        front_ends["pytest -n 2"] = (distributed.ret, _verdict_line(distributed.stdout.str()))
-    assert front_ends == dict.fromkeys(front_ends, (status, line))
+        front_ends["pytest -n 2"] = _pytest_judged(pytester, *args, "-n", "2", "--dist", "loadgroup", inprocess=False)
+    assert front_ends == dict.fromkeys(front_ends, (status, line, verdict))
 
 
 def _modes(run: CheckRun) -> dict[tuple[str, str], dict[Verdict, int]]:
