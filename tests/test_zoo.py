@@ -20,6 +20,7 @@ import pytest
 
 # Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
 # imported inside a test (numpy, if a port's imports bring it) cannot be loaded a second time.
+import tokconf
 import zoo_ports  # noqa: F401
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
@@ -167,6 +168,96 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     if port in XDIST:
         front_ends["pytest -n 2"] = _pytest_judged(pytester, *args, "-n", "2", "--dist", "loadgroup", inprocess=False)
     assert front_ends == dict.fromkeys(front_ends, (status, line, verdict))
+
+
+# The two probes of issue 46 and the class each needs granted; which of gpt-2's cases it declines, in which modes.
+GRANTED = {
+    "declines_long_inputs": ("too-long", lambda data: len(data) > 1024, tuple(MODES)),
+    "parses_special_everywhere": ("special-text", lambda data: b"<|endoftext|>" in data, ("plain",)),
+}
+
+
+@pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(GRANTED))
+def test_a_probe_passes_only_where_the_command_grants_its_class(
+    port: str, recordings: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port declining long inputs (`max_input_bytes = 1024`) or plain-mode special texts fails by
+    default (test_every_front_end_gives_a_port_the_same_verdict), through `tokconf.check()` too, and
+    under a grant of another class; it passes when the command grants its class: `tokconf check
+    --allow-decline` (repeatable, comma lists), `tokconf.check(allow_decline=...)`, pytest's
+    `--tokconf-allow-decline` and `tokconf_allow_decline` ini key, every one with the same verdict line
+    and JSON, listing the grant with its count (too-long with its share of the recorded bytes)."""
+    impl = f"zoo_ports:{port}"
+    name, fits, modes = GRANTED[port]
+    gpt2 = load(recordings / "gpt-2.yaml").cases
+    size = sum(len(case.data) for case in gpt2)  # every mode's unit holds every case
+    declined = [len(case.data) for case in gpt2 if fits(case.data)]
+    assert declined, "the slice must hold inputs of the class"
+    share = sum(declined) / size
+    shown = f"{name} {len(declined) * len(modes)}" + f" ({round(100 * share)}% of the bytes)" * (name == "too-long")
+
+    default = tokconf.check(impl, recordings)
+    assert not default.decision.passed and "declines not granted (--allow-decline): " + name in default.decision.line()
+    assert not tokconf.check(impl, recordings, allow_decline="invalid-utf8,nul").decision.passed
+    other = "special-text" if name == "too-long" else "too-long"
+    status, line = _cli(capsys, recordings, impl, "--allow-decline", other)
+    assert status == 1 and f"declines not granted (--allow-decline): {name}" in line
+
+    grant = ["--allow-decline", "invalid-utf8,nul", "--allow-decline", name]  # repeatable, each a comma list
+    status, line, verdict = _judged(capsys, recordings, impl, *grant)
+    assert status == 0 and line.startswith("PASS: ") and line.endswith(f"; granted declines: {shown}"), line
+    nothing = {"cases": 0, "bytes": 0, "share_of_bytes": 0.0}
+    made = {
+        "cases": len(declined) * len(modes),
+        "bytes": sum(declined) * len(modes),
+        "share_of_bytes": sum(declined) * len(modes) / (size * len(MODES)),
+    }  # of the scope's bytes: every mode's
+    assert verdict["grants"] == {"invalid-utf8": nothing, "nul": nothing, name: made}
+    units = {unit["mode"]: unit for unit in verdict["units"] if unit["vocab"] == "gpt-2"}  # type: ignore[attr-defined]
+    for mode in MODES:
+        unit = units[mode]
+        assert unit["bytes"] == size and unit["coverage"] == 1.0
+        if mode in modes:
+            one = {"cases": len(declined), "bytes": sum(declined), "share_of_bytes": share, "granted": True}
+            assert unit["declined"] == {name: one} and unit["granted"] == len(declined)
+        else:
+            assert unit["declined"] == {} and unit["granted"] == 0
+
+    run = tokconf.check(impl, recordings, allow_decline=[tokconf.InputClass.INVALID_UTF8, "nul", name])
+    assert (run.decision.exit_status, run.decision.line()) == (status, line)
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
+    front_ends = {
+        "--jobs 2": _judged(capsys, recordings, impl, "--allow-decline", f"invalid-utf8,nul,{name}", "--jobs", "2"),
+        "cmd: protocol 2": _judged(capsys, recordings, worker, "--allow-decline", f"nul,invalid-utf8,{name}"),
+        "pytest": _pytest_judged(pytester, *args, "--tokconf-allow-decline", f"invalid-utf8,nul,{name}"),
+    }
+    pytester.makeini(f"[pytest]\ntokconf_allow_decline =\n    invalid-utf8,nul\n    {name}\n")
+    front_ends["pytest, ini key"] = _pytest_judged(pytester, *args)
+    assert front_ends == dict.fromkeys(front_ends, (status, line, verdict))
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_allow_decline_none_grants_nothing_and_only_grantable_classes_are_granted(
+    recordings: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--allow-decline none` counts even the declines of invalid UTF-8 and NUL; a mode class or `other`
+    is no grant but a usage error naming the option that does its job, in every front end."""
+    impl = "zoo_ports:declines_invalid_utf8"
+    status, line = _cli(capsys, recordings, impl, "--allow-decline", "none")
+    assert status == 1 and "declines not granted (--allow-decline): invalid-utf8 2, nul 1" in line, line
+    assert not tokconf.check(impl, recordings, allow_decline=()).decision.passed
+    assert not tokconf.check(impl, recordings, allow_decline="none").decision.passed
+    for value, said in [("parse-special", "(--claim)"), ("other", "--min-coverage"), ("utf8", "not a class")]:
+        with pytest.raises(SystemExit):
+            main(["check", "--impl", impl, "--recordings", str(recordings), "--allow-decline", f"nul,{value}"])
+        assert said in capsys.readouterr().err
+        with pytest.raises(tokconf.TokconfError, match=re.escape(said)):
+            tokconf.check(impl, recordings, allow_decline=["nul", value])
+        pytester.makeini(f"[pytest]\ntokconf_allow_decline = {value}\n")
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--tokconf-impl", impl)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR and said in result.stderr.str()
 
 
 def _modes(run: CheckRun) -> dict[tuple[str, str], dict[Verdict, int]]:
