@@ -441,7 +441,7 @@ def test_a_run_that_dies_leaves_no_passing_verdict_file(impl: str, tmp_path: Pat
     run = subprocess.run([*check, "--impl", impl], capture_output=True, check=False, timeout=300)
     assert run.returncode == 2
     assert json.loads(verdict.read_text()) == {
-        "tokconf": 1, "passed": False, "exit_status": 2, "verdict_line": "FAIL: no verdict: the run did not finish",
+        "tokconf": 2, "passed": False, "exit_status": 2, "verdict_line": "FAIL: no verdict: the run did not finish",
         "reasons": ["the run did not finish"], "implementation": impl,
     }  # fmt: skip
     (suite,) = ET.parse(junit).getroot()
