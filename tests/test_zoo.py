@@ -81,8 +81,10 @@ ZOO: dict[str, tuple[int, str]] = {
 # Protocol 1 has no facts, no declared classes and no `fault`: the ports it can carry unchanged.
 PROTOCOL_1 = ("right", "wrong", "refuses_everything")
 # pytest-xdist costs about 7 s a session on these machines: the ports whose verdict the controller
-# makes from several workers' items (coverage, nothing judged, facts, nothing in scope) and a passing one.
-XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab")
+# makes from several workers' items (coverage, nothing judged, facts, nothing in scope, declines and their
+# bytes not granted) and a passing one.
+XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab",
+         "declines_long_inputs", "parses_special_everywhere")  # fmt: skip
 # What every front end's `--json` verdict must hold alike (`implementation` names the front end's form of it,
 # `contained` is False in process).
 SAME = ("passed", "exit_status", "verdict_line", "reasons", "totals", "scope", "grants", "units")
