@@ -58,7 +58,10 @@ DEFAULT_MIN_COVERAGE = 1.0
 
 # What a command grants when it says nothing (`--allow-decline` not given): the classes that can never
 # be a port's bug. A port whose API takes strings cannot be given invalid UTF-8, one on C strings cannot
-# be given NUL; llama.cpp's `llama_tokenize` takes both. Everything else a port declines counts.
+# be given NUL; llama.cpp's `llama_tokenize` takes both (a length, not a C string; `unicode_cpts_from_utf8`
+# reads invalid bytes as U+FFFD). Not `special-text`: llama.cpp leaves a CONTROL token's text unparsed
+# without parse_special (`tokenizer_st_partition`), and a port that cannot is the prompt-injection bug;
+# not `too-long`: `llama_tokenize` has no input limit. Everything else a port declines counts.
 DEFAULT_GRANTS = frozenset({InputClass.INVALID_UTF8, InputClass.NUL})
 NO_GRANTS = "none"  # `--allow-decline none`: nothing granted
 
