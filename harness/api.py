@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from .checking.contract import DEFAULT_MIN_COVERAGE, Claim, Gate
+from .checking.contract import DEFAULT_GRANTS, DEFAULT_MIN_COVERAGE, Claim, Gate, grants_of
 from .checking.engine import Selection
 from .checking.run import CheckRun, check_paths
 from .checking.xfail import ExpectedFailures
 from .core.errors import TokconfError
 from .core.facts import VocabFacts
 from .core.files import BUNDLED_RECORDINGS, recordings_arg
-from .core.outcome import Outcome, Refusal, Request
+from .core.outcome import InputClass, Outcome, Refusal, Request
 from .core.sandbox import SandboxPolicy
 from .core.timeouts import API_TIMEOUTS
 from .implementations.base import Implementation, Refused, Tokenizer
@@ -55,6 +55,7 @@ def check(
     sandbox: str = "auto",
     sandbox_write: Iterable[str | Path] = (),
     sandbox_network: bool = False,
+    allow_decline: str | Iterable[str | InputClass] | None = None,
 ) -> CheckRun:
     """Check an implementation against recordings, as `tokconf check` does, and return the run as
     data: `run.decision.passed` is the verdict contract's PASS (docs/checking.md), `run.results` every
@@ -67,22 +68,36 @@ def check(
     sandboxed, and says NOT SANDBOXED (name it as `"module:factory"` to sandbox it).
     `recordings`: files or folders (default: the bundled b11192 set; `"bundled"` names it too).
     The keyword arguments are `tokconf check`'s options of the same names (`vocabs` is `--vocab`,
-    `claims` is `--claim`, `min_coverage` a fraction; `jobs` processes apply to an `--impl` value without
-    `maxfail`; `in_process` calls a port in this process, for debugging: it can then change the run,
-    and `run.decision.contained` is False; `sandbox` is `--sandbox`: "auto", "bwrap" or "off"). Bad
-    input (a missing vocabulary file, a corrupt recording,
-    a factory that is not callable) raises `TokconfError` with what to do. Nothing a port raises,
-    returns or does to its process makes a run pass by accident."""
+    `claims` is `--claim`, `min_coverage` a fraction, `allow_decline` is `--allow-decline`: class names
+    or `InputClass`es, a comma list, or `"none"`; None grants invalid-utf8 and nul, `()` nothing;
+    `run.decision.grants` lists each granted class with its declines; `jobs` processes apply to an
+    `--impl` value without `maxfail`; `in_process` calls a port in this process, for debugging: it can
+    then change the run, and `run.decision.contained` is False; `sandbox` is `--sandbox`: "auto",
+    "bwrap" or "off"). Bad input (a missing vocabulary file, a corrupt recording, a factory that is not
+    callable) raises `TokconfError` with what to do. Nothing a port raises, returns or does to its
+    process makes a run pass by accident."""
     given = [recordings] if isinstance(recordings, (str, Path)) else list(recordings or [])
     paths = [recordings_arg(str(p)) for p in given] or [BUNDLED_RECORDINGS]
     claim = Claim(tuple(claims), min_coverage)
     selection = Selection(frozenset(vocabs), frozenset(modes), frozenset(cases), claim=claim)
     xfails = ExpectedFailures.load(xfail)
     implementation = impl if isinstance(impl, str) else _from_factory(impl, timeout, load_timeout, in_process)
+    gate = Gate(claim, strict, strict_xfail, granted=_granted(allow_decline))
     policy = SandboxPolicy.of(sandbox, [Path(folder) for folder in sandbox_write], sandbox_network)
     return check_paths(paths, implementation, selection, xfails, vocab_dir, timeout, progress or _quiet, maxfail,
-                       explain, Gate(claim, strict, strict_xfail), jobs, load_timeout, in_process,
-                       API_TIMEOUTS, policy)  # fmt: skip
+                       explain, gate, jobs, load_timeout, in_process, API_TIMEOUTS, policy)  # fmt: skip
+
+
+def _granted(allow_decline: str | Iterable[str | InputClass] | None) -> frozenset[InputClass]:
+    """`check`'s `allow_decline` as the classes it grants, checked as `--allow-decline` is."""
+    if allow_decline is None:
+        return DEFAULT_GRANTS
+    given = [allow_decline] if isinstance(allow_decline, str) else [
+        c.value if isinstance(c, InputClass) else c for c in allow_decline]  # fmt: skip
+    try:
+        return grants_of(given) if given else frozenset()
+    except ValueError as error:
+        raise TokconfError(f"check: allow_decline: {error}", "e.g. allow_decline=['invalid-utf8', 'nul']") from None
 
 
 def _quiet(line: str) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .checking.contract import DEFAULT_MIN_COVERAGE
+from .checking.contract import DEFAULT_GRANTS, DEFAULT_MIN_COVERAGE, NO_GRANTS, grants_named
 from .core.outcome import MODES
 from .core.sandbox import SandboxMode
 from .fuzz import PROFILES
@@ -58,6 +58,16 @@ def percentage(text: str) -> float:
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"{text} must be from 0 to 100")
     return value / 100
+
+
+def decline_classes(text: str) -> str:
+    """An argparse type: an `--allow-decline` value, a comma list of classes a command can grant or
+    `none` (`tokconf.checking.contract.grants_named`); kept as given, combined by `grants_of`."""
+    try:
+        grants_named(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def recordings_path(text: str) -> Path:
@@ -183,6 +193,16 @@ CHECK = (
         claim_pattern,
         many=True,
         metavar="VOCAB/MODE",
+    ),
+    Option(
+        "allow-decline",
+        "input classes whose declines do not count against coverage, a comma list (repeatable): invalid-utf8, "
+        f"nul, special-text (plain-mode special texts), too-long (past the port's declared limit), or {NO_GRANTS}; "
+        f"the port declines, the command grants (default {','.join(sorted(c.value for c in DEFAULT_GRANTS))}: "
+        "what a string or C-string API cannot be given; the verdict line and --json list each granted class)",
+        decline_classes,
+        many=True,
+        metavar="CLASSES",
     ),
     Option(
         "min-coverage",

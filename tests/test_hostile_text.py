@@ -92,7 +92,7 @@ def _files_say_it_too(folder: Path, last: str, reasons: list[str], contained: bo
     """The JSON verdict is the terminal's; the JUnit and causes files parse; the Markdown renders
     as CommonMark with no element made of a port's text."""
     verdict = json.loads((folder / "v.json").read_text(encoding="utf-8"))
-    assert verdict["tokconf"] == 1 and verdict["passed"] is False and verdict["exit_status"] == 1
+    assert verdict["tokconf"] == 2 and verdict["passed"] is False and verdict["exit_status"] == 1
     assert verdict["contained"] is contained
     assert verdict["verdict_line"] == last and verdict["reasons"] == reasons
     assert ET.parse(folder / "j.xml").getroot().find("testsuite") is not None

@@ -88,12 +88,12 @@ def _verdicts(run: CheckRun) -> dict[Verdict, int]:
 def test_declared_unsupported_inputs_are_counted_by_class_and_never_passed(
     llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
-    # two of the three cases are not UTF-8, declined as such: a class verified on the input, not counted
+    # two of the three cases are not UTF-8, declined as such: a class verified on the input, granted by default
     assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW]) == 0
     assert _verdicts(check_runs[-1]) == {Verdict.PASSED: 3, Verdict.UNSUPPORTED: 6}
     out = capsys.readouterr().out
-    assert "unsupported: 6 of qwen2: invalid-utf8" in out and "declined in qwen2: verified invalid-utf8 6" in out
-    assert "coverage 3/3 cases in scope (100.00%), 3 vocab x mode, 6 declined as verified classes" in out
+    assert "unsupported: 6 of qwen2: invalid-utf8" in out and "declined in qwen2: granted invalid-utf8 6" in out
+    assert "coverage 3/3 cases in scope (100.00%), 3 vocab x mode; granted declines: invalid-utf8 6" in out
     # the same inputs declined as `other`, unverified: each counts against coverage, unless loosened explicitly
     other = _program(tmp_path, ["other"], skip="other")
     assert main(["check", "--impl", other, *FEW]) == 1

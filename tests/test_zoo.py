@@ -1,8 +1,8 @@
 """Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` (worker
 processes), `--jobs 2`, `--in-process`, as a `cmd:` program of protocol 2 and of protocol 1, and
 through the pytest plugin without and with xdist. Each port's verdict line, which holds every
-count and the coverage, and its exit status must be the same on every front end, and the one the
-verdict contract gives it.
+count, the coverage and the declines granted, its `--json` verdict and its exit status must be the
+same on every front end, and the one the verdict contract gives it.
 
 The recordings are small slices of bundled ones (their cases and llama.cpp's answers as recorded):
 gpt-2, and `pre-glm5`, a vocabulary llama.cpp b11192 refuses to load.
@@ -10,6 +10,7 @@ gpt-2, and `pre-glm5`, a vocabulary llama.cpp b11192 refuses to load.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -19,6 +20,7 @@ import pytest
 
 # Imported before pytester snapshots `sys.modules`, which it restores after each test: a module first
 # imported inside a test (numpy, if a port's imports bring it) cannot be loaded a second time.
+import tokconf
 import zoo_ports  # noqa: F401
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
@@ -33,9 +35,11 @@ B11192 = ROOT / "recordings" / "b11192"
 CACHE = cache_root()
 
 # Which cases of gpt-2 the slice keeps: plain text, an "e"-free one, llama.cpp's own refusal (a code
-# point above U+10FFFF), invalid UTF-8, and the special token's text.
+# point above U+10FFFF), invalid UTF-8, the special token's text, and one input over 1,024 bytes (1,062:
+# 79% of the slice's bytes).
 KEEP = re.compile(
     r"edge/|invalid-utf8/(lone-continuation|above-max-f4-90)$|vocab/50256-(alone|nl-after)$|controls/nul$"
+    r"|multilingual/vietnamese$"
 )
 
 
@@ -50,6 +54,7 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+NOT_GRANTED = re.escape(": declines not granted (--allow-decline): ")
 # port -> (exit status, what the verdict line must say); the contract, case by case
 ZOO: dict[str, tuple[int, str]] = {
     "right": (0, "PASS: "),
@@ -58,7 +63,12 @@ ZOO: dict[str, tuple[int, str]] = {
     "refuses_everything": (1, "FAIL: .* failed"),
     "declines_every_input": (1, "nothing judged in gpt-2 (bos|plain|special): .*no input at all"),
     "only_the_empty_input": (1, "gpt-2 (bos|plain|special): 1 of \\d+ cases passed"),
-    "declines_invalid_utf8": (0, "PASS: .* unsupported; .*declined as verified classes"),
+    # granted by default: in each mode two inputs are not UTF-8, one holds NUL
+    "declines_invalid_utf8": (0, "PASS: .* unsupported; .*; granted declines: invalid-utf8 6, nul 3$"),
+    # declines a class no command grants by default: each decline counts against coverage, named with its
+    # class (and too-long with its share of the unit's bytes: 1,062 of 1,337)
+    "declines_long_inputs": (1, f"gpt-2 (bos|plain|special): 21 of 22 cases passed .*{NOT_GRANTED}too-long 1 \\(79%"),
+    "parses_special_everywhere": (1, f"gpt-2 plain: 20 of 22 cases passed .*{NOT_GRANTED}special-text 2$"),
     "declines_digits": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
     "declines_newlines": (1, "gpt-2 (bos|plain|special): \\d+ of \\d+ cases passed .*below the 100% a claim needs"),
     "lies_about_its_class": (1, "FAIL: .* error"),
@@ -71,8 +81,13 @@ ZOO: dict[str, tuple[int, str]] = {
 # Protocol 1 has no facts, no declared classes and no `fault`: the ports it can carry unchanged.
 PROTOCOL_1 = ("right", "wrong", "refuses_everything")
 # pytest-xdist costs about 7 s a session on these machines: the ports whose verdict the controller
-# makes from several workers' items (coverage, nothing judged, facts, nothing in scope) and a passing one.
-XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab")
+# makes from several workers' items (coverage, nothing judged, facts, nothing in scope, declines and their
+# bytes not granted) and a passing one.
+XDIST = ("right", "declines_every_input", "only_the_empty_input", "facts_of_the_wrong_type", "declining_every_vocab",
+         "declines_long_inputs", "parses_special_everywhere")  # fmt: skip
+# What every front end's `--json` verdict must hold alike (`implementation` names the front end's form of it,
+# `contained` is False in process).
+SAME = ("passed", "exit_status", "verdict_line", "reasons", "totals", "scope", "grants", "units")
 
 VERDICT_LINE = re.compile(r"^(?:PASS|FAIL): .*$", re.M)
 NOT_CONTAINED = "; NOT CONTAINED: the implementation ran in tokconf's process (--in-process)"
@@ -87,6 +102,29 @@ def _verdict_line(output: str) -> str:
 def _cli(capsys: pytest.CaptureFixture[str], recordings: Path, impl: str, *extra: str) -> tuple[int, str]:
     status = main(["check", "--impl", impl, "--recordings", str(recordings), *extra])
     return status, _verdict_line(capsys.readouterr().out)
+
+
+Judged = tuple[int, str, dict[str, object]]  # exit status, verdict line, the --json verdict's SAME fields
+
+
+def _verdict(path: Path) -> dict[str, object]:
+    document = json.loads(path.read_text(encoding="utf-8"))
+    return {key: document[key] for key in SAME}
+
+
+def _judged(capsys: pytest.CaptureFixture[str], recordings: Path, impl: str, *extra: str) -> Judged:
+    """`tokconf check`, with its `--json` verdict."""
+    verdict = recordings.parent / "verdict.json"
+    status, line = _cli(capsys, recordings, impl, "--json", str(verdict), *extra)
+    return status, line, _verdict(verdict)
+
+
+def _pytest_judged(pytester: pytest.Pytester, *args: str, inprocess: bool = True) -> Judged:
+    """The pytest plugin, with its `--tokconf-json` verdict."""
+    verdict = pytester.path / "verdict.json"
+    run = pytester.runpytest_inprocess if inprocess else pytester.runpytest_subprocess
+    result = run("-p", "no:cacheprovider", "--tokconf-json", str(verdict), *args)
+    return result.ret, _verdict_line(result.stdout.str()), _verdict(verdict)
 
 
 @pytest.fixture
@@ -108,30 +146,120 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     check_runs: list[CheckRun],
 ) -> None:
     impl = f"zoo_ports:{port}"
-    status, line = _cli(capsys, recordings, impl)
+    status, line, verdict = _judged(capsys, recordings, impl)
     want_status, pattern = ZOO[port]
     assert status == want_status, line
     assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
+    assert verdict["verdict_line"] == line and verdict["exit_status"] == status
     worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
     front_ends = {
-        "--timeout": _cli(capsys, recordings, impl, "--timeout", "30"),
-        "--jobs 2": _cli(capsys, recordings, impl, "--jobs", "2"),
-        "cmd: protocol 2": _cli(capsys, recordings, worker),
+        "--timeout": _judged(capsys, recordings, impl, "--timeout", "30"),
+        "--jobs 2": _judged(capsys, recordings, impl, "--jobs", "2"),
+        "cmd: protocol 2": _judged(capsys, recordings, worker),
     }
-    status_in_process, line_in_process = _cli(capsys, recordings, impl, "--in-process")
+    status_in_process, line_in_process, in_process = _judged(capsys, recordings, impl, "--in-process")
     assert NOT_CONTAINED in line_in_process  # the same verdict, said to be of a run the port could have changed
     assert (status_in_process, line_in_process.replace(NOT_CONTAINED, "")) == (status, line)
+    assert in_process | {"verdict_line": line} == verdict
     if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
         adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, recordings, adapter)[0] == status
         assert _modes(check_runs[-1]) == _modes(check_runs[0])
-    args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
-    plain = pytester.runpytest_inprocess(*args)
-    front_ends["pytest"] = (plain.ret, _verdict_line(plain.stdout.str()))
+    args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
+    front_ends["pytest"] = _pytest_judged(pytester, *args)
     if port in XDIST:
-        distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
-        front_ends["pytest -n 2"] = (distributed.ret, _verdict_line(distributed.stdout.str()))
-    assert front_ends == dict.fromkeys(front_ends, (status, line))
+        front_ends["pytest -n 2"] = _pytest_judged(pytester, *args, "-n", "2", "--dist", "loadgroup", inprocess=False)
+    assert front_ends == dict.fromkeys(front_ends, (status, line, verdict))
+
+
+# The two probes of issue 46 and the class each needs granted; which of gpt-2's cases it declines, in which modes.
+GRANTED = {
+    "declines_long_inputs": ("too-long", lambda data: len(data) > 1024, tuple(MODES)),
+    "parses_special_everywhere": ("special-text", lambda data: b"<|endoftext|>" in data, ("plain",)),
+}
+
+
+@pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(GRANTED))
+def test_a_probe_passes_only_where_the_command_grants_its_class(
+    port: str, recordings: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A port declining long inputs (`max_input_bytes = 1024`) or plain-mode special texts fails by
+    default (test_every_front_end_gives_a_port_the_same_verdict), through `tokconf.check()` too, and
+    under a grant of another class; it passes when the command grants its class: `tokconf check
+    --allow-decline` (repeatable, comma lists), `tokconf.check(allow_decline=...)`, pytest's
+    `--tokconf-allow-decline` and `tokconf_allow_decline` ini key, every one with the same verdict line
+    and JSON, listing the grant with its count (too-long with its share of the recorded bytes)."""
+    impl = f"zoo_ports:{port}"
+    name, fits, modes = GRANTED[port]
+    gpt2 = load(recordings / "gpt-2.yaml").cases
+    size = sum(len(case.data) for case in gpt2)  # every mode's unit holds every case
+    declined = [len(case.data) for case in gpt2 if fits(case.data)]
+    assert declined, "the slice must hold inputs of the class"
+    share = sum(declined) / size
+    shown = f"{name} {len(declined) * len(modes)}" + f" ({round(100 * share)}% of the bytes)" * (name == "too-long")
+
+    default = tokconf.check(impl, recordings)
+    assert not default.decision.passed and "declines not granted (--allow-decline): " + name in default.decision.line()
+    assert not tokconf.check(impl, recordings, allow_decline="invalid-utf8,nul").decision.passed
+    other = "special-text" if name == "too-long" else "too-long"
+    status, line = _cli(capsys, recordings, impl, "--allow-decline", other)
+    assert status == 1 and f"declines not granted (--allow-decline): {name}" in line
+
+    grant = ["--allow-decline", "invalid-utf8,nul", "--allow-decline", name]  # repeatable, each a comma list
+    status, line, verdict = _judged(capsys, recordings, impl, *grant)
+    assert status == 0 and line.startswith("PASS: ") and line.endswith(f"; granted declines: {shown}"), line
+    nothing = {"cases": 0, "bytes": 0, "share_of_bytes": 0.0}
+    made = {
+        "cases": len(declined) * len(modes),
+        "bytes": sum(declined) * len(modes),
+        "share_of_bytes": sum(declined) * len(modes) / (size * len(MODES)),
+    }  # of the scope's bytes: every mode's
+    assert verdict["grants"] == {"invalid-utf8": nothing, "nul": nothing, name: made}
+    units = {unit["mode"]: unit for unit in verdict["units"] if unit["vocab"] == "gpt-2"}  # type: ignore[attr-defined]
+    for mode in MODES:
+        unit = units[mode]
+        assert unit["bytes"] == size and unit["coverage"] == 1.0
+        if mode in modes:
+            one = {"cases": len(declined), "bytes": sum(declined), "share_of_bytes": share, "granted": True}
+            assert unit["declined"] == {name: one} and unit["granted"] == len(declined)
+        else:
+            assert unit["declined"] == {} and unit["granted"] == 0
+
+    run = tokconf.check(impl, recordings, allow_decline=[tokconf.InputClass.INVALID_UTF8, "nul", name])
+    assert (run.decision.exit_status, run.decision.line()) == (status, line)
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
+    front_ends = {
+        "--jobs 2": _judged(capsys, recordings, impl, "--allow-decline", f"invalid-utf8,nul,{name}", "--jobs", "2"),
+        "cmd: protocol 2": _judged(capsys, recordings, worker, "--allow-decline", f"nul,invalid-utf8,{name}"),
+        "pytest": _pytest_judged(pytester, *args, "--tokconf-allow-decline", f"invalid-utf8,nul,{name}"),
+    }
+    pytester.makeini(f"[pytest]\ntokconf_allow_decline =\n    invalid-utf8,nul\n    {name}\n")
+    front_ends["pytest, ini key"] = _pytest_judged(pytester, *args)
+    assert front_ends == dict.fromkeys(front_ends, (status, line, verdict))
+
+
+@pytest.mark.usefixtures("zoo_path")
+def test_allow_decline_none_grants_nothing_and_only_grantable_classes_are_granted(
+    recordings: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--allow-decline none` counts even the declines of invalid UTF-8 and NUL; a mode class or `other`
+    is no grant but a usage error naming the option that does its job, in every front end."""
+    impl = "zoo_ports:declines_invalid_utf8"
+    status, line = _cli(capsys, recordings, impl, "--allow-decline", "none")
+    assert status == 1 and "declines not granted (--allow-decline): invalid-utf8 2, nul 1" in line, line
+    assert not tokconf.check(impl, recordings, allow_decline=()).decision.passed
+    assert not tokconf.check(impl, recordings, allow_decline="none").decision.passed
+    for value, said in [("parse-special", "(--claim)"), ("other", "--min-coverage"), ("utf8", "not a class")]:
+        with pytest.raises(SystemExit):
+            main(["check", "--impl", impl, "--recordings", str(recordings), "--allow-decline", f"nul,{value}"])
+        assert said in capsys.readouterr().err
+        with pytest.raises(tokconf.TokconfError, match=re.escape(said)):
+            tokconf.check(impl, recordings, allow_decline=["nul", value])
+        pytester.makeini(f"[pytest]\ntokconf_allow_decline = {value}\n")
+        result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--tokconf-impl", impl)
+        assert result.ret == pytest.ExitCode.USAGE_ERROR and said in result.stderr.str()
 
 
 def _modes(run: CheckRun) -> dict[tuple[str, str], dict[Verdict, int]]:

@@ -1,6 +1,7 @@
 """A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
 declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing,
-declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies.
+declining exactly what it gets wrong (as its own reason, or as a class only the command may grant),
+lying about what it declines, keeping state across vocabularies.
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
@@ -101,6 +102,31 @@ class LiesAboutItsClass(ReferencePort):
         return super().encode(data, add_special, parse_special)
 
 
+class DeclinesLongInputs(ReferencePort):
+    """Wrong on every input longer than 1,024 bytes (a buffer it never grows), and declares
+    `max_input_bytes = 1024` to decline exactly those as `too-long`: a few cases, most of the recorded
+    bytes. Fails unless the command grants `too-long`."""
+
+    max_input_bytes = 1024
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if len(data) > self.max_input_bytes:
+            raise Unsupported("longer than my buffer", input_class="too-long")
+        return super().encode(data, add_special, parse_special)
+
+
+class ParsesSpecialEverywhere(ReferencePort):
+    """Parses special tokens in every mode, so a user's `<|endoftext|>` text becomes the control token
+    (the prompt-injection bug), and declines exactly the plain-mode inputs where that shows as
+    `special-text`. Fails unless the command grants `special-text`."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        parsed = super().encode(data, add_special, True)
+        if not parse_special and parsed != super().encode(data, add_special, False):
+            raise Unsupported(input_class="special-text")
+        return parsed
+
+
 _FIRST: list[ReferencePort] = []
 
 
@@ -174,6 +200,7 @@ right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Ra
 declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
 declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
 printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
+declines_long_inputs, parses_special_everywhere = _port(DeclinesLongInputs), _port(ParsesSpecialEverywhere)
 declines_digits, declines_newlines, lies_about_its_class = (
     _port(DeclinesDigits),
     _port(DeclinesNewlines),

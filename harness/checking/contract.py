@@ -11,13 +11,18 @@ A run PASSES only when it judged what the implementation claims:
   `Unsupported`) x every mode checked, or, with `--claim vocab/mode` patterns, exactly those. A
   vocabulary claimed but declined fails the run.
 - Every unit of the scope (one vocabulary in one mode) needs passed cases, and by default every case
-  of it passed but those declined as a *verified* input class (not UTF-8, holds NUL, holds a special
-  token's text with parse_special off, longer than the port's declared limit, ...: `InputClass`,
-  checked on the input by the engine). `min_coverage` loosens that, explicitly: the share of the
-  unit's other cases that must pass. So a port that declines exactly the inputs it gets wrong (as
-  `other`) fails, and one that declines only what its API cannot take passes. Facts alone never
-  pass; neither do the cases of a recording of a vocabulary llama.cpp refuses to load (both sides
-  refusing is agreement, not coverage).
+  of it passed but those declined as an input class the *command* grants (`Gate.granted`,
+  `--allow-decline`; `InputClass`, each checked on the input by the engine). The port only says
+  what it declines: by default the command grants the classes that are never a port's bug (not
+  UTF-8, holds NUL: `DEFAULT_GRANTS`), never `too-long` (a port declaring 1,024 bytes leaves out
+  61-67% of every shipped vocabulary's recorded bytes) nor `special-text` (a port parsing a user's
+  `<|eot_id|>` as the control token in plain mode is the prompt-injection bug). `min_coverage`
+  loosens that, explicitly: the share of the unit's other cases that must pass. So a port that
+  declines exactly the inputs it gets wrong fails, and one that declines only what its API cannot
+  take passes. Facts alone never pass; neither do the cases of a recording of a vocabulary llama.cpp
+  refuses to load (both sides refusing is agreement, not coverage). Every granted class is listed
+  with the declines made under it (and `too-long` with its share of the recorded bytes) in the
+  verdict line and `--json`.
 - Nothing failed, broke (error) or unexpectedly passed (xpassed), anywhere; with `strict`, nothing was
   unsupported either.
 
@@ -31,10 +36,10 @@ import enum
 import fnmatch
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, TypeVar
 
-from ..core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind
+from ..core.outcome import MODES, InputClass, Mode, Outcome, Refusal, RefusalKind
 from ..core.printable import printable
 from ..core.sandbox import OWN_CODE, Confinement, Confiner
 
@@ -46,11 +51,59 @@ DECODE: Section = "decode"  # cases: pieces-special, pieces-plain and the DETOKE
 INTERLEAVE: Section = "interleave"  # cases: `MODE/CASE` (tokconf.checking.interleave)
 S = TypeVar("S", bound=str)  # a section name: a mode, facts or decode
 
-# The share of a unit's cases, but its verified declines, that must pass: all of them. A port that
+# The share of a unit's cases, but its granted declines, that must pass: all of them. A port that
 # declines the inputs its API cannot take (not UTF-8, NUL: 7-16% of a shipped recording's cases) says
-# so with their class and passes; an unverified decline (`other`) or an expected failure is a case not
-# passed, which only an explicit `--min-coverage` below 100 allows.
+# so with their class and passes; any other decline or an expected failure is a case not passed,
+# which only a grant of its class or an explicit `--min-coverage` below 100 allows.
 DEFAULT_MIN_COVERAGE = 1.0
+
+# What a command grants when it says nothing (`--allow-decline` not given): the classes that can never
+# be a port's bug. A port whose API takes strings cannot be given invalid UTF-8, one on C strings cannot
+# be given NUL; llama.cpp's `llama_tokenize` takes both (a length, not a C string; `unicode_cpts_from_utf8`
+# reads invalid bytes as U+FFFD). Not `special-text`: llama.cpp leaves a CONTROL token's text unparsed
+# without parse_special (`tokenizer_st_partition`), and a port that cannot is the prompt-injection bug;
+# not `too-long`: `llama_tokenize` has no input limit. Everything else a port declines counts.
+DEFAULT_GRANTS = frozenset({InputClass.INVALID_UTF8, InputClass.NUL})
+NO_GRANTS = "none"  # `--allow-decline none`: nothing granted
+
+
+def grants_named(text: str) -> frozenset[InputClass]:
+    """The classes of one `--allow-decline` value: a comma list of grantable class names, or `none`
+    (nothing). A ValueError saying what may be granted for anything else; a mode class or `other`
+    points to the option that does its job (see `InputClass`)."""
+    names = [name.strip() for name in text.split(",")]
+    if names == [NO_GRANTS]:
+        return frozenset()
+    grantable = ", ".join(c.value for c in InputClass if c.grantable)
+    found = set()
+    for name in names:
+        cls = InputClass.named(name)
+        if cls is None or not cls.grantable:
+            instead = {
+                InputClass.PARSE_SPECIAL: "; a port that cannot do a mode claims the others (--claim)",
+                InputClass.ADD_SPECIAL: "; a port that cannot do a mode claims the others (--claim)",
+                InputClass.OTHER: "; a share of unverified declines is --min-coverage's",
+            }.get(cls, "") if cls is not None else ""  # fmt: skip
+            raise ValueError(f"{name!r} is not a class a command can grant ({grantable}, or {NO_GRANTS}){instead}")
+        found.add(cls)
+    return frozenset(found)
+
+
+def grants_of(given: Sequence[str]) -> frozenset[InputClass]:
+    """What a command grants from its `--allow-decline` values (repeatable, each a comma list): their
+    classes together, or `DEFAULT_GRANTS` when none was given. A ValueError as `grants_named`."""
+    if not given:
+        return DEFAULT_GRANTS
+    return frozenset().union(*map(grants_named, given))
+
+
+def percent(share: float) -> str:
+    """A share as the grant list shows it: whole percents, but never 0% or 100% for what is neither."""
+    if 0 < share < 0.01:
+        return "<1%"
+    if 0.99 < share < 1:
+        return ">99%"
+    return f"{100 * share:.0f}%"
 
 
 class Verdict(enum.Enum):
@@ -152,8 +205,9 @@ class Claim:
 
 @dataclass(frozen=True)
 class Gate:
-    """A run's settings that decide PASS: the claim, `--strict` (nothing unsupported at all) and
-    `--strict-xfail` (an expected-failure entry that matches nothing fails the run)."""
+    """A run's settings that decide PASS: the claim, `--strict` (nothing unsupported at all),
+    `--strict-xfail` (an expected-failure entry that matches nothing fails the run) and the input
+    classes the command grants (`--allow-decline`: their declines leave coverage whole)."""
 
     claim: Claim = Claim()
     strict: bool = False
@@ -161,22 +215,84 @@ class Gate:
     # Whether the front end takes a claim (`tokconf check`, pytest; not a fuzz campaign): a mode that
     # judged nothing, every case declined, is then pointed to the claim that leaves it out.
     claimable: bool = False
+    granted: frozenset[InputClass] = DEFAULT_GRANTS
+
+
+@dataclass
+class Declines:
+    """One unit's declined cases by the input class each was declined as (verified on its input by the
+    engine), with the recorded bytes of those cases and of every case of the unit: what a grant leaves
+    out, in cases and in bytes (a port declaring `max_input_bytes = 1024` declines 53 of gpt-2's 2,719
+    cases, but 67% of their bytes)."""
+
+    cases: Counter[InputClass] = field(default_factory=Counter)
+    bytes: Counter[InputClass] = field(default_factory=Counter)
+    recorded_bytes: int = 0
+
+    def add(self, size: int, declined: InputClass | None) -> None:
+        """One case of `size` bytes, declined as `declined` (None: not declined)."""
+        self.recorded_bytes += size
+        if declined is not None:
+            self.cases[declined] += 1
+            self.bytes[declined] += size
+
+    def share(self, cls: InputClass) -> float:
+        """The share of the unit's recorded bytes declined as `cls`."""
+        return self.bytes[cls] / self.recorded_bytes if self.recorded_bytes else 0.0
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A class the command granted, and what the implementation declined under it in the scope: its
+    cases, their bytes, and the recorded bytes of the scope's every case."""
+
+    input_class: InputClass
+    cases: int = 0
+    bytes: int = 0
+    recorded_bytes: int = 0
+
+    @property
+    def share(self) -> float:
+        return self.bytes / self.recorded_bytes if self.recorded_bytes else 0.0
+
+    def shown(self) -> str:
+        """`invalid-utf8 402`; `too-long 53 (67% of the bytes)`: a length limit leaves out few cases but
+        most of the text, and the grant list says so."""
+        bytes_ = f" ({percent(self.share)} of the bytes)" if self.input_class is InputClass.TOO_LONG else ""
+        return f"{self.input_class.value} {self.cases}{bytes_}"
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One vocabulary in one mode, as the run judged it; `verified`: its unsupported cases declined as
-    a class tokconf verified on the input, which coverage does not count."""
+    """One vocabulary in one mode, as the run judged it; `declines`: its unsupported cases by the input
+    class they were declined as; `granted`: the classes the command grants, which coverage does not
+    count."""
 
     vocab: str
     mode: str
     counts: Counter[Verdict]
-    verified: int = 0
+    declines: Declines = field(default_factory=Declines)
+    granted: frozenset[InputClass] = frozenset()
+
+    @property
+    def exempt(self) -> int:
+        """Its cases declined as a granted class."""
+        return sum(self.declines.cases[cls] for cls in self.granted)
 
     @property
     def recorded(self) -> int:
-        """Its cases that count: every recorded case but the verified declines."""
-        return sum(self.counts.values()) - self.verified
+        """Its cases that count: every recorded case but the granted declines."""
+        return sum(self.counts.values()) - self.exempt
+
+    def not_granted(self) -> str:
+        """Its declines of a class a command could grant but this one does not, said with their count
+        (and too-long's share of the bytes), or ""."""
+        shown = [
+            Grant(cls, n, self.declines.bytes[cls], self.declines.recorded_bytes).shown()
+            for cls, n in self.declines.cases.most_common()
+            if cls.grantable and cls not in self.granted
+        ]
+        return f"declines not granted (--allow-decline): {', '.join(shown)}" if shown else ""
 
     @property
     def passed(self) -> int:
@@ -201,7 +317,8 @@ class Decision:
     in_scope: int  # recorded cases in those units
     covered: int  # of them, passed
     warnings: tuple[str, ...] = ()  # what is worth saying but does not fail the run (a stale expected failure)
-    verified: int = 0  # cases in scope declined as a verified input class (not counted in `in_scope`)
+    # every class the command granted, with the declines in scope made under it (not counted in `in_scope`)
+    grants: tuple[Grant, ...] = ()
     confiner: Confiner = OWN_CODE  # how the implementation's processes were held (`tokconf.core.sandbox`)
 
     @property
@@ -213,12 +330,19 @@ class Decision:
     def exit_status(self) -> int:
         return 0 if self.passed else 1
 
+    @property
+    def granted(self) -> int:
+        """The cases in scope declined as a granted class."""
+        return sum(grant.cases for grant in self.grants)
+
     def line(self) -> str:
-        """The last line of a run: PASS or FAIL, the counts, the coverage, and the first reason."""
+        """The last line of a run: PASS or FAIL, the counts, the coverage, the declines granted (when
+        there were any), and the first reason."""
         counts = ", ".join(f"{self.totals[v]} {v.value}" for v in Verdict if self.totals[v]) or "nothing checked"
         share = f" ({100 * self.covered / self.in_scope:.2f}%)" if self.in_scope else ""
         coverage = f"coverage {self.covered}/{self.in_scope} cases in scope{share}, {self.units} vocab x mode"
-        coverage += f", {self.verified} declined as verified classes" if self.verified else ""
+        made = [grant.shown() for grant in self.grants if grant.cases]
+        coverage += f"; granted declines: {', '.join(made)}" if made else ""
         if self.confiner.confinement is Confinement.KEPT:  # files and network were open to it: said, and why
             coverage += f"; {self.confiner.confinement.note} ({self.confiner.reason})"
         elif note := self.confiner.confinement.note:
@@ -237,7 +361,7 @@ def decide(
     unsupported_reasons: Mapping[tuple[str, S], Counter[str]] | None = None,
     stale_entries: Sequence[str] = (),
     unmatched_cases: Sequence[str] = (),
-    verified: Mapping[tuple[str, S], int] | None = None,
+    declines: Mapping[tuple[str, S], Declines] | None = None,
 ) -> Decision:
     """The verdict of a run from its counts per (vocab, section) and each vocabulary's standing.
 
@@ -245,16 +369,18 @@ def decide(
     one is named when a unit falls short, so the message says why ("the implementation declared
     parse-special unsupported"). `stale_entries`: expected-failure patterns that matched no checked
     case (they fail the run with `gate.strict_xfail`); `unmatched_cases`: `--case` ids that matched
-    no case (a mistyped id must not shrink a gate silently); `verified`, per (vocab, mode), its cases
-    declined as a verified input class, which coverage does not count."""
+    no case (a mistyped id must not shrink a gate silently); `declines`, per (vocab, mode), its cases
+    declined by input class: those of a class `gate.granted` holds are not counted in its coverage
+    (none are without it: every decline counts)."""
     claim = gate.claim
     by_unit: dict[tuple[str, str], Counter[str]] = {(v, str(s)): c for (v, s), c in (unsupported_reasons or {}).items()}
     reasons: list[str] = []
     totals: Counter[Verdict] = Counter()
     for tally in counts.values():
         totals.update(tally)
-    verified_of = verified or {}
-    units = [Unit(v, s, c, verified_of.get((v, s), 0)) for (v, s), c in sorted(counts.items()) if s in MODES]
+    declines_of = declines or {}
+    units = [Unit(v, s, c, declines_of.get((v, s), Declines()), gate.granted)
+             for (v, s), c in sorted(counts.items()) if s in MODES]  # fmt: skip
     scope: list[Unit] = []
     for unit in units:
         state = standing.get(unit.vocab, Standing.LOADED)
@@ -269,7 +395,7 @@ def decide(
     for unit in scope:
         if unit.passed and unit.coverage() >= claim.min_coverage:
             continue
-        why = _top(by_unit, unit)
+        why = "; ".join(filter(None, (unit.not_granted(), _top(by_unit, unit))))
         because = f": {why}" if why else ""
         if gate.claimable and not unit.judged and not claim.explicit:
             because += _claim_hint(unit)
@@ -281,7 +407,7 @@ def decide(
             reasons.append(
                 f"{unit.vocab} {unit.mode}: {unit.passed} of {unit.recorded} cases passed "
                 f"({100 * unit.coverage():.2f}%, below the {100 * claim.min_coverage:g}% a claim needs: "
-                f"only declines of a verified input class are not counted; {_counted(unit)}){because}"
+                f"only declines of a class the command grants are not counted; {_counted(unit)}){because}"
             )
     if not scope and not reasons:
         declined = sorted(v for v, s in standing.items() if s is Standing.DECLINED)
@@ -302,7 +428,17 @@ def decide(
     covered = sum(u.passed for u in scope)
     warnings = () if gate.strict_xfail else tuple(stale)
     return Decision(not reasons, tuple(reasons), totals, len(scope), in_scope, covered, warnings,
-                    sum(u.verified for u in scope))  # fmt: skip
+                    _grants(scope, gate.granted))  # fmt: skip
+
+
+def _grants(scope: Sequence[Unit], granted: frozenset[InputClass]) -> tuple[Grant, ...]:
+    """Every granted class (in `InputClass` order), with what was declined under it in the scope."""
+    recorded_bytes = sum(unit.declines.recorded_bytes for unit in scope)
+    return tuple(
+        Grant(cls, sum(u.declines.cases[cls] for u in scope), sum(u.declines.bytes[cls] for u in scope), recorded_bytes)
+        for cls in InputClass
+        if cls in granted
+    )
 
 
 def _claim_hint(unit: Unit) -> str:

@@ -96,12 +96,9 @@ class CaseResult:
     # can: a port whose vocabulary differs from the GGUF's is then shown its own pieces.
     actual_pieces: tuple[bytes, ...] | None = None
     standing: Standing = Standing.LOADED  # the vocabulary's, which decides whether it is in scope
-    declined: InputClass | None = None  # an unsupported case's input class, verified on its input
-
-    @property
-    def verified_decline(self) -> bool:
-        """Declined as a class tokconf verified on the input: counted apart, not against coverage."""
-        return self.verdict is Verdict.UNSUPPORTED and self.declined is not None and self.declined.verified
+    # An unsupported case's input class, verified on its input (`verified`); whether its decline counts
+    # against coverage is the command's grant (`contract.Gate.granted`), not the port's.
+    declined: InputClass | None = None
 
 
 @dataclass

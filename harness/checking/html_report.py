@@ -187,7 +187,7 @@ def _verdict(decision: Decision, summary: Summary) -> str:
     state, word = ("pass", "PASS") if decision.passed else ("fail", "FAIL")
     reasons = "".join(f"<li>fail: {_e(printable(reason))}</li>" for reason in decision.reasons)
     reasons += "".join(f"<li>warning: {_e(printable(warning))}</li>" for warning in decision.warnings)
-    reasons += "".join(f"<li>{_e(line)}</li>" for line in abort_lines(summary) + decline_lines(summary))
+    reasons += "".join(f"<li>{_e(line)}</li>" for line in abort_lines(summary) + decline_lines(summary, decision))
     return (
         f"<div class='verdict {state}'><span class='word'>{word}</span>"
         f"<p class='line mono'>{_e(decision.line())}</p>{f'<ul>{reasons}</ul>' if reasons else ''}</div>"

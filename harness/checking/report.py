@@ -236,17 +236,22 @@ def describe_group(group: list[CaseResult], vocab: Path | None, how: Invocation)
 UNSUPPORTED_SHOWN = 10  # reasons of unsupported answers on the terminal, the largest groups first
 
 
-def decline_lines(summary: Summary) -> list[str]:
+def decline_lines(summary: Summary, decision: Decision) -> list[str]:
     """What each vocabulary's declined inputs were, by input class, so a reviewer sees what a port left
-    out: verified classes (not counted against coverage) apart from `other` (counted)."""
+    out: the classes the command granted (not counted against coverage) apart from the others
+    (counted)."""
+    granted = {grant.input_class for grant in decision.grants}
     by_vocab: dict[str, Counter[InputClass]] = {}
-    for (vocab, _), classes in sorted(summary.declines.items()):
-        by_vocab.setdefault(vocab, Counter()).update(classes)
+    for (vocab, _), declines in sorted(summary.declines.items()):
+        by_vocab.setdefault(vocab, Counter()).update(declines.cases)
     lines = []
     for vocab, classes in by_vocab.items():
-        verified = ", ".join(f"{c.value} {n}" for c, n in classes.most_common() if c.verified)
-        other = classes[InputClass.OTHER]
-        shown = [f"verified {verified}"] * bool(verified) + [f"unverified (other) {other}"] * bool(other)
+        if not classes:
+            continue
+        made = classes.most_common()
+        yes = ", ".join(f"{c.value} {n}" for c, n in made if c in granted)
+        no = ", ".join(f"{c.value} {n}" for c, n in made if c not in granted)
+        shown = [f"granted {yes}"] * bool(yes) + [f"not granted {no}"] * bool(no)
         lines.append(f"declined in {printable(vocab)}: {'; '.join(shown)}")
     return lines
 
@@ -378,7 +383,7 @@ class RunReport:
             failed = len({case_id(r) for c in run.causes for r in c.cases})
             lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
         lines += abort_lines(run.summary)
-        lines += decline_lines(run.summary)
+        lines += decline_lines(run.summary, self.decision)
         groups = self.unsupported
         lines += [
             f"unsupported: {len(g.cases)} of {printable(g.vocab)}: {printable(g.example)}"
@@ -420,7 +425,7 @@ class RunReport:
         lines += [f"- warning: {_markdown_text(printable(w))}" for w in decision.warnings]
         lines += ["", "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += [f"| {_markdown_text(key)} | {' | '.join(rest)} |" for key, *rest in table_rows(self.run.summary)]
-        declines = abort_lines(self.run.summary) + decline_lines(self.run.summary)
+        declines = abort_lines(self.run.summary) + decline_lines(self.run.summary, decision)
         lines += ["", *(f"- {_markdown_text(line)}" for line in declines)] if declines else []
         every = [
             f"{text}\n  every case:    {' '.join(printable(case_id(r)) for r in c.cases)}"

@@ -9,14 +9,14 @@ from collections.abc import Iterable, Sequence
 
 from ..core.outcome import MODES, InputClass, Refusal, RefusalKind
 from ..recordings.format import VocabGroup
-from .contract import Decision, Gate, Section, Standing, Verdict, decide
+from .contract import Decision, Declines, Gate, Section, Standing, Verdict, decide
 from .engine import CaseResult
 
 
 class Summary:
-    """Counts per vocab x section, each vocab's group and standing, the declines per input class and
-    the reasons of the unverified ones per vocab x section, and the problems kept for details;
-    `decide` applies the verdict contract."""
+    """Counts per vocab x section, each vocab's group and standing, the declines per input class (with
+    their bytes and the section's recorded bytes) and the reasons of the declines no command can grant
+    per vocab x section, and the problems kept for details; `decide` applies the verdict contract."""
 
     def __init__(self) -> None:
         self.counts: dict[tuple[str, Section], Counter[Verdict]] = defaultdict(Counter)
@@ -24,7 +24,7 @@ class Summary:
         self.standing: dict[str, Standing] = {}
         self.problems: list[CaseResult] = []
         self.unsupported_reasons: dict[tuple[str, Section], Counter[str]] = defaultdict(Counter)
-        self.declines: dict[tuple[str, Section], Counter[InputClass]] = defaultdict(Counter)
+        self.declines: dict[tuple[str, Section], Declines] = defaultdict(Declines)
         # Passed cases where llama.cpp aborts (the recording) and the implementation did too, by how:
         # refused, its process died (restarted), or it said it caught the abort.
         self.aborts: dict[tuple[str, Section], Counter[RefusalKind]] = defaultdict(Counter)
@@ -32,7 +32,7 @@ class Summary:
     def add(self, results: Iterable[CaseResult], group: VocabGroup) -> None:
         for result in results:
             self.count(result.vocab, result.section, result.verdict, group, result.standing, result.reason,
-                       result.declined, agreed_abort(result))  # fmt: skip
+                       result.declined, agreed_abort(result), len(result.data))  # fmt: skip
             if result.verdict.is_problem:
                 self.problems.append(result)
 
@@ -46,19 +46,20 @@ class Summary:
         reason: str = "",
         declined: InputClass | None = None,
         aborted: RefusalKind | None = None,
+        size: int = 0,
     ) -> None:
         """One verdict; an unsupported case's input class (`declined`) when it declined an input; how a
-        passed case aborted as llama.cpp does (`aborted`, `agreed_abort`)."""
+        passed case aborted as llama.cpp does (`aborted`, `agreed_abort`); the input's bytes (`size`)."""
         self.counts[(vocab, section)][verdict] += 1
         self.groups[vocab] = group
         self.standing[vocab] = standing
         if aborted is not None:
             self.aborts[(vocab, section)][aborted] += 1
+        declined = declined if verdict is Verdict.UNSUPPORTED else None
+        self.declines[(vocab, section)].add(size, declined)
         if verdict is not Verdict.UNSUPPORTED:
             return
-        if declined is not None:
-            self.declines[(vocab, section)][declined] += 1
-        if declined is None or not declined.verified:  # a verified class says it all; a reason of its own does not
+        if declined is None or not declined.grantable:  # a grantable class says it all; a reason of its own does not
             self.unsupported_reasons[(vocab, section)][reason] += 1
 
     def totals(self) -> Counter[Verdict]:
@@ -69,9 +70,8 @@ class Summary:
 
     def decide(self, gate: Gate, stale_entries: Sequence[str] = (), unmatched_cases: Sequence[str] = ()) -> Decision:
         """The run's verdict under the contract (`tokconf.checking.contract.decide`)."""
-        verified = {unit: sum(n for c, n in found.items() if c.verified) for unit, found in self.declines.items()}
         return decide(self.counts, self.standing, gate, self.unsupported_reasons, stale_entries, unmatched_cases,
-                      verified)  # fmt: skip
+                      self.declines)  # fmt: skip
 
 
 def agreed_abort(result: CaseResult) -> RefusalKind | None:

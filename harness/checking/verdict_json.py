@@ -6,10 +6,14 @@ this file cannot. The document (docs/checking.md, "--json FILE"), one object:
 
 - `tokconf`: its version (`VERSION`), raised when a field changes meaning;
 - `passed`, `exit_status`, `verdict_line`, `reasons`, `warnings`: the `Decision`, as the terminal ends;
-- `totals`: every verdict's count; `scope`: the verdict line's figures (units, cases, covered, verified);
-- `units`: per vocab x mode (facts and decode too) its group, standing, counts, verified declines,
-  coverage, and `aborts`: its passed cases where llama.cpp aborts and so did the implementation, by
-  how (`refused`, `died`: its process ended, `aborted`: it said it caught the abort);
+- `totals`: every verdict's count; `scope`: the verdict line's figures (units, cases, covered, granted);
+- `grants`: every input class the command granted (`--allow-decline`), with the declines in scope
+  made under it, their bytes and their share of the scope's recorded bytes;
+- `units`: per vocab x mode (facts and decode too) its group, standing, counts, recorded `bytes`,
+  `declined` (per input class: cases, bytes, share of the unit's bytes, whether granted), `granted`
+  (the declines coverage does not count), coverage, and `aborts`: its passed cases where llama.cpp
+  aborts and so did the implementation, by how (`refused`, `died`: its process ended, `aborted`: it
+  said it caught the abort);
 - `implementation`, and `contained`: whether it ran where it could not change the run; `sandbox`: how
   its processes were held (`tokconf.core.sandbox`): `kind` (`bwrap`, `kept`: not sandboxed, a subreaper
   ended what it started; `in-process`; `none-needed`: tokconf's own reference ran) and `about` (what
@@ -29,10 +33,10 @@ from typing import Any
 from ..core.files import atomic_write, replaceable
 from ..core.outcome import MODES
 from ..core.printable import printable
-from .contract import Decision, Unit, Verdict
+from .contract import Decision, Declines, Unit, Verdict
 from .summary import Summary
 
-VERSION = 1
+VERSION = 2  # 2: `grants`, and per unit `bytes`, `declined` and `granted`, for 1's `verified`; `sandbox`
 
 
 def _counts(counts: Counter[Verdict]) -> dict[str, int]:
@@ -42,16 +46,22 @@ def _counts(counts: Counter[Verdict]) -> dict[str, int]:
 
 def verdict_document(decision: Decision, summary: Summary, implementation: str) -> dict[str, Any]:
     """The document of one decided run (the module's docstring). A unit's `coverage` is the contract's
-    (`Unit.coverage`: passed of its cases but the declines of a verified input class); facts and
+    (`Unit.coverage`: passed of its cases but the declines of a class the command granted); facts and
     decode have none, they never count toward it."""
+    granted = frozenset(grant.input_class for grant in decision.grants)
     units = []
     for (vocab, section), counts in sorted(summary.counts.items()):
-        verified = sum(n for kind, n in summary.declines.get((vocab, section), Counter()).items() if kind.verified)
-        coverage = Unit(vocab, section, counts, verified).coverage() if section in MODES else None
+        unit = Unit(vocab, section, counts, summary.declines.get((vocab, section), Declines()), granted)
+        declined = {
+            cls.value: {"cases": n, "bytes": unit.declines.bytes[cls], "share_of_bytes": unit.declines.share(cls),
+                        "granted": cls in granted}
+            for cls, n in sorted(unit.declines.cases.items(), key=lambda item: item[0].value)
+        }  # fmt: skip
         units.append({
             "vocab": printable(vocab), "mode": section, "group": summary.groups[vocab].value,
-            "standing": summary.standing[vocab].value, "counts": _counts(counts), "verified": verified,
-            "coverage": coverage,
+            "standing": summary.standing[vocab].value, "counts": _counts(counts),
+            "bytes": unit.declines.recorded_bytes, "declined": declined, "granted": unit.exempt,
+            "coverage": unit.coverage() if section in MODES else None,
             "aborts": {kind.value: n for kind, n in sorted(summary.aborts.get((vocab, section), Counter()).items(),
                                                           key=lambda item: item[0].value)},
         })  # fmt: skip
@@ -67,7 +77,11 @@ def verdict_document(decision: Decision, summary: Summary, implementation: str) 
             "units": decision.units,
             "cases": decision.in_scope,
             "covered": decision.covered,
-            "verified": decision.verified,
+            "granted": decision.granted,
+        },
+        "grants": {
+            grant.input_class.value: {"cases": grant.cases, "bytes": grant.bytes, "share_of_bytes": grant.share}
+            for grant in decision.grants
         },
         "units": units,
         "implementation": printable(implementation),

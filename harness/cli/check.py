@@ -71,7 +71,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from rich.console import Console
     from rich.table import Table
 
-    from ..checking.contract import Claim, Gate
+    from ..checking.contract import Claim, Gate, grants_of
     from ..checking.engine import Selection
     from ..checking.explain.causes import write_causes
     from ..checking.junit import write_junit
@@ -86,7 +86,8 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
 
     paths = args.recordings or [BUNDLED_RECORDINGS]
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir, args.load_timeout)
-    gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, claimable=True)
+    gate = Gate(Claim(tuple(args.claim), args.min_coverage), args.strict, args.strict_xfail, claimable=True,
+                granted=grants_of(args.allow_decline))  # fmt: skip
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None

@@ -57,11 +57,17 @@ MIN_DECLARED_LIMIT = 1024  # the smallest input length limit (bytes) a port may 
 class InputClass(enum.Enum):
     """What an implementation may say it cannot be given (docs/line-protocol.md, `tokconf.Unsupported`'s
     `input_class`). tokconf checks every class but `other` on the request itself: a decline whose
-    class does not fit is an error. The classes of an input a port's API cannot take at all (not
-    UTF-8, NUL, a special token's text it cannot leave unparsed, past its declared length) are
-    *verified*: counted apart, not against coverage. `parse-special` and `add-special` fit whole
-    modes, so they count, like `other` (which fits anything): a port that cannot do a mode claims the
-    others (`--claim`), and one that declines exactly the inputs it gets wrong must not pass."""
+    class does not fit is an error.
+
+    A decline counts against coverage unless the command that runs the check grants its class
+    (`--allow-decline`, `tokconf.checking.contract.Gate`): the port says what it declines, the gate's
+    owner what may be left out. Only the *grantable* classes can be granted, each a property of one
+    input that tokconf verifies on it (not UTF-8, NUL, a special token's text with parse_special
+    off, past the port's declared length). `parse-special` and `add-special` fit every request of
+    a mode, so a port could decline under them any subset of a mode's inputs (those it gets wrong),
+    as unverified as `other` (which fits anything): none of the three is grantable. A port that
+    cannot do a mode claims the others (`--claim`); a share of unverified declines is allowed only
+    by `--min-coverage`."""
 
     INVALID_UTF8 = "invalid-utf8"  # the input is not valid UTF-8 (a port whose API takes strings)
     NUL = "nul"  # the input holds a NUL byte (a port on C strings)
@@ -72,8 +78,8 @@ class InputClass(enum.Enum):
     OTHER = "other"  # any input, for a reason of the port's own: not verified
 
     @property
-    def verified(self) -> bool:
-        """Declines of it leave coverage whole (see the class)."""
+    def grantable(self) -> bool:
+        """Whether a command may grant it, so that its declines leave coverage whole (see the class)."""
         return self in (InputClass.INVALID_UTF8, InputClass.NUL, InputClass.SPECIAL_TEXT, InputClass.TOO_LONG)
 
     def fits(self, request: Request, context: DeclineContext) -> bool:

@@ -127,14 +127,16 @@ class CampaignStats:
         """The campaign's verdict under the contract `tokconf check` uses: every vocabulary x mode
         fuzzed is a unit whose examples must be judged and pass (a port that declines every input
         finds nothing and still fails), nothing may diverge, and a campaign where the implementation
-        declined every vocabulary has nothing in scope."""
+        declined every vocabulary has nothing in scope. It grants no input class (`Gate.granted`): a
+        campaign does not verify a decline's class on its input, as a check does, so every decline
+        counts against coverage, as `--allow-decline none` makes a check count it."""
         counts: dict[tuple[str, str], Counter[Verdict]] = {}
         for (vocab, mode), target in self.targets.items():
             passed = target.examples - target.failing - target.unsupported
             tally = {Verdict.PASSED: passed, Verdict.FAILED: target.failing, Verdict.UNSUPPORTED: target.unsupported}
             counts[(vocab, mode)] = Counter({verdict: n for verdict, n in tally.items() if n})
         standing = dict.fromkeys(self.declined, Standing.DECLINED)
-        return decide(counts, standing, Gate())
+        return decide(counts, standing, Gate(granted=frozenset()))
 
 
 @dataclass

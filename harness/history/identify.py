@@ -203,7 +203,7 @@ def _judged_decline(answer: Outcome, whole: frozenset[InputClass]) -> Outcome:
     it was declined as, so identify can say "declined every input" rather than "broke")."""
     if not isinstance(answer, Refusal) or answer.kind is not RefusalKind.UNSUPPORTED:
         return answer
-    if answer.declined is not None and (answer.declined.verified or answer.declined in whole):
+    if answer.declined is not None and (answer.declined.grantable or answer.declined in whole):
         return answer
     return Refusal(f"declined for a reason of its own: {answer.reason}", RefusalKind.BROKEN, answer.declined)
 

@@ -215,7 +215,7 @@ class Hello:
 
 def max_bytes(answer: Mapping[str, Any], what: str) -> int | None:
     """A declared input length limit: a count of bytes of at least `MIN_DECLARED_LIMIT` (a smaller one
-    would decline ordinary text as verified), or None when not declared."""
+    would decline ordinary text as `too-long`), or None when not declared."""
     limit = answer.get("max_bytes")
     if limit is None:
         return None

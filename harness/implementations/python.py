@@ -205,7 +205,7 @@ class PythonImplementation:
 
 def _declared_limit(name: str, tokenizer: Any) -> int | None:
     """The object's `max_input_bytes`: longer inputs it may decline as `too-long`. A limit below
-    `MIN_DECLARED_LIMIT` would decline ordinary text as verified, so it is no declaration but a bug."""
+    `MIN_DECLARED_LIMIT` would decline ordinary text as `too-long`, so it is no declaration but a bug."""
     try:
         limit = _call("max_input_bytes", getattr, tokenizer, "max_input_bytes", None)
     except Exception as error:

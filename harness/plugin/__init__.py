@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from ..checking.contract import grants_of
+from ..core.outcome import InputClass
 from ..fuzz import INI_DATABASE as INI_FUZZ_DATABASE
 from ..options import CHECK, FUZZ, add_to_pytest, claim_pattern, recordings_path
 
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
 INI_RECORDINGS = "tokconf_recordings"
 INI_IMPL = "tokconf_impl"
 INI_CLAIM = "tokconf_claim"
+INI_ALLOW_DECLINE = "tokconf_allow_decline"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,6 +36,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini(INI_RECORDINGS, "recordings to check (default: bundled, the b11192 set)", type="linelist", default=[])
     parser.addini(INI_IMPL, "the implementation checked on every run (as --tokconf-impl)", default="")
     parser.addini(INI_CLAIM, "what the implementation claims, vocab/mode globs (as --tokconf-claim)", type="linelist")
+    parser.addini(INI_ALLOW_DECLINE, "input classes granted, comma lists (as --tokconf-allow-decline)", type="linelist")
     parser.addini(INI_FUZZ_DATABASE, "the fuzz example database, a folder or redis://HOST:PORT/N", default="")
 
 
@@ -57,6 +61,16 @@ def claims(config: pytest.Config) -> tuple[str, ...]:
         raise pytest.UsageError(f"tokconf: {INI_CLAIM}: {error}") from None
 
 
+def granted(config: pytest.Config) -> frozenset[InputClass]:
+    """The input classes the run grants: `--tokconf-allow-decline`, else the ini key, else the default
+    (checked as the option is)."""
+    given = config.getoption("tokconf_allow_decline") or config.getini(INI_ALLOW_DECLINE)
+    try:
+        return grants_of(given)
+    except ValueError as error:
+        raise pytest.UsageError(f"tokconf: {INI_ALLOW_DECLINE}: {error}") from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     impl = implementation(config)
     paths = recordings(config)
@@ -72,7 +86,7 @@ def pytest_configure(config: pytest.Config) -> None:
         from ..core.files import BUNDLED_RECORDINGS
         from .check import CheckPlugin
 
-        plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config))
+        plugin = CheckPlugin(config, impl, paths or [BUNDLED_RECORDINGS], paths, claims(config), granted(config))
         config.pluginmanager.register(plugin, CheckPlugin.NAME)
     if fuzz:
         from .fuzz import FuzzPlugin

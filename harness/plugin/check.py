@@ -78,6 +78,7 @@ class Reported:
     recording: str = ""  # its recording file: the interleaving check replays what passed in each
     declined: InputClass | None = None  # an unsupported case's input class
     aborted: RefusalKind | None = None  # how a passed case aborted where llama.cpp aborts (`agreed_abort`)
+    size: int = 0  # the input's bytes: a grant's share of the recorded bytes
 
     @classmethod
     def of(cls, result: CaseResult, group: VocabGroup, recording: Path) -> Reported:
@@ -85,15 +86,15 @@ class Reported:
         kept = result.verdict in (Verdict.UNSUPPORTED, Verdict.ERROR) or other
         return cls(
             result.vocab, result.section, result.verdict, group, result.standing, result.case,
-            result.reason if kept else "", str(recording), result.declined, agreed_abort(result),
+            result.reason if kept else "", str(recording), result.declined, agreed_abort(result), len(result.data),
         )  # fmt: skip
 
     def to_property(self) -> str:
-        fields: dict[str, str | None] = {"vocab": self.vocab, "section": self.section, "verdict": self.verdict.value}
-        fields |= {"case": self.case}
+        fields: dict[str, str | int | None] = {"vocab": self.vocab, "section": self.section}
+        fields |= {"verdict": self.verdict.value, "case": self.case}
         fields |= {"group": self.group.value, "standing": self.standing.value, "reason": self.reason}
         fields |= {"recording": self.recording, "declined": self.declined.value if self.declined else None}
-        fields |= {"aborted": self.aborted.value if self.aborted else None}
+        fields |= {"aborted": self.aborted.value if self.aborted else None, "size": self.size}
         return json.dumps(fields)  # ASCII: a port's lone surrogate in a reason is an escape, not an encoding error
 
     @classmethod
@@ -104,7 +105,7 @@ class Reported:
         aborted = RefusalKind(value["aborted"]) if value["aborted"] else None
         return cls(value["vocab"], section, Verdict(value["verdict"]), VocabGroup(value["group"]),
                    Standing(value["standing"]), value["case"], value["reason"], value["recording"],
-                   declined, aborted)  # fmt: skip
+                   declined, aborted, value["size"])  # fmt: skip
 
     @property
     def case_id(self) -> str:
@@ -171,9 +172,16 @@ class CheckPlugin:
     NAME = "tokconf-check"
 
     def __init__(
-        self, config: pytest.Config, spec: str, paths: list[Path], given: list[Path], claims: tuple[str, ...]
+        self,
+        config: pytest.Config,
+        spec: str,
+        paths: list[Path],
+        given: list[Path],
+        claims: tuple[str, ...],
+        granted: frozenset[InputClass],
     ) -> None:
-        """`paths`: the recordings checked; `given`: as named (none for the bundled default)."""
+        """`paths`: the recordings checked; `given`: as named (none for the bundled default); `granted`:
+        the input classes the run grants (`--tokconf-allow-decline`)."""
         config.stash[self.STASH] = self
         self.spec = spec
         self.paths = paths
@@ -183,6 +191,7 @@ class CheckPlugin:
             bool(config.getoption("tokconf_strict")),
             bool(config.getoption("tokconf_strict_xfail")),
             claimable=True,
+            granted=granted,
         )
         self.selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),
@@ -355,7 +364,7 @@ class CheckPlugin:
             if key == PROPERTY and isinstance(value, str):
                 got = Reported.from_property(value)
                 self.summary.count(got.vocab, got.section, got.verdict, got.group, got.standing, got.reason,
-                                   got.declined, got.aborted)  # fmt: skip
+                                   got.declined, got.aborted, got.size)  # fmt: skip
                 if got.reason:
                     self.reported.append(got)
                 if got.verdict is Verdict.PASSED and got.section in (*MODES, FACTS) and got.standing is Standing.LOADED:
@@ -470,7 +479,7 @@ class CheckPlugin:
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        notes = abort_lines(self.summary) + decline_lines(self.summary)
+        notes = abort_lines(self.summary) + decline_lines(self.summary, self.decision)
         table = text_table(self.summary) + notes if self.summary.counts else []
         for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
