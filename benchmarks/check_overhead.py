@@ -2,6 +2,7 @@
 
     python benchmarks/check_overhead.py [--impl llama.cpp@11192] [--recordings DIR] [--pytest]
     python benchmarks/check_overhead.py --containment [tiktoken-gguf] [--vocab gpt-2] [--repeats 7]
+    python benchmarks/check_overhead.py --sandbox [tiktoken-gguf] [--vocab gpt-2] [--repeats 7]
 
 The implementation's time is what its sessions spend answering (`encode_many`); everything else —
 loading recordings, hashing vocab files, judging, counting — is the harness. `--pytest` also times
@@ -9,7 +10,9 @@ the pytest plugin: collecting every case of the set, and running it with `-q`.
 
 `--containment` times what containing a Python implementation costs: the same `tokconf check` of one
 vocabulary (every mode, the facts, the decoding), in tokconf's process (`--in-process`) and by default
-(worker processes), alternately, and prints the median of each and their ratio.
+(worker processes), alternately, and prints the median of each and their ratio. `--sandbox` times what
+the sandbox costs on top: the same check sandboxed (bubblewrap, the default) and contained without it
+(`--sandbox off`: worker processes held by a keeper), alternately.
 """
 
 from __future__ import annotations
@@ -26,13 +29,15 @@ from typing import Any
 
 from tokconf.checking.engine import check_recording
 from tokconf.core.outcome import Outcome, Request
+from tokconf.core.sandbox import bwrap_missing
 from tokconf.implementations.base import Implementation, Session, VocabInfo
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.vocabs import vocab_file
 from tokconf.recordings.format import load, recording_files
+from tokconf.synth.files import recorded_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
 NOT_CONTAINED = "; NOT CONTAINED: the implementation ran in tokconf's process (--in-process)"
+NOT_SANDBOXED = "; NOT SANDBOXED (--sandbox off)"
 
 
 class Timed:
@@ -80,25 +85,36 @@ def containment(spec: str, vocab: str, repeats: int) -> None:
     process each time: in tokconf's process (`--in-process`) and contained (the default: worker
     processes), alternately; the median of each and their ratio. Both pay for starting Python and
     importing the port once, as a CI job does."""
-    times: dict[bool, list[float]] = {True: [], False: []}
-    lines: dict[bool, str] = {}
+    _alternately(spec, vocab, repeats, ("in process", ["--in-process"], NOT_CONTAINED), ("contained", [], ""))
+
+
+def sandbox(spec: str, vocab: str, repeats: int) -> None:
+    """The same check contained without a sandbox (`--sandbox off`) and in it (the default), alternately."""
+    missing = bwrap_missing()
+    assert missing is None, missing  # a sandbox that falls back would time the fallback against itself
+    unsandboxed = ("contained, --sandbox off", ["--sandbox", "off"], NOT_SANDBOXED)
+    _alternately(spec, vocab, repeats, unsandboxed, ("sandboxed (bubblewrap)", ["--sandbox", "bwrap"], ""))
+
+
+def _alternately(spec: str, vocab: str, repeats: int, *ways: tuple[str, list[str], str]) -> None:
+    """Each way (its name, its options, what its verdict line adds) `repeats` times, in turn; the median
+    and the fastest of each, and each way's ratio to the first."""
+    times: dict[str, list[float]] = {name: [] for name, _, _ in ways}
+    lines: dict[str, str] = {}
     for _ in range(repeats):
-        for in_process in (True, False):
-            command = [sys.executable, "-m", "tokconf", "check", "--impl", spec, "--vocab", vocab]
+        for name, options, note in ways:
+            command = [sys.executable, "-m", "tokconf", "check", "--impl", spec, "--vocab", vocab, *options]
             start = time.perf_counter()
-            run = subprocess.run(
-                [*command, *["--in-process"] * in_process], capture_output=True, text=True, check=False
-            )
-            times[in_process].append(time.perf_counter() - start)
-            lines[in_process] = run.stdout.strip().splitlines()[-1]
-    same = lines[True].replace(NOT_CONTAINED, "") == lines[False]
-    assert same, lines  # the same verdict, or the comparison means nothing
+            run = subprocess.run(command, capture_output=True, text=True, check=False)
+            times[name].append(time.perf_counter() - start)
+            lines[name] = run.stdout.strip().splitlines()[-1].replace(note, "")
+    assert len(set(lines.values())) == 1, lines  # the same verdict, or the comparison means nothing
     print(f"tokconf check --impl {spec} --vocab {vocab} (every mode, facts, decoding); {repeats} runs of each, "
           f"{os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}")  # fmt: skip
-    for name, of in (("median", statistics.median), ("fastest", min)):
-        inside, contained = of(times[True]), of(times[False])
-        ratio = contained / inside
-        print(f"{name}: in process {inside:.2f} s, contained (worker processes) {contained:.2f} s: {ratio:.2f}x")
+    for label, of in (("median", statistics.median), ("fastest", min)):
+        first = of(times[ways[0][0]])
+        shown = ", ".join(f"{name} {of(times[name]):.2f} s ({of(times[name]) / first:.2f}x)" for name, _, _ in ways)
+        print(f"{label}: {shown}")
 
 
 def main() -> None:
@@ -113,18 +129,29 @@ def main() -> None:
         metavar="IMPL",
         help="time a Python implementation contained against in process (default tiktoken-gguf)",
     )
-    parser.add_argument("--vocab", default="gpt-2", help="the vocabulary --containment checks")
-    parser.add_argument("--repeats", type=int, default=7, help="runs of each, for --containment")
+    parser.add_argument(
+        "--sandbox",
+        nargs="?",
+        const="tiktoken-gguf",
+        metavar="IMPL",
+        help="time a Python implementation sandboxed against contained without a sandbox (default tiktoken-gguf)",
+    )
+    parser.add_argument("--vocab", default="gpt-2", help="the vocabulary --containment and --sandbox check")
+    parser.add_argument("--repeats", type=int, default=7, help="runs of each, for --containment and --sandbox")
     args = parser.parse_args()
     if args.containment:
         containment(args.containment, args.vocab, args.repeats)
+        return
+    if args.sandbox:
+        sandbox(args.sandbox, args.vocab, args.repeats)
         return
     timed = Timed(resolve(args.impl, 10.0))
     checked = 0
     start = time.perf_counter()
     for path in recording_files([args.recordings]):
         recording = load(path)
-        checked += sum(1 for _ in check_recording(recording, timed, vocab_file(recording, None)))
+        vocab = recorded_vocab(recording.provenance["vocab"], recording.build, None)
+        checked += sum(1 for _ in check_recording(recording, timed, vocab))
     total = time.perf_counter() - start
     timed.close()
     overhead = total - timed.seconds
