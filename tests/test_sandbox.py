@@ -333,3 +333,36 @@ def test_a_hanging_port_behind_a_wrapper_leaves_no_process_run_after_run(tmp_pat
         done = subprocess.run(argv, cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=600, check=False)
         assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
         assert _with(marker) == [], (attempt, mode)
+
+
+def test_without_a_sandbox_the_run_is_kept_and_says_so_or_refuses_when_asked_for_one(
+    recordings: Path, tmp_path: Path
+) -> None:
+    """A machine where bubblewrap is missing, and one where it cannot make a namespace (a kernel with
+    unprivileged user namespaces off: here a `bwrap` saying so): `--sandbox auto` runs the port kept,
+    and the verdict line and `--json` say NOT SANDBOXED with bwrap's own reason; `--sandbox bwrap`
+    refuses to run (exit 2) with what to install."""
+    missing = tmp_path / "no-bwrap"
+    refusing = tmp_path / "refusing-bwrap"
+    for folder in (missing, refusing):
+        folder.mkdir()
+        for tool in ("sh", "true", "setsid", "sleep"):
+            (folder / tool).symlink_to(shutil.which(tool) or tool)
+    said = "bwrap: No permissions to create new namespace, likely because the kernel does not allow non-privileged "
+    said += "user namespaces"
+    (refusing / "bwrap").write_text(f"#!/bin/sh\necho '{said}' >&2\nexit 1\n", encoding="utf-8")
+    (refusing / "bwrap").chmod(0o755)
+    verdict = tmp_path / "verdict.json"
+    for folder, reason in (
+        (missing, "bubblewrap is not installed"),
+        (refusing, f"bubblewrap cannot make a sandbox here: {said}"),
+    ):
+        done = _check("sandbox_ports:wrong", recordings, verdict, PATH=str(folder))
+        assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
+        last = done.stdout.splitlines()[-1]
+        assert last.startswith("FAIL: ") and f"; NOT SANDBOXED ({reason}" in last
+        assert _verdict(verdict)["sandbox"]["kind"] == "kept"  # type: ignore[index]
+        assert reason in _verdict(verdict)["sandbox"]["about"]  # type: ignore[index]
+        done = _check("sandbox_ports:wrong", recordings, verdict, "--sandbox", "bwrap", PATH=str(folder))
+        assert done.returncode == 2
+        assert f"tokconf: error: --sandbox bwrap: {reason}" in done.stderr and "install bubblewrap" in done.stderr
