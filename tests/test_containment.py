@@ -199,7 +199,7 @@ def test_a_wrong_name_is_the_workers_handshake_error_and_this_process_never_impo
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("MARK", str(tmp_path / "imported"))
     with pytest.raises(tokconf.TokconfError, match="marks_import has no callable 'load'"):
-        tokconf.check("marks_import:load", vocabs=["gpt-2"])
+        tokconf.check("marks_import:load", vocabs=["gpt-2"], sandbox_write=[tmp_path])  # its mark goes there
     assert str(os.getpid()) not in (tmp_path / "imported").read_text()  # imported by the worker only
     with pytest.raises(tokconf.TokconfError, match="cannot import no_such_module"):
         tokconf.check("no_such_module:load", vocabs=["gpt-2"])

@@ -17,6 +17,7 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.core.sandbox import SandboxPolicy
 from tokconf.implementations.base import Broken, Implementation, Unsupported, VocabInfo
 from tokconf.implementations.command import GIVE_UP_BROKEN, DecodingFailed
 from tokconf.implementations.protocol import (
@@ -292,12 +293,14 @@ class Port:
     starts: Path
 
     def worker(self) -> Implementation:
-        """The port as every front end runs it by default: in worker processes, one per vocabulary."""
-        return resolve(self.spec, 10)
+        """The port as every front end runs it by default: in worker processes, one per vocabulary, each
+        sandboxed (it counts its starts in a file the sandbox lets it write)."""
+        return resolve(self.spec, 10, sandbox=SandboxPolicy(writable=(self.starts.parent,)))
 
     def worker_starts(self) -> int:
-        """How many worker processes imported the port (this process imports it too, in process)."""
-        return len(set(self.starts.read_text().split()) - {str(os.getpid())})
+        """How many worker processes imported the port (this process imports it too, in process): one
+        line each, by pid (a sandboxed worker's pid is its own namespace's, the same for every one)."""
+        return sum(pid != str(os.getpid()) for pid in self.starts.read_text().split())
 
 
 @pytest.fixture

@@ -70,7 +70,8 @@ def resolve(
         from .reference import from_gguf  # reference_impl is slow to import: only when it is asked for
 
         return PythonImplementation(spec, from_gguf)
-    if in_process:
+    if in_process:  # imported here, from where its worker would import it: the run says NOT CONTAINED
+        sys.path[:0] = [entry for entry in json.loads(port_path()) if entry not in sys.path]
         python = resolve_python(spec)
         python.contained = False
         return python
