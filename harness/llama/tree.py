@@ -23,9 +23,11 @@ written at extraction to trust: a tree fetched by any tokconf version is verifie
 `tokconf.llama.provide` trusts a build on first use by the bytes it downloads then (`trust_first_use`),
 never by a `source.json` that names a hash: the cached tree must then be that download's tree.
 
-Measured on the 2-core machine (b11192: 3,642 files, 173 MB, its 75 MB of test vocabularies included):
-hashing the tree takes 0.2 s with the files in the page cache; reading the sdist's members, which an
-unpinned build's check adds, 0.9 s.
+What it costs (`python benchmarks/tree_check.py`, beside other work at load 6.4–6.9 on the 2-core
+machine; b11192's tree is 3,642 files, 173 MB with its 75 MB of test vocabularies): 0.60 s to hash the
+tree, 12.6% of a one-vocabulary `tokconf check --impl llama.cpp@11192` (4.7 s) and far less of a whole
+one; the same check again in one process, nothing under the tree changed, 0.045 s (`_signature`);
+an unpinned build's check adds 2.1 s reading its sdist.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ from .fetch import (
     require_source,
     requirement,
     sdist_archive,
-    sdist_members,
+    sdist_prefix,
     source_dir,
     unpacking,
 )
@@ -114,18 +116,25 @@ def _entry(path: str) -> Entry:
 
 def archive_entries(archive: Path, build: int) -> Entries:
     """The entries the sdist's `llama.cpp/` folder extracts to (`tokconf.llama.fetch` extracts it with
-    the tar `data` filter, which keeps the owner's execute bit): hashed from the archive's bytes."""
+    the tar `data` filter, which keeps the owner's execute bit): hashed from the archive's bytes, read
+    as a stream (decompressed once, not again for each member as random access would)."""
     found: Entries = {}
-    with unpacking(archive), tarfile.open(archive) as tar:
-        for member in sdist_members(tar, build, archive):
-            name = member.name.rstrip("/")
+    prefix = sdist_prefix(build)
+    with unpacking(archive), tarfile.open(archive, "r|gz") as tar:
+        for member in tar:
+            name = member.name.removeprefix(prefix).rstrip("/")
+            if not member.name.startswith(prefix) or not name:
+                continue
+            kind = EntryKind.EXECUTABLE if member.mode & stat.S_IXUSR else EntryKind.FILE
             if member.issym():
                 found[name] = Entry(EntryKind.LINK, member.linkname)
-            elif member.isfile() or member.islnk():  # a hard link extracts as a file with its target's bytes
+            elif member.islnk():  # extracted as a file with the bytes of the earlier member it names
+                target = found.get(member.linkname.removeprefix(prefix))
+                found[name] = Entry(kind, target.value) if target is not None else Entry(EntryKind.SPECIAL, "link")
+            elif member.isfile():
                 content = tar.extractfile(member)
                 assert content is not None
-                digest = hashlib.sha256(content.read()).hexdigest()  # the largest member is a 16 MB vocab
-                found[name] = Entry(EntryKind.EXECUTABLE if member.mode & stat.S_IXUSR else EntryKind.FILE, digest)
+                found[name] = Entry(kind, hashlib.sha256(content.read()).hexdigest())  # the largest: a 16 MB vocab
     return found
 
 
@@ -185,9 +194,13 @@ def verify_tree(source: Source, sha256: str | None = None) -> None:
     fix = f"nothing was built or run from it; `{restore(build)}` puts it back as the sdist has it (and rebuilds)"
     if sdist is None or source.sha256 != sdist:
         raise TokconfError(f"{refused}: its source.json names the sdist {source.sha256}, not {sdist}", fix)
+    signature = _signature(tree)
+    if _verified.get((build, sdist)) == signature:  # this process hashed it, and nothing under it changed since
+        return
     found = tree_entries(tree)
     pinned = PINNED_TREE_SHA256.get(build)
     if pinned is not None and tree_digest(found) == pinned:
+        _verified[build, sdist] = signature
         return
     try:
         wanted = sdist_entries(build, sdist)
@@ -205,6 +218,26 @@ def verify_tree(source: Source, sha256: str | None = None) -> None:
     difference = first_difference(wanted, found)
     if difference is not None:
         raise TokconfError(f"{refused}: {difference}", fix)
+    _verified[build, sdist] = signature
+
+
+# The trees this process verified, by (build, sdist): the `_signature` each had then. A process that
+# uses a build many times (the pytest plugin, `tokconf.check` in a loop, a bisect's report) hashes its
+# tree once, and again whenever anything under it changed.
+_verified: dict[tuple[int, str], tuple[tuple[str, int, int, int, int, int], ...]] = {}
+
+
+def _signature(tree: Path) -> tuple[tuple[str, int, int, int, int, int], ...]:
+    """Every path under `tree` with its inode, mode, size and modification and change times: a write
+    to a file, its replacement, a `touch -r` to hide one (which sets the change time to now: no call
+    sets it back) all change it. 0.05 s for b11192's 3,642 files, a tenth of hashing them."""
+    found = []
+    for folder, subfolders, files in os.walk(tree):
+        for name in [*subfolders, *files]:
+            path = os.path.join(folder, name)
+            info = os.lstat(path)
+            found.append((path, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns))
+    return tuple(sorted(found))
 
 
 def verified_source(build: int) -> Source:
