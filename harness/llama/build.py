@@ -278,7 +278,7 @@ def build(build_number: int, jobs: int | None = None, quiet: bool = False, token
     `tokenize` false, the tokenizer-only libllama (a bisect, `llama.cpp@N`); else the full build with
     llama-tokenize, and the tokenizer-only library beside it (what libllama users then find built). A
     published build's tree is verified first (`tokconf.llama.tree`): a changed one is refused before
-    anything is compiled from it, or returned as built."""
+    anything is compiled from it, and before a library built from it earlier is returned."""
     return build_source(verified_source(build_number), jobs, quiet, tokenize)
 
 
