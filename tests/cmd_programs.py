@@ -29,6 +29,7 @@ BEHAVIOURS = {
     "stderr-flood": "writes 1 MiB to stderr before each answer, then `answered N`",
     "preempt": "after each answer writes, in the same write, an answer for the next id: [999]",
     "alternate": "every second encode answer (the 2nd, 4th, …) is not JSON",
+    "flood-ids": "answers 200,000 ids to every input",
 }
 
 
@@ -69,6 +70,8 @@ def main() -> int:
                 sys.stderr.flush()
             elif args.behaviour == "preempt":
                 extra = json.dumps({"id": request["id"] + 1, "ids": [999]}) + "\n"
+            elif args.behaviour == "flood-ids":
+                answer.update(ids=[0] * 200_000)
             elif args.behaviour == "alternate" and encodes % 2 == 0:
                 sys.stdout.write("oops\n")
                 sys.stdout.flush()

@@ -23,7 +23,6 @@ from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
 from tokconf.core.outcome import MODES, Outcome, Refusal, Request
-from tokconf.implementations import llama_cpp as llama_cpp_module
 from tokconf.implementations.resolve import resolve
 from tokconf.live.client import LibllamaOracle, VocabRefused
 from tokconf.llama import build as build_module
@@ -351,8 +350,7 @@ def test_llama_cpp_at_n_fetches_and_builds_under_the_lock(
         built.append(number)
         return dataclasses.replace(llama_build, build=number)
 
-    monkeypatch.setattr(provide_module, "build", build)
-    monkeypatch.setattr(llama_cpp_module, "require_build", lambda number, **_: build(number))
+    monkeypatch.setattr(provide_module, "build_source", lambda source, **_: build(source.build))
     impl = resolve("llama.cpp@11200")
     assert impl.name == "llama.cpp@11200" and built[0] == 11200
     assert Lock(tmp_path / "ci.lock").get(11200) == fetch_module.fetched_source(11200).sha256

@@ -45,6 +45,12 @@ def _write(tmp_path: Path, text: str, name: str = "theme.yaml") -> Path:
         ("cases:\n  - {id: Bad Id, text: x, why: w}\n", "case #0: `id` 'Bad Id' must match"),
         ("cases:\n  - {id: a, text: 12, why: w}\n", "`text` must be a string"),
         ("cases:\n  - {id: a, text: x, why: w, repeat: 0}\n", "`repeat` must be a positive integer"),
+        (
+            "cases:\n  - {id: a, text: xy, why: w, repeat: 1000000000000}\n",
+            "case 'a': `repeat: 1000000000000` "
+            "makes it 2,000,000,000,000 bytes; a case holds at most 1,048,576 (1 MiB)",
+        ),
+        ("cases:\n  - {id: a, text: x, why: w, repeat: 1048577}\n", "case 'a': `repeat: 1048577` makes it"),
         ("cases: [\n", "YAML"),
         ("- just a list\n", "top level: must be a mapping"),
     ],
@@ -70,3 +76,16 @@ def test_two_files_with_one_stem_are_refused(tmp_path: Path) -> None:
     _write(tmp_path / "sub", "generated_by: t\ncases: []\n", "x.yaml")
     with pytest.raises(TokconfError, match="share the name 'x'"):
         load_corpus([tmp_path])
+
+
+def test_a_corpus_expands_to_no_more_than_one_recording_holds(tmp_path: Path) -> None:
+    """`repeat` is shorthand, not a multiplier of memory: the cases of every file loaded for one run
+    expand to at most the recording cap (32 MiB), checked case by case before the bytes are made."""
+    case = "  - {{id: c{0}, text: a, why: w, repeat: {1}}}\n"
+    first = _write(tmp_path, "cases:\n" + "".join(case.format(i, 1 << 20) for i in range(20)), "first.yaml")
+    second = _write(tmp_path, "cases:\n" + "".join(case.format(i, 1 << 20) for i in range(20)), "second.yaml")
+    assert sum(len(c.data) for c in load_corpus_file(first).cases) == 20 << 20  # each file alone fits
+    with pytest.raises(TokconfError) as caught:
+        load_corpus([first, second])
+    assert f"{second}: case 'c12': the corpus up to this case expands to more than the 32 MiB" in str(caught.value)
+    assert "TOKCONF_MAX_RECORDING_MB" in str(caught.value)

@@ -168,17 +168,27 @@ def test_a_case_that_matches_nothing_fails_the_run(llama_build: Build, capsys: p
 @pytest.mark.parametrize(
     ("parse", "message"),
     [
-        (lambda: parse_encode({"id": 1}, 2), "the encode answer must hold exactly one of `ids`, `error`"),
-        (lambda: parse_encode({"ids": [1], "error": "x"}, 2), "must hold exactly one of"),
-        (lambda: parse_encode({"ids": [1, True]}, 2), "`ids` is not a list of token ids"),
-        (lambda: parse_encode({"ids": [1.0]}, 2), "`ids` is not a list of token ids"),
-        (lambda: parse_encode({"ids": [-3]}, 2), "`ids` is not a list of token ids"),
-        (lambda: parse_encode({"unsupported": "emoji"}, 2), "answered unsupported ('emoji'), which is no input class"),
-        (lambda: parse_encode({"fault": 3}, 2), "the encode answer's `fault` must be a string"),
-        (lambda: parse_encode({"fault": "x"}, 1), "the encode answer must hold exactly one of `ids`, `error`:"),
-        (lambda: parse_encode({"aborted": 6}, 2), "the encode answer's `aborted` must be a string"),
-        (lambda: parse_encode({"aborted": "x", "ids": [1]}, 2), "must hold exactly one of `ids`, `error`, `aborted`"),
-        (lambda: parse_encode({"aborted": "x"}, 1), "the encode answer must hold exactly one of `ids`, `error`:"),
+        (lambda: parse_encode({"id": 1}, 2, 5), "the encode answer must hold exactly one of `ids`, `error`"),
+        (lambda: parse_encode({"ids": [1], "error": "x"}, 2, 5), "must hold exactly one of"),
+        (lambda: parse_encode({"ids": [1, True]}, 2, 5), "`ids` is not a list of token ids"),
+        (lambda: parse_encode({"ids": [1.0]}, 2, 5), "`ids` is not a list of token ids"),
+        (lambda: parse_encode({"ids": [-3]}, 2, 5), "`ids` is not a list of token ids"),
+        (
+            lambda: parse_encode({"ids": [7] * 13}, 2, 1),
+            "answered 13 ids for a 1-byte input: llama.cpp answers at most 12",
+        ),
+        (
+            lambda: parse_encode({"unsupported": "emoji"}, 2, 5),
+            "answered unsupported ('emoji'), which is no input class",
+        ),
+        (lambda: parse_encode({"fault": 3}, 2, 5), "the encode answer's `fault` must be a string"),
+        (lambda: parse_encode({"fault": "x"}, 1, 5), "the encode answer must hold exactly one of `ids`, `error`:"),
+        (lambda: parse_encode({"aborted": 6}, 2, 5), "the encode answer's `aborted` must be a string"),
+        (
+            lambda: parse_encode({"aborted": "x", "ids": [1]}, 2, 5),
+            "must hold exactly one of `ids`, `error`, `aborted`",
+        ),
+        (lambda: parse_encode({"aborted": "x"}, 1, 5), "the encode answer must hold exactly one of `ids`, `error`:"),
         (lambda: Hello.parse({"vocab_types": "bpe"}), "the hello answer has no `vocab_types` list"),
         (lambda: Hello.parse({"vocab_types": [], "name": 7}), "the hello answer's `name` must be a string"),
         (lambda: parse_load({"ok": "yes"}, 2), "the load answer's `ok` must be true or false"),
@@ -217,7 +227,7 @@ def test_a_line_that_cannot_be_the_answer_is_out_of_step(line: bytes, message: s
 def test_what_the_worker_writes_reads_back_as_written() -> None:
     """The worker (`serve`) writes its answers with the classes tokconf parses them with."""
     for answer in (Ids([1, 2]), Refuses("no"), CannotTake(InputClass.OTHER, "why"), Fault("broke")):
-        assert parse_encode(answer.fields(), 2) == answer
+        assert parse_encode(answer.fields(), 2, 5) == answer
     hello = Hello(2, "port", ("bpe", "test"), frozenset({InputClass.INVALID_UTF8, InputClass.OTHER}))
     assert Hello.parse(hello.fields()) == hello
     loaded = Loaded(frozenset({Op.FACTS, Op.TOKEN_TO_PIECE, Op.DETOKENIZE}))

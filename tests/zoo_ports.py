@@ -1,7 +1,7 @@
 """A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
 declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing,
 declining exactly what it gets wrong (as its own reason, or as a class only the command may grant),
-lying about what it declines, keeping state across vocabularies.
+lying about what it declines, keeping state across vocabularies, answering far more ids than llama.cpp can.
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
@@ -173,6 +173,17 @@ class FactsOfTheWrongType(ReferencePort):
         return float(self.tokenizer.bos_id)
 
 
+FLOOD = 200_000  # ids a flooding port answers to every input (issue 46: a MemoryError with no verdict)
+
+
+class Floods(ReferencePort):
+    """Answers 200,000 ids to every input, from a generator: every case an error naming the bound
+    (tokconf.live.bound), and the run ends with its verdict, not a MemoryError."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return (0 for _ in range(FLOOD))  # type: ignore[return-value]
+
+
 def _port(kind: type[ReferencePort]) -> object:
     def factory(path: Path) -> ReferencePort:
         return kind(from_gguf(path).tokenizer)
@@ -199,7 +210,7 @@ def declining_every_vocab(path: Path) -> object:
 right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Raising), _port(RefusesEverything)
 declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
 declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
-printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
+printing, facts_of_the_wrong_type, floods = _port(Printing), _port(FactsOfTheWrongType), _port(Floods)
 declines_long_inputs, parses_special_everywhere = _port(DeclinesLongInputs), _port(ParsesSpecialEverywhere)
 declines_digits, declines_newlines, lies_about_its_class = (
     _port(DeclinesDigits),

@@ -5,6 +5,11 @@ recorded id is `<file stem>/<id>`), exactly one of `text` (a string, YAML escape
 `bytes_hex` (raw bytes, so invalid UTF-8 is recordable), an optional `repeat` count (a 10,000-space
 input is stored as one space and `repeat: 10000`, losslessly), and a `why` unless the file says it was
 `generated_by` a script. Any deviation is an error naming the file and the case, before anything runs.
+
+`repeat` is shorthand, not a multiplier of memory: a case expands to at most `MAX_CASE_BYTES`, and all
+the cases loaded for one run to at most the recording cap (each case's text is written into the
+recording, which must be read back). Each is checked before the bytes are made, so a `repeat:
+1000000000000` is one error naming the file and the case, never a MemoryError.
 """
 
 from __future__ import annotations
@@ -25,6 +30,10 @@ from ..core.outcome import MODES
 from ..core.plain_yaml import parse_yaml
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+# The longest input a case may expand to. The largest bundled case is 51 KB (documents/python-reference-50k).
+# 1 MiB keeps the longest answer llama.cpp may give it (tokconf.live.bound: 4 ids a byte, each up to ten
+# digits and a separator: 48 MiB of JSON) within one line of the line protocol (64 MiB).
+MAX_CASE_BYTES = 1 << 20
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}
 FILE_KEYS = {"theme", "description", "cases", "generated_by", "source", "license"}
 
@@ -79,6 +88,9 @@ def _case_data(path: Path, where: str, entry: dict[str, Any]) -> bytes:
     repeat = entry.get("repeat", 1)
     if not isinstance(repeat, int) or isinstance(repeat, bool) or repeat < 1:
         raise _bad(path, where, "`repeat` must be a positive integer")
+    if len(data) * repeat > MAX_CASE_BYTES:  # checked before the bytes are made
+        raise _bad(path, where, f"`repeat: {repeat}` makes it {len(data) * repeat:,} bytes; a case holds at most "
+                                f"{MAX_CASE_BYTES:,} (1 MiB)")  # fmt: skip
     return data * repeat
 
 
@@ -96,9 +108,10 @@ def _inputs_of_recording(path: Path, doc: dict[str, Any]) -> dict[str, Any]:
     return {"cases": cases}
 
 
-def load_corpus_file(path: Path) -> CorpusFile:
+def load_corpus_file(path: Path, expanded: int = 0) -> CorpusFile:
     """Load and validate one corpus file (or the inputs of a recording, see `_inputs_of_recording`): a
-    regular file within the corpus cap (`read_bounded`)."""
+    regular file within the corpus cap (`read_bounded`). `expanded`: the bytes the files loaded before
+    it for the same run expand to (the module docstring's bound)."""
     raw = read_bounded(path, FileKind.CORPUS)
     doc = _load_yaml(path, raw)
     if isinstance(doc, dict) and doc.get("schema") == RECORDING_SCHEMA:
@@ -111,6 +124,7 @@ def load_corpus_file(path: Path) -> CorpusFile:
     generated = "generated_by" in doc
     seen: set[str] = set()
     cases = []
+    room = FileKind.RECORDING.cap - expanded
     for index, entry in enumerate(doc["cases"]):
         where = f"case #{index}"
         if not isinstance(entry, dict):
@@ -128,13 +142,23 @@ def load_corpus_file(path: Path) -> CorpusFile:
         why = entry.get("why")
         if not generated and not (isinstance(why, str) and why.strip()):
             raise _bad(path, where, "hand-written cases need a `why`")
-        cases.append(Case(f"{path.stem}/{case_id}", _case_data(path, where, entry), why))
+        data = _case_data(path, where, entry)
+        room -= len(data)
+        if room < 0:
+            cap = FileKind.RECORDING
+            raise _bad(path, where, f"the corpus up to this case expands to more than the {cap.cap >> 20} MiB of "
+                                    f"input one recording may hold ({cap.variable}); record it in parts")  # fmt: skip
+        cases.append(Case(f"{path.stem}/{case_id}", data, why))
     return CorpusFile(path, hashlib.sha256(raw).hexdigest(), tuple(cases))
 
 
 def load_corpus(paths: Iterable[Path]) -> list[CorpusFile]:
     """Load every `*.yaml` under the given files or folders, sorted by path for a stable order."""
-    loaded = [load_corpus_file(p) for p in yaml_files(paths, "corpus")]
+    loaded: list[CorpusFile] = []
+    expanded = 0
+    for path in yaml_files(paths, "corpus"):
+        loaded.append(load_corpus_file(path, expanded))
+        expanded += sum(len(case.data) for case in loaded[-1].cases)
     stems: dict[str, Path] = {}
     for corpus_file in loaded:
         other = stems.setdefault(corpus_file.path.stem, corpus_file.path)

@@ -285,13 +285,13 @@ class CommandSession:
         except (Unsupported, Broken) as why:  # it loaded the vocabulary before, and now does not
             self.dead = f"after a restart, the program did not load {self.vocab.path.name}: {why}"
 
-    def _outcome(self, answer: dict[str, Any]) -> Outcome:
-        return encode_outcome(parse_encode(answer, self.owner.protocol), self.owner.hello.unsupported)
+    def _outcome(self, answer: dict[str, Any], request: Request) -> Outcome:
+        return encode_outcome(parse_encode(answer, self.owner.protocol, len(request[0])), self.owner.hello.unsupported)
 
     def encode_one(self, request: Request, llama_aborts: bool = False) -> Outcome:
         """One input's answer; a process that died on it is `DIED` (agreement where llama.cpp aborts)."""
         try:
-            return self._outcome(self.ask(Op.ENCODE, encode_fields(request), llama_aborts))
+            return self._outcome(self.ask(Op.ENCODE, encode_fields(request), llama_aborts), request)
         except ProgramExited as died:
             return Refusal(str(died), RefusalKind.DIED)
         except (ProgramFailed, BadAnswer) as failure:
@@ -349,7 +349,8 @@ class CommandSession:
                     sent.append((first, *todo.popleft()))
                 first, start, end = sent[0]
                 while len(out) < end:
-                    out.append(self._answered(self.conversation.receive(first + len(out) - start)))
+                    answer = self.conversation.receive(first + len(out) - start)
+                    out.append(self._answered(answer, requests[len(out)]))
                 sent.popleft()
             except ProgramFailed as failure:  # counted: a program breaking batches is given up on too
                 todo.extendleft(reversed([(start, end) for _, start, end in sent]))
@@ -364,11 +365,11 @@ class CommandSession:
             progress.show(len(out), len(requests))
         return out
 
-    def _answered(self, answer: dict[str, Any]) -> Outcome:
+    def _answered(self, answer: dict[str, Any], request: Request) -> Outcome:
         """An encode answer in step: counted as a request that did not break the program."""
         self.breakage.note(False)
         try:
-            return self._outcome(answer)
+            return self._outcome(answer, request)
         except BadAnswer as bad:
             return Refusal(str(bad), RefusalKind.BROKEN)
 

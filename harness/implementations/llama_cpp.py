@@ -15,7 +15,7 @@ from ..core.sandbox import DEFAULT_POLICY, Confiner
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..live.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
 from ..live.probe import LibraryInfo, probe_library
-from ..llama.build import Build, require_build
+from ..llama.build import Build
 from ..llama.local import local_build
 from .base import Broken, Decoder, LoadRefused, Session, VocabInfo
 
@@ -93,13 +93,12 @@ class LlamaCppImplementation:
         """Each session owns its worker."""
 
 
-def published(build: int, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:
-    """`llama.cpp@N`: build N's tokenizer-only libllama from the cache (all it calls is the vocabulary's
-    functions; tests/test_tokenizer_build.py proves it answers as the full build), or the full libllama
-    where the tokenizer-only one cannot be built for that tree (tokconf.llama.build says so)."""
-    return LlamaCppImplementation(
-        require_build(build, tokenize=False), f"llama.cpp@{build}", limits=limits, confiner=confiner
-    )
+def published(made: Build, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:
+    """`llama.cpp@N`: build N's tokenizer-only libllama as `tokconf.llama.provide` made or found it, its
+    tree verified (all it calls is the vocabulary's functions; tests/test_tokenizer_build.py proves it
+    answers as the full build), or the full libllama where the tokenizer-only one cannot be built for
+    that tree (tokconf.llama.build says so)."""
+    return LlamaCppImplementation(made, f"llama.cpp@{made.build}", limits=limits, confiner=confiner)
 
 
 def local(path: Path, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:

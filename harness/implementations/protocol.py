@@ -25,6 +25,7 @@ from typing import Any
 from ..core.facts import ExposedFacts, Fact, are_token_ids, is_token_id
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..core.printable import kept
+from ..live.bound import max_ids, over_bound
 from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
@@ -352,12 +353,16 @@ class Aborts:
 EncodeAnswer = Ids | Refuses | Aborts | CannotTake | Fault
 
 
-def parse_encode(answer: Mapping[str, Any], protocol: int) -> EncodeAnswer:
+def parse_encode(answer: Mapping[str, Any], protocol: int, size: int) -> EncodeAnswer:
+    """An encode answer to a `size`-byte input; ids past the bound (`tokconf.live.bound`) are a bad answer,
+    dropped at once, whatever they are."""
     key = _the_one_key(
         answer, "encode", ("ids", "error", "aborted", "unsupported", "fault") if protocol >= 2 else ("ids", "error")
     )
     if key == "ids":
         ids = answer["ids"]
+        if isinstance(ids, list) and len(ids) > max_ids(size):
+            raise BadAnswer(over_bound(len(ids), size))
         if not isinstance(ids, list) or not are_token_ids(ids):
             raise BadAnswer(f"`ids` is not a list of token ids: {_shown(answer)}")
         return Ids(ids)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import itertools
 import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,6 +28,7 @@ from ..core.facts import ExposedFacts, Fact, are_token_ids
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..core.printable import kept
 from ..core.sandbox import IN_PROCESS, OWN_CODE, Confiner
+from ..live.bound import max_ids, over_bound
 from .base import Broken, Detokenize, Refused, Unsupported, VocabInfo
 
 
@@ -49,9 +51,10 @@ def _call(where: str, function: Callable[..., Any], *args: Any) -> Any:
         raise PortBroke(f"{where} raised {type(error).__name__}: {said(error)[:500]}") from None
 
 
-def _listed(encode: Callable[..., Any], *request: Any) -> list[Any]:
-    """`encode`'s answer as a list, taken inside `_call`: a generator runs port code as it is read."""
-    return list(encode(*request))
+def _listed(encode: Callable[..., Any], data: bytes, *flags: bool) -> list[Any]:
+    """`encode`'s answer as a list, taken inside `_call`: a generator runs port code as it is read. No
+    more than one id past the bound is taken (`tokconf.live.bound`): an endless generator ends there."""
+    return list(itertools.islice(encode(data, *flags), max_ids(len(data)) + 1))
 
 
 class PythonSession:
@@ -88,7 +91,9 @@ class PythonSession:
             except Exception as error:  # a bug is not a refusal: it must not pass where llama.cpp refuses
                 out.append(Refusal(_raised("encode", error), RefusalKind.BROKEN))
                 continue
-            if are_token_ids(ids):
+            if len(ids) > max_ids(len(data)):
+                out.append(Refusal(over_bound(f"more than {max_ids(len(data))}", len(data)), RefusalKind.BROKEN))
+            elif are_token_ids(ids):
                 out.append(ids)
             else:  # a bool or a float equal to the id is still not an id, and no id is negative
                 out.append(Refusal(f"encode returned something other than token ids: {ids[:8]!r}", RefusalKind.BROKEN))

@@ -57,8 +57,8 @@ def resolve(
         number = spec.removeprefix("llama.cpp@")
         if not (number.isascii() and number.isdigit()):
             raise TokconfError(f"--impl {spec}: expected llama.cpp@BUILD, e.g. llama.cpp@11192")
-        provide(int(number), default_lock())  # fetched and built on first use, under the one trust policy
-        return published(int(number), Limits(timeout, load_timeout, options), sandbox.confiner())
+        made = provide(int(number), default_lock())  # fetched, verified and built on first use: one trust policy
+        return published(made, Limits(timeout, load_timeout, options), sandbox.confiner())
     if spec.startswith("llama.cpp:"):
         path = spec.removeprefix("llama.cpp:")
         if not path:

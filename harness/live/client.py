@@ -32,6 +32,7 @@ from ..core.sandbox import KEEPER_GRACE, Confiner
 from ..core.timeouts import TimeoutOptions, Wait
 from ..llama.build import Build, build_dir
 from ..llama.tokenizer_only import STUB_REACHED
+from .bound import over_bound
 from .crash import crash_reason
 
 DEFAULT_TIMEOUT = 60.0  # seconds for each answer (a batch of inputs, or a 262k vocabulary's pieces)
@@ -250,8 +251,12 @@ class LibllamaOracle:
             return [Refusal(answer[1:].decode(errors="replace"))] * len(requests), False
         outcomes: list[Outcome] = []
         pos = 1
-        for _ in requests:
+        for data, _, _ in requests:
             (n,) = struct.unpack_from("<i", answer, pos)
+            if n < 0:  # llama.cpp needed -n ids, more than the bound: none were sent
+                outcomes.append(Refusal(f"llama.cpp {over_bound(-n, len(data))}", RefusalKind.BROKEN))
+                pos += 4
+                continue
             ids = array("i")
             ids.frombytes(answer[pos + 4 : pos + 4 + 4 * n])
             outcomes.append(ids.tolist())

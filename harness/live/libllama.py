@@ -24,6 +24,7 @@ import cffi
 
 from ..core.facts import VocabFacts
 from ..core.files import cache_root
+from .bound import max_ids
 
 VOCAB_TYPES = {0: "none", 1: "spm", 2: "bpe", 3: "wpm", 4: "ugm", 5: "rwkv", 6: "plamo2", 7: "test"}
 
@@ -221,6 +222,15 @@ def _common_build_info(common: Path) -> str | None:
     return f"b{number}-{commit}, built with {compiler} for {target}"
 
 
+class OverBound(Exception):
+    """llama_tokenize needs more ids than the bound allows (`tokconf.live.bound`): `needed` of them,
+    none copied out."""
+
+    def __init__(self, needed: int) -> None:
+        super().__init__(needed)
+        self.needed = needed
+
+
 class Vocab:
     """One vocabulary loaded with `vocab_only`, exposing llama_tokenize and the vocab's facts."""
 
@@ -237,13 +247,17 @@ class Vocab:
         self._ids = self.ffi.new("llama_token[]", 4096)
 
     def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        """llama_tokenize, growing the output buffer when it reports the size it needs."""
-        n = self.lib.llama_tokenize(self.vocab, data, len(data), self._ids, len(self._ids), add_special, parse_special)
-        if n < 0:
+        """llama_tokenize, growing the output buffer when it reports the size it needs, up to the bound:
+        it is given at most `max_ids` places, so an answer past them is its negated size (OverBound),
+        never copied out."""
+        limit = max_ids(len(data))
+        n = self.lib.llama_tokenize(self.vocab, data, len(data), self._ids, min(len(self._ids), limit),
+                                    add_special, parse_special)  # fmt: skip
+        if n < 0 and -n <= limit:
             self._ids = self.ffi.new("llama_token[]", -n)
-            n = self.lib.llama_tokenize(
-                self.vocab, data, len(data), self._ids, len(self._ids), add_special, parse_special
-            )
+            n = self.lib.llama_tokenize(self.vocab, data, len(data), self._ids, -n, add_special, parse_special)
+        if n < 0:
+            raise OverBound(-n)
         return list(self.ffi.unpack(self._ids, n))
 
     def pieces(self, special: bool) -> list[bytes]:

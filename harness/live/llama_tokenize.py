@@ -7,8 +7,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from ..core.outcome import Outcome, Refusal
+from ..core.outcome import Outcome, Refusal, RefusalKind
 from ..llama.build import Build
+from .bound import max_ids, over_bound
 from .client import DEFAULT_TIMEOUT
 from .crash import crash_reason
 
@@ -49,7 +50,10 @@ class CliOracle:
         if result.returncode != 0:
             return Refusal(crash_reason(result.stderr.decode("utf-8", errors="replace"), result.returncode))
         line = result.stdout.decode().strip().splitlines()[-1]
-        return [int(x) for x in line.strip("[]").split(",") if x.strip()]
+        ids = [int(x) for x in line.strip("[]").split(",") if x.strip()]
+        if len(ids) > max_ids(len(data)):  # as the worker holds libllama's answer (tokconf.live.bound)
+            return Refusal(f"llama-tokenize {over_bound(len(ids), len(data))}", RefusalKind.BROKEN)
+        return ids
 
     def close(self) -> None:
         """Nothing to release: each call is its own process."""

@@ -11,7 +11,8 @@ a fork, not a reload. (If this process itself dies or hangs, `tokconf.live.clien
 Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
 llama_tokenize byte for byte. Requests:
 - `M` + u32 count + that many (flag byte, u32 length, text bytes): llama_tokenize, flag bit 0
-  add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids);
+  add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids), or a negative
+  count alone: llama.cpp needed that many ids, more than the bound (tokconf.live.bound);
 - `F`: the vocab facts, as `O` + JSON;
 - `P` + special byte: every token's piece, as `O` + u32 count + that many u32 lengths + the pieces
   (lengths first: both sides handle 250,000 pieces as two arrays, not a struct call each);
@@ -39,7 +40,7 @@ from typing import BinaryIO
 
 from ..core.facts import facts_to_json
 from .crash import crash_reason
-from .libllama import LibraryError, Vocab, describe_library
+from .libllama import LibraryError, OverBound, Vocab, describe_library
 
 
 def read_frame(stream: BinaryIO) -> bytes | None:
@@ -75,7 +76,11 @@ def _requests(frame: bytes, item_size: int) -> Iterator[tuple[bool, bool, bytes]
 def _tokenize_many(vocab: Vocab, frame: bytes) -> list[bytes]:
     out = []
     for add_special, parse_special, text in _requests(frame, 1):
-        ids = vocab.tokenize(text, add_special, parse_special)
+        try:
+            ids = vocab.tokenize(text, add_special, parse_special)
+        except OverBound as over:
+            out.append(struct.pack("<i", -min(over.needed, 2**31 - 1)))
+            continue
         out.append(struct.pack("<i", len(ids)) + array("i", ids).tobytes())
     return out
 

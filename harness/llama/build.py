@@ -43,10 +43,10 @@ from .fetch import (
     commit_root,
     fetch_commit,
     fetched_source,
-    require_source,
     source_dir,
 )
 from .tokenizer_only import LIBRARY, ShimFailed, compile_library, recipe
+from .tree import verified_source, verify_tree
 
 LOG_TAIL = 20  # lines of a failed build's log shown in the error
 
@@ -238,13 +238,16 @@ def collect_garbage(max_bytes: int, keep: set[int]) -> list[tuple[str, int]]:
 
 def require_build(build: int, tokenize: bool = True) -> Build:
     """Complete build N (the tokenizer-only library if `tokenize` is false: what libllama users need),
-    or an error that says the one command that makes it (`tokconf llama build` makes both kinds)."""
+    or an error that says the one command that makes it (`tokconf llama build` makes both kinds). Its
+    tree is verified first (`tokconf.llama.tree`): what runs it binds with the tree's llama.h, and a
+    published build's tree must be its sdist's."""
     done = completed_build(build, tokenize)
     if done is None:
         raise TokconfError(
             f"llama.cpp b{build} is not built (no complete build in {build_dir(build)})",
             f"run `tokconf llama build --build {build}` (a few minutes, once per machine)",
         )
+    verify_tree(done.source)
     return done
 
 
@@ -273,11 +276,17 @@ def _ccache_env() -> dict[str, str]:
 def build(build_number: int, jobs: int | None = None, quiet: bool = False, tokenize: bool = True) -> Build:
     """Build N's libraries for a fetched tree, or return the complete ones already there: with
     `tokenize` false, the tokenizer-only libllama (a bisect, `llama.cpp@N`); else the full build with
-    llama-tokenize, and the tokenizer-only library beside it (what libllama users then find built)."""
-    source = require_source(build_number)
-    full = tree_build(build_number, source, source_dir(build_number), build_dir(build_number))
-    again = f"tokconf llama build --build {build_number}"
-    return make(full, build_root(build_number), jobs, quiet, tokenize, again)
+    llama-tokenize, and the tokenizer-only library beside it (what libllama users then find built). A
+    published build's tree is verified first (`tokconf.llama.tree`): a changed one is refused before
+    anything is compiled from it, and before a library built from it earlier is returned."""
+    return build_source(verified_source(build_number), jobs, quiet, tokenize)
+
+
+def build_source(source: Source, jobs: int | None = None, quiet: bool = False, tokenize: bool = True) -> Build:
+    """`build` of a published build's source whose tree was just verified (`verified_source`)."""
+    full = tree_build(source.build, source, source_dir(source.build), build_dir(source.build))
+    again = f"tokconf llama build --build {source.build}"
+    return make(full, build_root(source.build), jobs, quiet, tokenize, again)
 
 
 def make(full: Build, root: Path, jobs: int | None, quiet: bool, tokenize: bool, again: str) -> Build:

