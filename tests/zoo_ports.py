@@ -1,6 +1,7 @@
 """A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
 declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing,
-declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies.
+declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies
+(a tokenizer for the whole process, a module-global "current vocabulary", a cache keyed by the text).
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
@@ -9,6 +10,8 @@ are the lower-case functions at the end.
 
 from __future__ import annotations
 
+import base64
+import os
 from pathlib import Path
 
 from tokconf.implementations.base import Refused, Unsupported
@@ -114,6 +117,62 @@ class Stateful(ReferencePort):
         return ReferencePort.encode(first, data, add_special, parse_special)
 
 
+_CURRENT: list[ReferencePort] = []
+
+
+class ModuleGlobal(ReferencePort):
+    """Its `encode` reads a module-global "current vocabulary" that each factory call replaces: right
+    whenever one tokenizer is alive in its process at a time, wrong for every one but the last loaded
+    once several are. Fails in every front end that holds several at once: by the interleaving check."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return ReferencePort.encode(_CURRENT[0], data, add_special, parse_special)
+
+
+_CACHE: dict[tuple[bytes, bool, bool], list[int]] = {}
+CACHED_BYTES = 4096  # longer inputs are not cached (the cache's memory stays bounded)
+
+
+class TextKeyedCache(ReferencePort):
+    """A process-wide cache of answers keyed by the input and its flags but not by the vocabulary:
+    right whenever its process holds one vocabulary, wrong where a second is asked a text the first
+    was asked. Fails in every front end: by the interleaving check's shared inputs."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if len(data) > CACHED_BYTES:
+            return super().encode(data, add_special, parse_special)
+        key = (data, add_special, parse_special)
+        if key not in _CACHE:
+            _CACHE[key] = super().encode(data, add_special, parse_special)
+        return list(_CACHE[key])
+
+
+JOURNAL = "TOKCONF_TEST_JOURNAL"  # the file `journaling` appends to
+
+
+def _note(event: str, vocab: str, data: bytes) -> None:
+    """One line of the journal, in one append: the process, the event, the vocabulary, the input."""
+    line = f"{os.getpid()} {event} {vocab} {base64.b64encode(data).decode()}\n"
+    journal = os.open(os.environ[JOURNAL], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(journal, line.encode())
+    finally:
+        os.close(journal)
+
+
+class Journaling(ReferencePort):
+    """Right, and says in `$TOKCONF_TEST_JOURNAL` which process loaded which vocabulary and asked it
+    which input, in order: how tests/test_interleave.py sees what the interleaving check asks."""
+
+    def __init__(self, tokenizer: object, vocab: str) -> None:
+        super().__init__(tokenizer)  # type: ignore[arg-type]
+        self.journal_name = vocab
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        _note("encode", self.journal_name, data)
+        return super().encode(data, add_special, parse_special)
+
+
 class DeclinesParseSpecial(ReferencePort):
     """Cannot parse special tokens: declines every request with parse_special (modes special, bos)."""
 
@@ -160,6 +219,18 @@ def stateful(path: Path) -> object:
     return port
 
 
+def module_global(path: Path) -> object:
+    port = ModuleGlobal(from_gguf(path).tokenizer)
+    _CURRENT[:] = [port]
+    return port
+
+
+def journaling(path: Path) -> object:
+    name = Path(path).name.removeprefix("ggml-vocab-").removesuffix(".gguf")
+    _note("load", name, b"")
+    return Journaling(from_gguf(path).tokenizer, name)
+
+
 def crashing_at_load(path: Path) -> object:
     """A bug while reading the vocabulary: every case of it an error."""
     raise KeyError("tokenizer.ggml.merges")
@@ -174,6 +245,7 @@ right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Ra
 declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
 declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
 printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
+text_keyed_cache = _port(TextKeyedCache)
 declines_digits, declines_newlines, lies_about_its_class = (
     _port(DeclinesDigits),
     _port(DeclinesNewlines),
