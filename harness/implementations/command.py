@@ -649,7 +649,8 @@ class SharedProcess:
             self._process = None
             return self.owner.session(vocab, process, self._keep)
         session = self.owner.session(vocab, process, self._release, next(self._handles))
-        self._process = self._process if process is not None else session.conversation
+        if process is None:  # the first vocabulary, or the process that held the others ended: a new one
+            self._process = session.conversation
         return session
 
     def close(self) -> None:
