@@ -39,7 +39,9 @@ A program whose handshake does not say `handles` (docs/line-protocol.md) cannot 
 it is given them one after another in one process, each `load` replacing the last, in recording order
 and then the first again, each asked its questions (the shared ones first) after the one before. That
 catches the cache, not the module-global (docs/threat-model.md). A leak that shows on none of the
-questions is not caught: they bound the check's cost to a few percent of a run.
+questions is not caught: they bound the check's cost to loading every vocabulary once more and about
+200 answers each (with the reference through its worker over the bundled recordings, 14-20% of the
+run, most of it loading: benchmarks/interleave.py).
 """
 
 from __future__ import annotations
