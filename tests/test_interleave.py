@@ -15,8 +15,10 @@ import io
 import json
 import shlex
 import sys
+from collections.abc import Mapping
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
 import tokconf
@@ -26,12 +28,12 @@ from tokconf.checking.interleave import FOCUS, SHARED, SPREAD, sample
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import MODES
-from tokconf.implementations.protocol import BadAnswer, Hello
+from tokconf.implementations.command import Conversation
+from tokconf.implementations.protocol import HANDLE, BadAnswer, Hello, Op
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import from_gguf
 from tokconf.implementations.serve import serve
 from tokconf.recordings.format import load
-from zoo_ports import JOURNAL
 
 TESTS = Path(__file__).resolve().parent
 B11192 = TESTS.parent / "recordings" / "b11192"
@@ -102,21 +104,42 @@ def test_a_port_without_state_passes_the_same_check(
     assert api.decision.passed and api.summary.counts == cli.summary.counts
 
 
-def _journal(path: Path) -> dict[int, list[tuple[str, str, bytes]]]:
-    """What each process of the journaling port did, in order: (event, vocab, input)."""
-    by_process: dict[int, list[tuple[str, str, bytes]]] = {}
-    for line in path.read_text().splitlines():
-        pid, event, vocab, data = line.split(" ")
-        by_process.setdefault(int(pid), []).append((event, vocab, base64.b64decode(data)))
-    return by_process
+Event = tuple[str, str, bytes]  # ("load" or "encode", the vocabulary, the input)
 
 
-def _shared_process(journal: dict[int, list[tuple[str, str, bytes]]]) -> list[tuple[str, str, bytes]]:
-    [events] = [events for events in journal.values() if len({v for e, v, _ in events if e == "load"}) > 1]
-    return events
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Conversation, Op, dict[str, Any]]]:
+    """Every request this process writes to a program, with the conversation (the process) it went to."""
+    log: list[tuple[Conversation, Op, dict[str, Any]]] = []
+    real = Conversation.send
+
+    def spy(self: Conversation, op: Op, fields: Mapping[str, Any], *args: Any, **kwargs: Any) -> int:
+        log.append((self, op, dict(fields)))
+        return real(self, op, fields, *args, **kwargs)
+
+    monkeypatch.setattr(Conversation, "send", spy)
+    return log
 
 
-def _asked_in_order(events: list[tuple[str, str, bytes]], first: str, then: str) -> set[bytes]:
+def _shared_process(sent: list[tuple[Conversation, Op, dict[str, Any]]]) -> list[Event]:
+    """What was asked of the one process that was given more than one vocabulary, in order: each load,
+    and each input with the vocabulary it was asked of (its handle's, else the last loaded)."""
+    by_process: dict[int, list[Event]] = {}
+    handles: dict[tuple[int, Any], str] = {}
+    for conversation, op, fields in sent:
+        events = by_process.setdefault(id(conversation), [])
+        if op is Op.LOAD:
+            vocab = Path(fields["path"]).name.removeprefix("ggml-vocab-").removesuffix(".gguf")
+            handles[id(conversation), fields.get(HANDLE)] = vocab
+            events.append(("load", vocab, b""))
+        elif op in (Op.ENCODE, Op.ENCODE_BATCH):
+            vocab = handles[id(conversation), fields.get(HANDLE)]
+            events += [("encode", vocab, base64.b64decode(one["text_b64"])) for one in fields.get("requests", [fields])]
+    [shared] = [events for events in by_process.values() if len({v for e, v, _ in events if e == "load"}) > 1]
+    return shared
+
+
+def _asked_in_order(events: list[Event], first: str, then: str) -> set[bytes]:
     """The texts asked of `first` and later of `then`, with no other question of `first` between."""
     asked: dict[bytes, list[str]] = {}
     for event, vocab, data in events:
@@ -125,16 +148,15 @@ def _asked_in_order(events: list[tuple[str, str, bytes]], first: str, then: str)
     return {data for data, vocabs in asked.items() if [first, then] == [v for v in vocabs if v in (first, then)][:2]}
 
 
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the programs
 def test_the_worker_holds_every_vocabulary_at_once_and_asks_them_in_turn(
-    sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    sent: list[tuple[Conversation, Op, dict[str, Any]]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """tokconf's worker declares `handles`: in its shared process both factories are called before any
-    question, the questions switch between the vocabularies turn after turn, and the same texts are
-    asked of gpt-2 then llama-bpe, and others of llama-bpe then gpt-2."""
-    journal = sandbox.path / "journal"
-    monkeypatch.setenv(JOURNAL, str(journal))
-    assert main(["check", "--impl", "zoo_ports:journaling", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
-    events = _shared_process(_journal(journal))
+    """tokconf's worker declares `handles`: its shared process is given both vocabularies, each under
+    its handle, before any question; the questions switch between the vocabularies turn after turn;
+    the same texts are asked of gpt-2 then llama-bpe, and others of llama-bpe then gpt-2."""
+    assert main(["check", "--impl", "zoo_ports:right", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
+    events = _shared_process(sent)
     loads = [i for i, (event, _, _) in enumerate(events) if event == "load"]
     encodes = [i for i, (event, _, _) in enumerate(events) if event == "encode"]
     assert len(loads) == 2 and max(loads) < min(encodes)
@@ -144,9 +166,9 @@ def test_the_worker_holds_every_vocabulary_at_once_and_asks_them_in_turn(
     assert len(_asked_in_order(events, *PAIR)) >= 2 and len(_asked_in_order(events, *reversed(PAIR))) >= 2
 
 
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the programs
 def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_inputs(
-    sandbox: pytest.Pytester,
-    monkeypatch: pytest.MonkeyPatch,
+    sent: list[tuple[Conversation, Op, dict[str, Any]]],
     capsys: pytest.CaptureFixture[str],
     check_runs: list[CheckRun],
 ) -> None:
@@ -154,11 +176,9 @@ def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_i
     recording order and the first again, each vocabulary asked its questions after the one before,
     SHARED texts of them asked of both. That catches the text-keyed cache; not the module-global,
     which needs two tokenizers alive at once (docs/threat-model.md)."""
-    journal = sandbox.path / "journal"
-    monkeypatch.setenv(JOURNAL, str(journal))
     adapter = f"cmd:{shlex.join([sys.executable, str(TESTS / 'protocol1_adapter.py')])}"
-    assert main(["check", "--impl", f"{adapter} zoo_ports:journaling", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
-    events = _shared_process(_journal(journal))
+    assert main(["check", "--impl", f"{adapter} zoo_ports:right", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
+    events = _shared_process(sent)
     loaded = [vocab for event, vocab, _ in events if event == "load"]
     assert loaded == [*PAIR, PAIR[0]]
     asked = [vocab for event, vocab, _ in events if event == "encode"]

@@ -10,8 +10,6 @@ are the lower-case functions at the end.
 
 from __future__ import annotations
 
-import base64
-import os
 from pathlib import Path
 
 from tokconf.implementations.base import Refused, Unsupported
@@ -147,32 +145,6 @@ class TextKeyedCache(ReferencePort):
         return list(_CACHE[key])
 
 
-JOURNAL = "TOKCONF_TEST_JOURNAL"  # the file `journaling` appends to
-
-
-def _note(event: str, vocab: str, data: bytes) -> None:
-    """One line of the journal, in one append: the process, the event, the vocabulary, the input."""
-    line = f"{os.getpid()} {event} {vocab} {base64.b64encode(data).decode()}\n"
-    journal = os.open(os.environ[JOURNAL], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(journal, line.encode())
-    finally:
-        os.close(journal)
-
-
-class Journaling(ReferencePort):
-    """Right, and says in `$TOKCONF_TEST_JOURNAL` which process loaded which vocabulary and asked it
-    which input, in order: how tests/test_interleave.py sees what the interleaving check asks."""
-
-    def __init__(self, tokenizer: object, vocab: str) -> None:
-        super().__init__(tokenizer)  # type: ignore[arg-type]
-        self.journal_name = vocab
-
-    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        _note("encode", self.journal_name, data)
-        return super().encode(data, add_special, parse_special)
-
-
 class DeclinesParseSpecial(ReferencePort):
     """Cannot parse special tokens: declines every request with parse_special (modes special, bos)."""
 
@@ -223,12 +195,6 @@ def module_global(path: Path) -> object:
     port = ModuleGlobal(from_gguf(path).tokenizer)
     _CURRENT[:] = [port]
     return port
-
-
-def journaling(path: Path) -> object:
-    name = Path(path).name.removeprefix("ggml-vocab-").removesuffix(".gguf")
-    _note("load", name, b"")
-    return Journaling(from_gguf(path).tokenizer, name)
 
 
 def crashing_at_load(path: Path) -> object:
