@@ -1,11 +1,11 @@
 """A zoo of Python ports for the front-end test (tests/test_zoo.py): right, wrong, raising, refusing,
 declining, declaring, printing, with facts of the wrong type, crashing at load, tokenizing nothing,
-declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies
-(a tokenizer for the whole process, a module-global "current vocabulary", a cache keyed by the text).
+declining exactly what it gets wrong, lying about what it declines, keeping state across vocabularies.
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
-are the lower-case functions at the end.
+are the lower-case functions at the end. The state kept across vocabularies takes three shapes: one
+tokenizer for the whole process, a module-global "current vocabulary", a cache keyed by the text.
 """
 
 from __future__ import annotations
@@ -211,9 +211,9 @@ right, wrong, raising, refuses_everything = _port(Right), _port(Wrong), _port(Ra
 declines_every_input, only_the_empty_input = _port(DeclinesEveryInput), _port(OnlyTheEmptyInput)
 declines_invalid_utf8, declines_parse_special = _port(DeclinesInvalidUtf8), _port(DeclinesParseSpecial)
 printing, facts_of_the_wrong_type = _port(Printing), _port(FactsOfTheWrongType)
-text_keyed_cache = _port(TextKeyedCache)
 declines_digits, declines_newlines, lies_about_its_class = (
     _port(DeclinesDigits),
     _port(DeclinesNewlines),
     _port(LiesAboutItsClass),
 )
+text_keyed_cache = _port(TextKeyedCache)
