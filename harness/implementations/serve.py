@@ -10,6 +10,9 @@ deadline, the restart after a crash and the give-up after repeated failures of `
 the process that runs it, but a process can be killed. The module is imported here, never in the
 judging process: a wrong name is the handshake's `error` answer, said as a usage error. The caller's
 `sys.path` comes in `TOKCONF_SYS_PATH` (JSON), so a module the caller could import is found here too.
+The handshake says `handles`: the interleaving check (`tokconf.checking.interleave`) has one worker
+hold every vocabulary at once, each the factory's object for it under its handle, as an application
+loading several models does.
 
 The verdicts are the ones the in-process adapter (`tokconf.implementations.python`) decides, sent as
 the protocol's answers (`tokconf.implementations.protocol`): `Unsupported` from the factory declines
