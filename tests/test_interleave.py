@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import tokconf
 import zoo_ports
-from tokconf.checking.contract import INTERLEAVE
+from tokconf.checking.contract import INTERLEAVE, Verdict
 from tokconf.checking.interleave import FOCUS, SHARED, SPREAD, sample
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
@@ -33,7 +33,7 @@ from tokconf.implementations.protocol import HANDLE, BadAnswer, Hello, Op
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import from_gguf
 from tokconf.implementations.serve import serve
-from tokconf.recordings.format import load
+from tokconf.recordings.format import Recording, load, write
 
 TESTS = Path(__file__).resolve().parent
 B11192 = TESTS.parent / "recordings" / "b11192"
@@ -187,6 +187,32 @@ def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_i
     assert main(["check", "--impl", f"{adapter} zoo_ports:text_keyed_cache", *CLAIM]) == 1
     assert _failed_vocabs(check_runs[-1]) == {("llama-bpe", INTERLEAVE)}
     assert main(["check", "--impl", f"{adapter} zoo_ports:module_global", *CLAIM]) == 0  # the documented limit
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gpt-2's and llama-bpe's `edge/*` cases alone: two small recordings sharing every input."""
+    folder = tmp_path_factory.mktemp("edges")
+    for name in PAIR:
+        whole = load(B11192 / f"{name}.yaml")
+        edge = [case for case in whole.cases if case.id.startswith("edge/")]
+        write(folder / f"{name}.yaml", Recording(whole.provenance, whole.facts, edge))
+    return folder
+
+
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the worker
+def test_a_port_that_cannot_hold_two_vocabularies_fails_saying_so(
+    edges: Path, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A factory that fails while another vocabulary's tokenizer is alive passes each vocabulary alone;
+    held at once, the second is an error for each of its questions, saying so, and nothing more is
+    asked."""
+    assert main(["check", "--impl", "zoo_ports:one_at_a_time", "--recordings", str(edges)]) == 1
+    problems = [r for r in check_runs[-1].results if r.verdict.is_problem]
+    assert {(r.vocab, r.section, r.verdict) for r in problems} == {("llama-bpe", INTERLEAVE, Verdict.ERROR)}
+    assert all(r.reason.startswith("loaded alone, but not beside gpt-2 in one process: ") for r in problems)
+    assert "another vocabulary is loaded" in problems[0].reason
+    assert not [r for r in check_runs[-1].results if r.section == INTERLEAVE and r.vocab == "gpt-2"]
 
 
 def test_the_worker_answers_each_request_for_the_vocabulary_its_handle_names() -> None:

@@ -10,6 +10,7 @@ tokenizer for the whole process, a module-global "current vocabulary", a cache k
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from tokconf.implementations.base import Refused, Unsupported
@@ -143,6 +144,20 @@ class TextKeyedCache(ReferencePort):
         if key not in _CACHE:
             _CACHE[key] = super().encode(data, add_special, parse_special)
         return list(_CACHE[key])
+
+
+_ALIVE: weakref.WeakSet[ReferencePort] = weakref.WeakSet()
+
+
+def one_at_a_time(path: Path) -> object:
+    """Right, but its factory fails while a tokenizer of another vocabulary is alive in the process (a
+    library with one global state): it passes every vocabulary alone, and an application holding two
+    models cannot use it."""
+    if len(_ALIVE):
+        raise RuntimeError("another vocabulary is loaded")
+    port = Right(from_gguf(path).tokenizer)
+    _ALIVE.add(port)
+    return port
 
 
 class DeclinesParseSpecial(ReferencePort):
