@@ -10,9 +10,6 @@ deadline, the restart after a crash and the give-up after repeated failures of `
 the process that runs it, but a process can be killed. The module is imported here, never in the
 judging process: a wrong name is the handshake's `error` answer, said as a usage error. The caller's
 `sys.path` comes in `TOKCONF_SYS_PATH` (JSON), so a module the caller could import is found here too.
-The handshake says `handles`: the interleaving check (`tokconf.checking.interleave`) has one worker
-hold every vocabulary at once, each the factory's object for it under its handle, as an application
-loading several models does.
 
 The verdicts are the ones the in-process adapter (`tokconf.implementations.python`) decides, sent as
 the protocol's answers (`tokconf.implementations.protocol`): `Unsupported` from the factory declines
@@ -21,6 +18,10 @@ be); a refusal is an `error` answer, judged against llama.cpp; a factory, `encod
 broke is a `fault` answer (an error, and the worker goes on); decoding that raises is an `error`
 answer to that decoding request. The protocol has a pipe of its own, so a port's `print()` cannot
 corrupt it: it goes to standard error, which tokconf keeps the end of and shows on failure.
+
+The handshake says `handles`: the interleaving check (`tokconf.checking.interleave`) has one worker
+hold every vocabulary at once, each the factory's object for it under its handle, as an application
+loading several models does.
 """
 
 from __future__ import annotations
