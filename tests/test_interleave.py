@@ -1,16 +1,48 @@
-"""The interleaving check's sample (tokconf.checking.interleave.sample): which cases a port is asked
-again with every vocabulary loaded in one process."""
+"""The interleaving check (tokconf.checking.interleave): every vocabulary alive at once in one process
+of the port, asked in turns, the same inputs asked of every vocabulary; which cases it asks.
+
+The two hostile probes of issue 46 (tests/zoo_ports.py), a module-global "current vocabulary" and a
+process-wide cache keyed by the text, passed every front end on a two-vocabulary claim before; here
+they fail `tokconf check`, `tokconf.check()` and the pytest plugin under xdist, by the interleaving
+check alone, and a port without state passes the same runs. The claim is gpt-2 and llama-bpe in
+plain mode (`--claim gpt-2/plain --claim llama-bpe/plain`), whole recordings: small slices share
+every input, which hid the old check's gap."""
 
 from __future__ import annotations
 
+import base64
+import io
+import json
+import shlex
+import sys
+from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import pytest
-from tokconf.checking.interleave import FOCUS, SPREAD, sample
+import tokconf
+import zoo_ports
+from tokconf.checking.contract import INTERLEAVE, Verdict
+from tokconf.checking.interleave import FOCUS, SHARED, SPREAD, sample
+from tokconf.checking.run import CheckRun
+from tokconf.cli.main import main
 from tokconf.core.outcome import MODES
-from tokconf.recordings.format import load
+from tokconf.implementations.command import Conversation
+from tokconf.implementations.protocol import HANDLE, BadAnswer, Hello, Op
+from tokconf.implementations.python import PythonImplementation
+from tokconf.implementations.reference import from_gguf
+from tokconf.implementations.serve import serve
+from tokconf.recordings.format import Recording, load, write
 
-B11192 = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
+TESTS = Path(__file__).resolve().parent
+B11192 = TESTS.parent / "recordings" / "b11192"
+PAIR = ("gpt-2", "llama-bpe")
+CLAIMED = [f"{vocab}/plain" for vocab in PAIR]
+CLAIM = [part for claim in CLAIMED for part in ("--claim", claim)]
+# probe -> the vocabularies whose interleaving row fails: the module-global answers with the last one
+# loaded (llama-bpe), so gpt-2 is wrong; the cache fails both, each asked some texts after the other
+PROBES = {"module_global": {"gpt-2"}, "text_keyed_cache": set(PAIR)}
 
 
 @pytest.mark.parametrize("name", ["gpt-2", "deepseek-llm", "command-r"])
@@ -28,3 +60,192 @@ def test_the_sample_holds_the_first_cases_with_a_special_tokens_text(name: str) 
     assert set(holding[:FOCUS]) <= chosen
     assert len(chosen) <= SPREAD + 2 * FOCUS
     assert {mode for _, mode in replay.cases} == set(MODES)
+
+
+def _failed_vocabs(run: CheckRun) -> set[tuple[str, str]]:
+    return {(r.vocab, str(r.section)) for r in run.results if r.verdict.is_problem}
+
+
+@pytest.mark.parametrize("probe", sorted(PROBES))
+def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vocabulary_claim(
+    probe: str, sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """Through `tokconf check` (its worker), `tokconf.check()` (a factory object, forked) and pytest
+    `-n 2`: FAIL, the same counts, each problem in the interleaving row of the vocabularies the probe
+    answers wrongly for; every vocabulary passed alone."""
+    assert main(["check", "--impl", f"zoo_ports:{probe}", *CLAIM]) == 1
+    [cli] = check_runs
+    line = cli.decision.line()
+    want = {(vocab, INTERLEAVE) for vocab in PROBES[probe]}
+    assert _failed_vocabs(cli) == want, line
+    api = tokconf.check(getattr(zoo_ports, probe), claims=CLAIMED)
+    assert not api.decision.passed
+    assert _failed_vocabs(api) == want
+    assert api.summary.counts == cli.summary.counts
+    args = ["-p", "no:cacheprovider", "--tokconf-impl", f"zoo_ports:{probe}", "--tokconf-json", "verdict.json"]
+    args += [f"--tokconf-{option[2:]}={value}" for option, value in zip(CLAIM[::2], CLAIM[1::2], strict=True)]
+    distributed = sandbox.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
+    verdict = json.loads((sandbox.path / "verdict.json").read_text())
+    assert (distributed.ret, verdict["verdict_line"]) == (1, line)
+    failing = {(unit["vocab"], unit["mode"]) for unit in verdict["units"] if unit["counts"]["failed"]}
+    assert failing == want
+
+
+def test_a_port_without_state_passes_the_same_check(
+    sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """Every vocabulary's interleaving row holds the same SHARED texts, and a port without state passes
+    them, in `tokconf check` and `tokconf.check()` alike."""
+    assert main(["check", "--impl", "zoo_ports:right", *CLAIM]) == 0
+    [cli] = check_runs
+    asked = [{r.data for r in cli.results if r.section == INTERLEAVE and r.vocab == vocab} for vocab in PAIR]
+    assert len(set.intersection(*asked)) >= SHARED
+    api = tokconf.check(zoo_ports.right, claims=CLAIMED)
+    assert api.decision.passed and api.summary.counts == cli.summary.counts
+
+
+Event = tuple[str, str, bytes]  # ("load" or "encode", the vocabulary, the input)
+
+
+@pytest.fixture
+def sent(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Conversation, Op, dict[str, Any]]]:
+    """Every request this process writes to a program, with the conversation (the process) it went to."""
+    log: list[tuple[Conversation, Op, dict[str, Any]]] = []
+    real = Conversation.send
+
+    def spy(self: Conversation, op: Op, fields: Mapping[str, Any], *args: Any, **kwargs: Any) -> int:
+        log.append((self, op, dict(fields)))
+        return real(self, op, fields, *args, **kwargs)
+
+    monkeypatch.setattr(Conversation, "send", spy)
+    return log
+
+
+def _shared_process(sent: list[tuple[Conversation, Op, dict[str, Any]]]) -> list[Event]:
+    """What was asked of the one process that was given more than one vocabulary, in order: each load,
+    and each input with the vocabulary it was asked of (its handle's, else the last loaded)."""
+    by_process: dict[int, list[Event]] = {}
+    handles: dict[tuple[int, Any], str] = {}
+    for conversation, op, fields in sent:
+        events = by_process.setdefault(id(conversation), [])
+        if op is Op.LOAD:
+            vocab = Path(fields["path"]).name.removeprefix("ggml-vocab-").removesuffix(".gguf")
+            handles[id(conversation), fields.get(HANDLE)] = vocab
+            events.append(("load", vocab, b""))
+        elif op in (Op.ENCODE, Op.ENCODE_BATCH):
+            vocab = handles[id(conversation), fields.get(HANDLE)]
+            events += [("encode", vocab, base64.b64decode(one["text_b64"])) for one in fields.get("requests", [fields])]
+    [shared] = [events for events in by_process.values() if len({v for e, v, _ in events if e == "load"}) > 1]
+    return shared
+
+
+def _asked_in_order(events: list[Event], first: str, then: str) -> set[bytes]:
+    """The texts asked of `first` and later of `then`, with no other question of `first` between."""
+    asked: dict[bytes, list[str]] = {}
+    for event, vocab, data in events:
+        if event == "encode":
+            asked.setdefault(data, []).append(vocab)
+    return {data for data, vocabs in asked.items() if [first, then] == [v for v in vocabs if v in (first, then)][:2]}
+
+
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the programs
+def test_the_worker_holds_every_vocabulary_at_once_and_asks_them_in_turn(
+    sent: list[tuple[Conversation, Op, dict[str, Any]]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """tokconf's worker declares `handles`: its shared process is given both vocabularies, each under
+    its handle, before any question; the questions switch between the vocabularies turn after turn;
+    the same texts are asked of gpt-2 then llama-bpe, and others of llama-bpe then gpt-2."""
+    assert main(["check", "--impl", "zoo_ports:right", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
+    events = _shared_process(sent)
+    loads = [i for i, (event, _, _) in enumerate(events) if event == "load"]
+    encodes = [i for i, (event, _, _) in enumerate(events) if event == "encode"]
+    assert len(loads) == 2 and max(loads) < min(encodes)
+    asked = [vocab for event, vocab, _ in events if event == "encode"]
+    switches = sum(1 for before, after in pairwise(asked) if before != after)
+    assert switches >= 4, asked
+    assert len(_asked_in_order(events, *PAIR)) >= 2 and len(_asked_in_order(events, *reversed(PAIR))) >= 2
+
+
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the programs
+def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_inputs(
+    sent: list[tuple[Conversation, Op, dict[str, Any]]],
+    capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
+) -> None:
+    """A protocol 1 program (no handshake flags): in one process, each `load` replacing the last, in
+    recording order and the first again, each vocabulary asked its questions after the one before,
+    SHARED texts of them asked of both. That catches the text-keyed cache; not the module-global,
+    which needs two tokenizers alive at once (docs/threat-model.md)."""
+    adapter = f"cmd:{shlex.join([sys.executable, str(TESTS / 'protocol1_adapter.py')])}"
+    assert main(["check", "--impl", f"{adapter} zoo_ports:right", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
+    events = _shared_process(sent)
+    loaded = [vocab for event, vocab, _ in events if event == "load"]
+    assert loaded == [*PAIR, PAIR[0]]
+    asked = [vocab for event, vocab, _ in events if event == "encode"]
+    assert [vocab for n, vocab in enumerate(asked) if n == 0 or asked[n - 1] != vocab] == loaded
+    assert len(_asked_in_order(events, *PAIR)) >= SHARED
+    assert main(["check", "--impl", f"{adapter} zoo_ports:text_keyed_cache", *CLAIM]) == 1
+    assert _failed_vocabs(check_runs[-1]) == {("llama-bpe", INTERLEAVE)}
+    assert main(["check", "--impl", f"{adapter} zoo_ports:module_global", *CLAIM]) == 0  # the documented limit
+
+
+@pytest.fixture(scope="module")
+def edges(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """gpt-2's and llama-bpe's `edge/*` cases alone: two small recordings sharing every input."""
+    folder = tmp_path_factory.mktemp("edges")
+    for name in PAIR:
+        whole = load(B11192 / f"{name}.yaml")
+        edge = [case for case in whole.cases if case.id.startswith("edge/")]
+        write(folder / f"{name}.yaml", Recording(whole.provenance, whole.facts, edge))
+    return folder
+
+
+@pytest.mark.usefixtures("sandbox")  # the zoo importable by the worker
+def test_a_port_that_cannot_hold_two_vocabularies_fails_saying_so(
+    edges: Path, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A factory that fails while another vocabulary's tokenizer is alive passes each vocabulary alone;
+    held at once, the second is an error for each of its questions, saying so, and nothing more is
+    asked."""
+    assert main(["check", "--impl", "zoo_ports:one_at_a_time", "--recordings", str(edges)]) == 1
+    problems = [r for r in check_runs[-1].results if r.verdict.is_problem]
+    assert {(r.vocab, r.section, r.verdict) for r in problems} == {("llama-bpe", INTERLEAVE, Verdict.ERROR)}
+    assert all(r.reason.startswith("loaded alone, but not beside gpt-2 in one process: ") for r in problems)
+    assert "another vocabulary is loaded" in problems[0].reason
+    assert not [r for r in check_runs[-1].results if r.section == INTERLEAVE and r.vocab == "gpt-2"]
+
+
+def test_the_worker_answers_each_request_for_the_vocabulary_its_handle_names() -> None:
+    """Line protocol 2's `handles`: tokconf's worker says it takes them, loads each vocabulary beside the
+    others under its handle (a load without one replaces only the one loaded without), and answers
+    `encode`, `encode_batch` and `facts` for the vocabulary the request's handle names."""
+    paths = {name: str(tokconf.vocab_path(name)) for name in PAIR}
+    reference = {name: from_gguf(Path(path)) for name, path in paths.items()}
+    text = base64.b64encode(b"Hello world, it's 2024").decode()
+    requests = [
+        {"op": "hello", "id": 0, "protocol": 2},
+        {"op": "load", "id": 1, "path": paths["gpt-2"], "vocab_type": "bpe", "handle": 0},
+        {"op": "load", "id": 2, "path": paths["llama-bpe"], "vocab_type": "bpe", "handle": 1},
+        {"op": "load", "id": 3, "path": paths["llama-bpe"], "vocab_type": "bpe"},
+        {"op": "encode", "id": 4, "text_b64": text, "add_special": False, "parse_special": False, "handle": 0},
+        {"op": "encode", "id": 5, "text_b64": text, "add_special": False, "parse_special": False, "handle": 1},
+        {"op": "encode_batch", "id": 6, "handle": 0, "requests": [
+            {"text_b64": text, "add_special": True, "parse_special": True}] * 2},
+        {"op": "facts", "id": 8, "handle": 0},
+        {"op": "encode", "id": 9, "text_b64": text, "add_special": False, "parse_special": False, "handle": 7},
+        {"op": "encode", "id": 10, "text_b64": text, "add_special": False, "parse_special": False},
+    ]  # fmt: skip
+    answers = io.StringIO()
+    impl = PythonImplementation("reference", from_gguf)
+    assert serve(impl, io.StringIO("".join(json.dumps(r) + "\n" for r in requests)), answers) == 0
+    got = {answer["id"]: answer for answer in map(json.loads, answers.getvalue().splitlines())}
+    assert Hello.parse(got[0]).handles
+    data = b"Hello world, it's 2024"
+    assert got[4]["ids"] == reference["gpt-2"].encode(data, False, False)
+    assert got[5]["ids"] == got[10]["ids"] == reference["llama-bpe"].encode(data, False, False)
+    assert got[6]["ids"] == got[7]["ids"] == reference["gpt-2"].encode(data, True, True)
+    assert got[8]["facts"]["eos"] == 50256
+    assert "no vocabulary loaded under handle 7" in got[9]["error"]
+    with pytest.raises(BadAnswer, match="`handles` must be true or false"):
+        Hello.parse({"id": 0, "protocol": 2, "vocab_types": ["bpe"], "handles": "yes"})
+    assert not Hello.parse({"id": 0, "protocol": 2, "vocab_types": ["bpe"]}).handles

@@ -314,25 +314,46 @@ def two_vocabs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+# port -> the vocabularies whose interleaving row fails: the first loaded kept for the process fails the
+# second; a module-global of the last loaded fails the first; a cache keyed by the text fails both,
+# each asked some shared texts after the other
+STATEFUL = {"stateful": {"llama-bpe"}, "module_global": {"gpt-2"}, "text_keyed_cache": {"gpt-2", "llama-bpe"}}
+
+
 @pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(STATEFUL))
 def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end(
-    two_vocabs: Path, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    port: str,
+    two_vocabs: Path,
+    pytester: pytest.Pytester,
+    capsys: pytest.CaptureFixture[str],
+    check_runs: list[CheckRun],
 ) -> None:
-    """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with one
-    tokenizer cache for its whole process gets the same counts and exit status whatever the scheduling,
-    and fails, by that check's row alone."""
-    impl = "zoo_ports:stateful"
+    """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with
+    state across vocabularies gets the same counts and exit status whatever the scheduling, and fails,
+    by that check's row alone. In tokconf's own process (`--in-process`) the vocabularies share it from
+    the start, so the port fails there too, with more. A protocol 1 program holds one vocabulary at a
+    time: the first-loaded and the cache fail it too; the module-global cannot (docs/threat-model.md)."""
+    impl = f"zoo_ports:{port}"
     status, line = _cli(capsys, two_vocabs, impl)
     assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
     failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
-    assert failed == {("llama-bpe", "interleave")}
+    assert failed == {(vocab, "interleave") for vocab in STATEFUL[port]}
     worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
     args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(two_vocabs)]
+    plain = pytester.runpytest_inprocess(*args)
     distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
     front_ends = {
+        "--timeout": _cli(capsys, two_vocabs, impl, "--timeout", "30"),
         "--jobs 2": _cli(capsys, two_vocabs, impl, "--jobs", "2"),
         "cmd: protocol 2": _cli(capsys, two_vocabs, worker),
+        "pytest": (plain.ret, _verdict_line(plain.stdout.str())),
         "pytest -n 2": (distributed.ret, _verdict_line(distributed.stdout.str())),
     }
     assert front_ends == dict.fromkeys(front_ends, (status, line))
+    in_process, line_in_process = _cli(capsys, two_vocabs, impl, "--in-process")
+    assert in_process == 1 and NOT_CONTAINED in line_in_process
+    if port != "module_global":
+        adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
+        assert _cli(capsys, two_vocabs, adapter)[0] == 1
     assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0  # the same check, passed by a port without state

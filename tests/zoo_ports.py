@@ -5,11 +5,13 @@ lying about what it declines, keeping state across vocabularies, answering far m
 
 Each is the bundled reference (token-identical to llama.cpp on every bundled vocabulary) with one
 thing changed, so the verdict each must get follows from the contract alone. `module:factory` names
-are the lower-case functions at the end.
+are the lower-case functions at the end. The state kept across vocabularies takes three shapes: one
+tokenizer for the whole process, a module-global "current vocabulary", a cache keyed by the text.
 """
 
 from __future__ import annotations
 
+import weakref
 from pathlib import Path
 
 from tokconf.implementations.base import Refused, Unsupported
@@ -140,6 +142,50 @@ class Stateful(ReferencePort):
         return ReferencePort.encode(first, data, add_special, parse_special)
 
 
+_CURRENT: list[ReferencePort] = []
+
+
+class ModuleGlobal(ReferencePort):
+    """Its `encode` reads a module-global "current vocabulary" that each factory call replaces: right
+    whenever one tokenizer is alive in its process at a time, wrong for every one but the last loaded
+    once several are. Fails in every front end that holds several at once: by the interleaving check."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return ReferencePort.encode(_CURRENT[0], data, add_special, parse_special)
+
+
+_CACHE: dict[tuple[bytes, bool, bool], list[int]] = {}
+CACHED_BYTES = 4096  # longer inputs are not cached (the cache's memory stays bounded)
+
+
+class TextKeyedCache(ReferencePort):
+    """A process-wide cache of answers keyed by the input and its flags but not by the vocabulary:
+    right whenever its process holds one vocabulary, wrong where a second is asked a text the first
+    was asked. Fails in every front end: by the interleaving check's shared inputs."""
+
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        if len(data) > CACHED_BYTES:
+            return super().encode(data, add_special, parse_special)
+        key = (data, add_special, parse_special)
+        if key not in _CACHE:
+            _CACHE[key] = super().encode(data, add_special, parse_special)
+        return list(_CACHE[key])
+
+
+_ALIVE: weakref.WeakSet[ReferencePort] = weakref.WeakSet()
+
+
+def one_at_a_time(path: Path) -> object:
+    """Right, but its factory fails while a tokenizer of another vocabulary is alive in the process (a
+    library with one global state): it passes every vocabulary alone, and an application holding two
+    models cannot use it."""
+    if len(_ALIVE):
+        raise RuntimeError("another vocabulary is loaded")
+    port = Right(from_gguf(path).tokenizer)
+    _ALIVE.add(port)
+    return port
+
+
 class DeclinesParseSpecial(ReferencePort):
     """Cannot parse special tokens: declines every request with parse_special (modes special, bos)."""
 
@@ -197,6 +243,12 @@ def stateful(path: Path) -> object:
     return port
 
 
+def module_global(path: Path) -> object:
+    port = ModuleGlobal(from_gguf(path).tokenizer)
+    _CURRENT[:] = [port]
+    return port
+
+
 def crashing_at_load(path: Path) -> object:
     """A bug while reading the vocabulary: every case of it an error."""
     raise KeyError("tokenizer.ggml.merges")
@@ -217,3 +269,4 @@ declines_digits, declines_newlines, lies_about_its_class = (
     _port(DeclinesNewlines),
     _port(LiesAboutItsClass),
 )
+text_keyed_cache = _port(TextKeyedCache)

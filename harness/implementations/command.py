@@ -37,6 +37,7 @@ from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions, Wait
 from .base import Broken, Decoder, Detokenize, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
     DECODING_OPS,
+    HANDLE,
     PROTOCOL,
     BadAnswer,
     Facts,
@@ -208,12 +209,15 @@ class CommandSession:
         vocab: VocabInfo,
         conversation: Conversation,
         keep: Callable[[Conversation], None] | None = None,
+        handle: int | None = None,
     ) -> None:
-        """`keep`: given the process at the end instead of ending it (`SharedProcess`)."""
+        """`keep`: given the process at the end instead of ending it (`SharedProcess`). `handle`: the
+        vocabulary's name in a process that holds several at once, sent with every request for it."""
         self.owner = owner
         self.vocab = vocab
         self.conversation = conversation
         self.keep = keep
+        self.handle = handle
         self.dead: str | None = None  # why no more is asked: every later case is an error with it
         self.breakage = Breakage()
         self.loaded = Loaded()
@@ -222,12 +226,16 @@ class CommandSession:
     def max_input_bytes(self) -> int | None:
         return self.loaded.max_bytes if self.loaded.max_bytes is not None else self.owner.hello.max_bytes
 
+    def addressed(self, fields: Mapping[str, Any]) -> Mapping[str, Any]:
+        """A request's fields, with the vocabulary's handle where its process holds several at once."""
+        return fields if self.handle is None else {**fields, HANDLE: self.handle}
+
     def load(self) -> None:
         """Load the vocabulary: Unsupported when the program declines it (LoadRefused when the program
         is llama.cpp), Broken when it breaks or names another vocabulary."""
         name = self.vocab.path.name
         try:
-            fields = load_fields(self.vocab, self.owner.protocol)
+            fields = self.addressed(load_fields(self.vocab, self.owner.protocol))
             answer = parse_load(self.conversation.exchange(Op.LOAD, fields, self.conversation.load_wait),
                                 self.owner.protocol)  # fmt: skip
         except ProgramFailed as failure:
@@ -251,7 +259,7 @@ class CommandSession:
         if self.dead is not None:
             raise ProgramFailed(self.dead)
         try:
-            answer = self.conversation.exchange(op, fields)
+            answer = self.conversation.exchange(op, self.addressed(fields))
         except ProgramExited as died:
             if not llama_aborts:
                 self._broke(died)
@@ -314,7 +322,8 @@ class CommandSession:
             while todo or sent:
                 while todo and len(sent) < IN_FLIGHT:
                     op, fields, count = todo.popleft()
-                    sent.append((self.conversation.send(op, fields, answers=count, pending=bool(sent)), count))
+                    first = self.conversation.send(op, self.addressed(fields), answers=count, pending=bool(sent))
+                    sent.append((first, count))
                 first, count = sent.popleft()
                 for index in range(count):
                     yield self.conversation.receive(first + index)
@@ -344,8 +353,8 @@ class CommandSession:
             try:
                 while todo and len(sent) < IN_FLIGHT:
                     start, written = todo[0]
-                    first = self.conversation.send(Op.ENCODE_BATCH, batch_fields(requests[start:written]),
-                                                   answers=written - start, pending=bool(sent))  # fmt: skip
+                    batch = self.addressed(batch_fields(requests[start:written]))
+                    first = self.conversation.send(Op.ENCODE_BATCH, batch, answers=written - start, pending=bool(sent))
                     sent.append((first, *todo.popleft()))
                 first, start, end = sent[0]
                 while len(out) < end:
@@ -575,9 +584,13 @@ class CommandImplementation:
         return self.session(vocab, conversation)
 
     def session(
-        self, vocab: VocabInfo, conversation: Conversation | None, keep: Callable[[Conversation], None] | None = None
+        self,
+        vocab: VocabInfo,
+        conversation: Conversation | None,
+        keep: Callable[[Conversation], None] | None = None,
+        handle: int | None = None,
     ) -> CommandSession:
-        """The vocabulary loaded into `conversation`'s process (None: a new one)."""
+        """The vocabulary loaded into `conversation`'s process (None: a new one), under `handle` if given."""
         if vocab.vocab_type not in self.hello.vocab_types:
             if conversation is not None:
                 (keep or Conversation.close)(conversation)
@@ -590,7 +603,7 @@ class CommandImplementation:
                 conversation = self.start()
             except ProgramFailed as failure:
                 raise Broken(f"the program could not be started for {vocab.path.name}: {failure}") from None
-        session = CommandSession(self, vocab, conversation, keep)
+        session = CommandSession(self, vocab, conversation, keep, handle)
         try:
             session.load()
         except BaseException:
@@ -599,7 +612,7 @@ class CommandImplementation:
         return session
 
     def shared(self) -> SharedProcess:
-        """This implementation with every vocabulary loaded into one process, in turn."""
+        """This implementation with every vocabulary loaded into one process: all at once, or in turn."""
         return SharedProcess(self)
 
     def close(self) -> None:
@@ -611,9 +624,12 @@ class CommandImplementation:
 
 
 class SharedProcess:
-    """One process of the program for every vocabulary opened, one after another: what an application
-    that loads two models does, and what the interleaving check (`tokconf.checking.interleave`) asks
-    on purpose. A process that ended is replaced for the next vocabulary."""
+    """One process of the program for every vocabulary opened: what an application that loads two
+    models does, and what the interleaving check (`tokconf.checking.interleave`) asks on purpose. A
+    program whose handshake says `handles` (protocol 2) holds them all at once (`at_once`): each is
+    loaded beside the others under a handle of its own, which every request for it carries, and stays
+    loaded until the process ends. Any other program has them one after another, each `load`
+    replacing the last; a process that ended is replaced for the next vocabulary."""
 
     contained = True
 
@@ -622,13 +638,30 @@ class SharedProcess:
         self.name = owner.name
         self.confiner = owner.confiner
         self._process: Conversation | None = None
+        self._handles = itertools.count()
+
+    @property
+    def at_once(self) -> bool:
+        return self.owner.hello.handles
 
     def _keep(self, conversation: Conversation) -> None:
         self._process = conversation
 
+    def _release(self, conversation: Conversation) -> None:
+        """The end of one vocabulary of several: the shared process stays; a process of the session's
+        own (started again after it broke) ends."""
+        if conversation is not self._process:
+            conversation.close_soon()
+
     def open(self, vocab: VocabInfo) -> Session:
-        process, self._process = self._process, None
-        return self.owner.session(vocab, process if process is not None and process.running else None, self._keep)
+        process = self._process if self._process is not None and self._process.running else None
+        if not self.at_once:
+            self._process = None
+            return self.owner.session(vocab, process, self._keep)
+        session = self.owner.session(vocab, process, self._release, next(self._handles))
+        if process is None:  # the first vocabulary, or the process that held the others ended: a new one
+            self._process = session.conversation
+        return session
 
     def close(self) -> None:
         if self._process is not None:

@@ -29,6 +29,7 @@ from ..live.bound import max_ids, over_bound
 from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
+HANDLE = "handle"  # protocol 2, to a program whose hello says `handles`: which loaded vocabulary a request is for
 SHOWN = 200  # characters of a wrong answer shown in its error
 
 
@@ -169,8 +170,9 @@ class Fault:
 class Hello:
     """The handshake's answer: what the program speaks and supports. Protocol 2 adds the input classes
     it cannot be given, whether it takes `encode_batch`, the input length limit (`max_bytes`) past
-    which it may decline inputs as `too-long`, and whether it is (or wraps) llama.cpp, whose refusal
-    to load a vocabulary the recorded build loaded is then a failure."""
+    which it may decline inputs as `too-long`, whether it is (or wraps) llama.cpp, whose refusal
+    to load a vocabulary the recorded build loaded is then a failure, and whether it holds several
+    vocabularies at once, each named by the `handle` tokconf gives it in `load` (`HANDLE`)."""
 
     protocol: int  # 1 or 2: a program that does not say 2 is spoken to in protocol 1
     name: str | None
@@ -179,11 +181,13 @@ class Hello:
     batch: bool = False
     max_bytes: int | None = None
     llama_cpp: bool = False
+    handles: bool = False
 
     def fields(self) -> dict[str, Any]:
         unsupported = [c.value for c in InputClass if c in self.unsupported]
         found: dict[str, Any] = {"protocol": self.protocol, "name": self.name, "vocab_types": list(self.vocab_types)}
         found |= {"unsupported": unsupported, "batch": self.batch, "llama_cpp": self.llama_cpp}
+        found |= {"handles": True} if self.handles else {}
         return found | ({"max_bytes": self.max_bytes} if self.max_bytes is not None else {})
 
     @classmethod
@@ -206,12 +210,14 @@ class Hello:
             raise BadAnswer(
                 f"the hello answer's `unsupported` must list input classes ({', '.join(classes)}), not {names!r}"
             )
-        flags = {key: answer.get(key, False) for key in ("batch", "llama_cpp")}
+        flags = {key: answer.get(key, False) for key in ("batch", "llama_cpp", "handles")}
         if not all(type(value) is bool for value in flags.values()):
-            raise BadAnswer(f"the hello answer's `batch` and `llama_cpp` must be true or false: {_shown(answer)}")
+            raise BadAnswer(
+                f"the hello answer's `batch`, `llama_cpp` and `handles` must be true or false: {_shown(answer)}"
+            )
         declared = frozenset(classes[n] for n in names)
         return cls(protocol, name, tuple(types), declared, flags["batch"], max_bytes(answer, "hello"),
-                   flags["llama_cpp"])  # fmt: skip
+                   flags["llama_cpp"], flags["handles"])  # fmt: skip
 
 
 def max_bytes(answer: Mapping[str, Any], what: str) -> int | None:

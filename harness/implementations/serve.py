@@ -20,6 +20,10 @@ be); a refusal is an `error` answer, judged against llama.cpp; a factory, `encod
 broke is a `fault` answer (an error, and the worker goes on); decoding that raises is an `error`
 answer to that decoding request. The protocol has a pipe of its own, so a port's `print()` cannot
 corrupt it: it goes to standard error, which tokconf keeps the end of and shows on failure.
+
+The handshake says `handles`: the interleaving check (`tokconf.checking.interleave`) has one worker
+hold every vocabulary at once, each the factory's object for it under its handle, as an application
+loading several models does.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..core.errors import TokconfError
@@ -39,6 +44,7 @@ from ..core.outcome import InputClass, Outcome, Refusal, RefusalKind, Request
 from .base import Broken, LoadRefused, Session, Unsupported
 from .protocol import (
     DECODING_OPS,
+    HANDLE,
     PROTOCOL,
     CannotTake,
     Facts,
@@ -78,25 +84,35 @@ def _request(fields: dict[str, Any]) -> Request:
     return base64.b64decode(fields["text_b64"]), bool(fields["add_special"]), bool(fields["parse_special"])
 
 
+@dataclass(frozen=True)
+class Held:
+    """A vocabulary the worker holds: the implementation's session of it, and its decoding."""
+
+    session: PythonSession
+    decoder: PythonDecoder | BrokenDecoder | None
+
+
+BATCHES = {Op.ENCODE_BATCH.value: Op.ENCODE.value, Op.DETOKENIZE_BATCH.value: Op.DETOKENIZE.value}
+
+
 class Server:
-    """Answers the requests for one Python implementation, in order."""
+    """Answers the requests for one Python implementation, in order. It holds every vocabulary loaded
+    under a handle at once (the handshake says `handles`: the interleaving check asks them in turn,
+    `tokconf.checking.interleave`), and one loaded without a handle, which the next such `load`
+    replaces."""
 
     def __init__(self, impl: PythonImplementation) -> None:
         self.impl = impl
-        self.session: PythonSession | None = None
-        self.decoder: PythonDecoder | BrokenDecoder | None = None
+        self.held: dict[int | None, Held] = {}  # by handle (None: the one loaded without)
 
     def answers(self, request: dict[str, Any]) -> Iterator[dict[str, Any]]:
         """The answer lines to one request, each with its id: one, or one per input of a batch, each
         given as soon as it is known (its deadline is its own)."""
-        if request.get("op") == Op.ENCODE_BATCH.value and self.session is not None:
+        single = BATCHES.get(request.get("op", ""))
+        if single is not None:
+            handle = {HANDLE: request[HANDLE]} if HANDLE in request else {}
             for offset, fields in enumerate(request["requests"]):
-                [outcome] = self.session.encode_many([_request(fields)])
-                yield {**_encode_answer(outcome), "id": request["id"] + offset}
-            return
-        if request.get("op") == Op.DETOKENIZE_BATCH.value:
-            for offset, fields in enumerate(request["requests"]):
-                yield {**self.answer({**fields, "op": Op.DETOKENIZE.value}), "id": request["id"] + offset}
+                yield {**self.answer({**fields, **handle, "op": single}), "id": request["id"] + offset}
             return
         yield {**self.answer(request), "id": request["id"]}
 
@@ -106,22 +122,25 @@ class Server:
         except ValueError:
             return Refuses(f"unknown op {request['op']!r}").fields()
         if op is Op.HELLO:
-            return Hello(PROTOCOL, self.impl.name, VOCAB_TYPES, DECLARED, batch=True).fields()
+            return Hello(PROTOCOL, self.impl.name, VOCAB_TYPES, DECLARED, batch=True, handles=True).fields()
         if op is Op.LOAD:
             return self._load(request)
-        if self.session is None:
-            return Refuses(f"{op.value}: no vocabulary loaded").fields()
+        handle = request.get(HANDLE)
+        held = self.held.get(handle) if handle is None or type(handle) is int else None
+        if held is None:
+            under = "" if handle is None else f" under handle {handle!r}"
+            return Refuses(f"{op.value}: no vocabulary loaded{under}").fields()
         if op is Op.ENCODE:
-            [outcome] = self.session.encode_many([_request(request)])
+            [outcome] = held.session.encode_many([_request(request)])
             return _encode_answer(outcome)
         if op is Op.FACTS:
-            return self._facts(self.session)
-        if self.decoder is None:
+            return self._facts(held.session)
+        if held.decoder is None:
             return Refuses(f"{op.value}: the implementation exposes no decoding").fields()
         try:
             if op is Op.TOKEN_TO_PIECE:
-                return pieces_fields(self._pieces(self.decoder, request))
-            text = self.decoder.detokenize(request["ids"], request["remove_special"], request["unparse_special"])
+                return pieces_fields(self._pieces(held.decoder, request))
+            text = held.decoder.detokenize(request["ids"], request["remove_special"], request["unparse_special"])
         except (Exception, SystemExit) as error:  # the port's decoding broke: an error for that check only
             return Refuses(_said(error)).fields()
         return {"text_b64": base64.b64encode(text).decode()}
@@ -133,9 +152,13 @@ class Server:
         return decoder.some_pieces(request["ids"], bool(request["special"]))
 
     def _load(self, request: dict[str, Any]) -> dict[str, Any]:
-        if self.session is not None:
-            self.session.close()
-        self.session, self.decoder = None, None
+        """The vocabulary loaded under the request's handle (none: replacing the one loaded without)."""
+        handle = request.get(HANDLE)
+        if handle is not None and type(handle) is not int:
+            return Fault(f"load: a handle must be an integer, not {handle!r}").fields()
+        previous = self.held.pop(handle, None)
+        if previous is not None:
+            previous.session.close()
         try:
             session = self.impl.open(vocab_of(request))
             decoder = session.decoder()
@@ -145,7 +168,7 @@ class Server:
             return Fault(str(why)).fields()
         except (Exception, SystemExit) as error:  # what the adapter let through: broken too
             return Fault(f"loading {request['path']}: {_said(error)}").fields()
-        self.session, self.decoder = session, decoder
+        self.held[handle] = Held(session, decoder)
         ops = frozenset({Op.FACTS} | (DECODING_OPS if decoder is not None else set()))
         return Loaded(ops, max_bytes=session.max_input_bytes).fields()
 
