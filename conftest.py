@@ -57,14 +57,21 @@ def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
     return runs
 
 
+CONFORMANCE = ("test_tokenizer_build.py", "test_docs_commands.py", "test_examples.py")  # whole files of proofs
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that needs the pinned build (it asks for `llama_build` or `llama_full_build`) is marked `oracle`, so
-    `-m "not oracle"` runs the rest without llama.cpp. Tests marked `long` (minutes each: every bundled
-    input asked of a llama.cpp build) go first, so xdist's workers run the rest beside them instead of
-    waiting on them at the end (collection order put them among the last files)."""
+    `-m "not oracle"` runs the rest without llama.cpp. The conformance proofs (`CONFORMANCE`'s files, and
+    every `long` test) are marked `conformance`: `tox` runs the rest, `tox -e conformance` them, CI both.
+    Tests marked `long` (minutes each: every bundled input asked of a llama.cpp build) go first, so
+    xdist's workers run the rest beside them instead of waiting on them at the end (collection order put
+    them among the last files)."""
     for item in items:
         if {"llama_build", "llama_full_build"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.oracle)
+        if item.path.name in CONFORMANCE or item.get_closest_marker("long") is not None:
+            item.add_marker(pytest.mark.conformance)
     items.sort(key=lambda item: item.get_closest_marker("long") is None)  # stable: the same order on every worker
 
 
