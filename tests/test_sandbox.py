@@ -207,7 +207,7 @@ def test_sigterm_to_tokconf_ends_every_port_process(mode: str, recordings: Path,
     env = _env(TOKCONF_TEST_MARKER=marker)
     process = subprocess.Popen(argv, cwd=TESTS, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(1200):  # the port's processes are up (it hangs on its first input)
+        for _ in range(3600):  # the port's processes are up (it hangs on its first input): 3 minutes at most
             if len(_with(marker)) > 2:
                 break
             time.sleep(0.05)

@@ -263,7 +263,7 @@ def _stamped(build: int, sdist: str) -> str | None:
 
 
 def _stamp(build: int, sdist: str, signature: tuple[tuple[str, int, int, int, int, int], ...]) -> None:
-    with contextlib.suppress(OSError):  # a read-only cache: every process hashes the tree again
+    with contextlib.suppress(TokconfError):  # a read-only cache (a sandboxed port's): it hashes the tree again
         atomic_write(_stamp_path(build, sdist), _digest(signature) + "\n", "tree stamp")
 
 
