@@ -156,6 +156,25 @@ def test_a_port_rewriting_the_next_recording_does_not_pass(recordings: Path, tmp
     assert len(load(second).cases) == len(load(SYNTHETIC / f"{SECOND}.yaml").cases)
 
 
+def test_a_port_rewriting_the_next_recording_fails_the_api_and_pytest_too(
+    recordings: Path, tmp_path: Path, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same port through `tokconf.check()` and pytest -n 2: sandboxed, it cannot write the recording,
+    and fails."""
+    second = recordings / f"{SECOND}.yaml"
+    before = second.read_bytes()
+    monkeypatch.setenv("TOKCONF_TEST_RECORDING", str(second))
+    run = tokconf.check("sandbox_ports:rewrites_the_next_recording", recordings)
+    assert not run.decision.passed and {r.vocab for r in run.results if r.verdict.is_problem} == {SECOND}
+    sandbox.chdir()
+    result = sandbox.runpytest_subprocess(
+        "--tokconf-impl", "sandbox_ports:rewrites_the_next_recording", "--tokconf-recordings", str(recordings),
+        "-n", "2", "-q",
+    )  # fmt: skip
+    assert result.ret == 1
+    assert second.read_bytes() == before
+
+
 @pytest.mark.parametrize("mode", ["auto", "off"])
 def test_a_daemon_the_port_starts_does_not_outlive_the_run(
     mode: str, recordings: Path, tmp_path: Path, marker: str
