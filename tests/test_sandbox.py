@@ -216,10 +216,14 @@ def test_a_daemon_started_under_the_api_or_pytest_does_not_outlive_the_run(
 
 
 @pytest.mark.parametrize("mode", ["auto", "off"])
-def test_sigterm_to_tokconf_ends_every_port_process(mode: str, recordings: Path, tmp_path: Path, marker: str) -> None:
+@pytest.mark.parametrize("ending", [signal.SIGTERM, signal.SIGKILL], ids=["sigterm", "sigkill"])
+def test_ending_tokconf_ends_every_port_process(
+    ending: signal.Signals, mode: str, recordings: Path, tmp_path: Path, marker: str
+) -> None:
     """After SIGTERM to tokconf (a CI job cancelled), the port's worker was still running. Now tokconf
-    ends it, exits 143, and the verdict file says the run did not finish. (Every process of the run
-    holds `marker` in its environment.)"""
+    ends it, exits 143, and the verdict file says the run did not finish; after SIGKILL, which tokconf
+    cannot act on, the port dies with its parent all the same (bubblewrap's `--die-with-parent`, the
+    keeper's `PR_SET_PDEATHSIG`). (Every process of the run holds `marker` in its environment.)"""
     verdict = tmp_path / "verdict.json"
     argv = [TOKCONF, "check", "--impl", "sandbox_ports:hangs", "--recordings", str(recordings)]
     argv += ["--json", str(verdict), "--timeout", "600", "--sandbox", mode]
@@ -231,12 +235,15 @@ def test_sigterm_to_tokconf_ends_every_port_process(mode: str, recordings: Path,
                 break
             time.sleep(0.05)
         assert len(_with(marker)) > 2, "the port never started"
-        os.kill(process.pid, signal.SIGTERM)
+        os.kill(process.pid, ending)
         _, err = process.communicate(timeout=60)
     finally:
         process.kill()
-    assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
-    assert "tokconf: terminated (SIGTERM): no verdict" in err
+    if ending == signal.SIGTERM:
+        assert process.returncode == 128 + signal.SIGTERM, err[-2000:]
+        assert "tokconf: terminated (SIGTERM): no verdict" in err
+    else:
+        assert process.returncode == -signal.SIGKILL
     assert _survivors(marker) == []
     assert _verdict(verdict)["passed"] is False
 
