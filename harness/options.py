@@ -217,6 +217,13 @@ CHECK = (
     IN_PROCESS,
     *SANDBOX,
     Option(
+        "table",
+        "the table at the end: summary (a row per vocabulary, every failing one by mode, the passing synthetic ones "
+        "as one row) or full (a row per vocabulary and mode)",
+        default="summary",
+        choices=("summary", "full"),
+    ),
+    Option(
         "json",
         "also write the verdict as JSON here: the decision, its reasons, the counts per unit",
         Path,

@@ -263,12 +263,17 @@ _ABORTED_HOW = {
 }
 
 
-def abort_lines(summary: Summary) -> list[str]:
-    """Per vocabulary, the cases that abort as llama.cpp does: passed, and said so, since a binding's
-    process that dies there agrees with llama.cpp (docs/line-protocol.md, section 5)."""
+def abort_lines(summary: Summary, each: bool = True) -> list[str]:
+    """The cases that abort as llama.cpp does: passed, and said so, since a binding's process that dies
+    there agrees with llama.cpp (docs/line-protocol.md, section 5). Per vocabulary (`each`), or, for
+    several, in one line (a whole run's 128 vocabularies are 128 lines of it)."""
     by_vocab: dict[str, Counter[RefusalKind]] = {}
     for (vocab, _), kinds in sorted(summary.aborts.items()):
         by_vocab.setdefault(vocab, Counter()).update(kinds)
+    if not each and len(by_vocab) > 1:
+        kinds = sum(by_vocab.values(), Counter[RefusalKind]())
+        how = ", ".join(f"{_ABORTED_HOW[kind]}: {n:,}" for kind, n in kinds.most_common())
+        return [f"{sum(kinds.values()):,} cases abort as llama.cpp does, in {len(by_vocab)} vocabularies ({how})"]
     lines = []
     for vocab, kinds in by_vocab.items():
         how = ", ".join(f"{_ABORTED_HOW[kind]}: {n}" for kind, n in kinds.most_common())
@@ -309,13 +314,45 @@ def table_rows(summary: Summary) -> list[list[str]]:
     return rows
 
 
+def summary_rows(summary: Summary) -> list[list[str]]:
+    """The cells of the table a run shows by default (`--table summary`): per group one row per
+    vocabulary, its sections added up, and the synthetic ones (about a hundred) in their group's row;
+    a vocabulary with a problem anywhere gets a row per section, as `table_rows` has it. A whole run
+    is then some thirty rows, and no failing row is ever left out."""
+    rows = []
+    for group in VocabGroup:
+        keys = sorted(k for k in summary.counts if summary.groups[k[0]] is group)
+        if not keys:
+            continue
+        vocabs = sorted({vocab for vocab, _ in keys})
+        quiet = {v for v in vocabs if _all_passed(summary, v)}
+        for vocab in vocabs:
+            sections = [key for key in keys if key[0] == vocab]
+            if vocab not in quiet:
+                for _, section in sections:
+                    counts = summary.counts[(vocab, section)]
+                    rows.append([printable(vocab), section, *(str(counts[v]) for v in Verdict), conformance(counts)])
+            elif group is not VocabGroup.SYNTHETIC:
+                counts = sum((summary.counts[key] for key in sections), Counter[Verdict]())
+                rows.append([printable(vocab), "all", *(str(counts[v]) for v in Verdict), conformance(counts)])
+        total: Counter[Verdict] = Counter()
+        for key in keys:
+            total.update(summary.counts[key])
+        label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} passed" if quiet else "")
+        rows.append([label, "", *(str(total[v]) for v in Verdict), conformance(total)])
+    totals = summary.totals()
+    rows.append(["all", "", *(str(totals[v]) for v in Verdict), conformance(totals)])
+    return rows
+
+
 def _all_passed(summary: Summary, vocab: str) -> bool:
     return all(set(+c) <= {Verdict.PASSED} for (v, _), c in summary.counts.items() if v == vocab)
 
 
-def text_table(summary: Summary) -> list[str]:
-    """The table as aligned plain-text lines (pytest's summary; the terminal draws `table_rows`)."""
-    rows = [list(COLUMNS), *table_rows(summary)]
+def text_table(summary: Summary, full: bool = False) -> list[str]:
+    """The table as aligned plain-text lines (pytest's summary; the terminal draws the same rows):
+    `summary_rows`, or with `full` `table_rows`."""
+    rows = [list(COLUMNS), *(table_rows(summary) if full else summary_rows(summary))]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
 
@@ -373,8 +410,9 @@ class RunReport:
     def unsupported(self) -> list[ReasonGroup]:
         return reasons_of(self.run.results, Verdict.UNSUPPORTED)
 
-    def notes(self) -> list[str]:
-        """What explaining could not do, and why cases were unsupported (the largest groups)."""
+    def notes(self, each: bool = True) -> list[str]:
+        """What explaining could not do, the aborts llama.cpp agrees with (per vocabulary with `each`,
+        else in one line), and why cases were unsupported (the largest groups)."""
         run = self.run
         lines = [f"explain: {printable(error)}" for error in run.explain_errors]
         if run.unexplained:
@@ -382,7 +420,7 @@ class RunReport:
         if run.causes:  # nothing to say when no failed case was there to explain
             failed = len({case_id(r) for c in run.causes for r in c.cases})
             lines.append(f"explained: {failed} failed cases as {len(run.causes)} cause(s)")
-        lines += abort_lines(run.summary)
+        lines += abort_lines(run.summary, each)
         lines += decline_lines(run.summary, self.decision)
         groups = self.unsupported
         lines += [

@@ -111,10 +111,7 @@ def check_paths(
     and replayed (`tokconf.checking.interleave`). The run ends with its verdict under `gate` (default:
     `Gate()`, every vocabulary the implementation loads) once every process of the implementation has
     ended."""
-    files = [p for p in named_recordings(paths, selection.vocabs) if selection.wants_vocab(p.stem)]
-    if not files:
-        asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
-        raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
+    files = selected_recordings(paths, selection)
     running = _Running(timeout, load_timeout, in_process, options, sandbox)
     with pinned(judged_files(files)):
         implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
@@ -139,6 +136,15 @@ def check_paths(
     decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
     run.ended = dataclasses.replace(decision, confiner=run.confiner)
     return run
+
+
+def selected_recordings(paths: list[Path], selection: Selection) -> list[Path]:
+    """The recording files under `paths` a run with `selection` checks (a progress bar's count)."""
+    files = [p for p in named_recordings(paths, selection.vocabs) if selection.wants_vocab(p.stem)]
+    if not files:
+        asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
+        raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
+    return files
 
 
 def judged_files(recordings: list[Path]) -> list[tuple[Path, FileKind]]:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from ..core.printable import escape_unprintable
 from ..options import CHECK, add_to_argparse, count, positive
 
 
@@ -66,6 +69,48 @@ def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
         write_unfinished_junit(args.junit, impl)
 
 
+class Progress:
+    """What a run says while it checks: on a terminal one live line (rich's progress bar, gone when the
+    run ends); elsewhere (a CI log) a line at most every `QUIET` seconds. It is given the run's progress
+    lines (`check_paths`): each recording checked is a step."""
+
+    QUIET = 30.0
+
+    def __init__(self, recordings: int) -> None:
+        self.recordings = recordings
+        self.done = 0
+        self.said = time.monotonic()
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> Progress:
+        if sys.stderr.isatty():
+            from rich.progress import Progress as Bar
+
+            self.bar = Bar(transient=True, console=_stderr_console())
+            self.bar.start()
+            self.task = self.bar.add_task("checking", total=self.recordings)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+    def __call__(self, line: str) -> None:
+        self.done += line.endswith(" checked") and not line.startswith("interleaved:")
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.done, description=escape_unprintable(line)[:60])
+        elif time.monotonic() - self.said >= self.QUIET:
+            self.said = time.monotonic()
+            print(f"checked {self.done} of {self.recordings} recordings", file=sys.stderr, flush=True)
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True, markup=False, emoji=False, highlight=False)
+
+
 def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     """The rest of `run`."""
     from rich.console import Console
@@ -75,8 +120,8 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from ..checking.engine import Selection
     from ..checking.explain.causes import write_causes
     from ..checking.junit import write_junit
-    from ..checking.report import COLUMNS, Invocation, RunReport, table_rows
-    from ..checking.run import check_paths
+    from ..checking.report import COLUMNS, Invocation, RunReport, summary_rows, table_rows
+    from ..checking.run import check_paths, selected_recordings
     from ..checking.verdict_json import write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
@@ -91,11 +136,13 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     selection = Selection(frozenset(args.vocab), frozenset(args.mode), frozenset(args.case), claim=gate.claim)
     xfails = ExpectedFailures.load(args.xfail)
     explain = args.explain or args.causes is not None
+    full = args.table == "full"
+    sandbox = SandboxPolicy.of(args.sandbox, args.sandbox_write, args.sandbox_network)
     try:
-        run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, maxfail=args.maxfail,
-                          explain=explain, gate=gate, jobs=jobs, load_timeout=args.load_timeout,
-                          in_process=args.in_process,
-                          sandbox=SandboxPolicy.of(args.sandbox, args.sandbox_write, args.sandbox_network))  # fmt: skip
+        with Progress(len(selected_recordings(paths, selection))) as progress:
+            run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, progress=progress,
+                              maxfail=args.maxfail, explain=explain, gate=gate, jobs=jobs,
+                              load_timeout=args.load_timeout, in_process=args.in_process, sandbox=sandbox)  # fmt: skip
     except SystemExit as exit:  # from port code no adapter call guards: the run has no verdict, never a green one
         raise TokconfError(
             f"the implementation ended the run (sys.exit({exit.code!r})): no verdict",
@@ -116,14 +163,17 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
         say(f"... and {len(report.details) - len(shown)} more failing cases (--details N shows more)")
     for text in report.causes:
         say(text + "\n")
-    for line in report.notes():
+    for line in report.notes(each=full):
         say(line)
     table = Table(title=report.title)
     for column in COLUMNS:
         table.add_column(column, justify="left" if column in ("vocab", "mode") else "right")
-    for row in table_rows(run.summary):
+    for row in table_rows(run.summary) if full else summary_rows(run.summary):
         table.add_row(*row)
     console.print(table)
+    if not full:
+        where = f"every case: {args.report}" if args.report else "every case: --report FILE (.html or .md)"
+        say(f"a row per vocabulary and mode: --table full; {where}")
     if args.causes:
         write_causes(args.causes, report.causes_document())
     if args.junit:  # every problem's story, not only the ones shown

@@ -212,6 +212,7 @@ class CheckPlugin:
         self.asked_for = bool(config.getoption("tokconf_impl"))
         self.collect_only = bool(config.getoption("collectonly"))
         self.json: Path | None = config.getoption("tokconf_json")
+        self.table: str = config.getoption("tokconf_table")  # `--tokconf-table`: summary or full, as `--table`
         if self.json is not None and not hasattr(config, "workerinput"):
             write_unfinished(self.json, spec)
         self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
@@ -479,8 +480,9 @@ class CheckPlugin:
         for story in self.cause_stories:
             terminalreporter.write_line(story)
             terminalreporter.write_line("")
-        notes = abort_lines(self.summary) + decline_lines(self.summary, self.decision)
-        table = text_table(self.summary) + notes if self.summary.counts else []
+        full = self.table == "full"
+        notes = abort_lines(self.summary, each=full) + decline_lines(self.summary, self.decision)
+        table = text_table(self.summary, full) + notes if self.summary.counts else []
         for line in table + closing_lines(self.decision):
             terminalreporter.write_line(line)
 
