@@ -97,6 +97,7 @@ class CaseResult:
     actual_pieces: tuple[bytes, ...] | None = None
     standing: Standing = Standing.LOADED  # the vocabulary's, which decides whether it is in scope
     declined: InputClass | None = None  # an unsupported case's input class, verified on its input
+    differing: int = 0  # a decoding check's: how many pieces or detokenized cases differ (tokconf.strength counts them)
 
     @property
     def verified_decline(self) -> bool:
@@ -363,7 +364,8 @@ def _check_decoding(
                 f"{what}: llama.cpp {_cut(want)}, implementation {_cut(got)}" for what, want, got in wrong[:3]
             )
             reason = f"{len(wrong)} of {total} differ — {shown}"
-        results.append(CaseResult(name, DECODE, kind, Verdict.FAILED if wrong else Verdict.PASSED, reason=reason))
+        verdict = Verdict.FAILED if wrong else Verdict.PASSED
+        results.append(CaseResult(name, DECODE, kind, verdict, reason=reason, differing=len(wrong)))
     return results
 
 

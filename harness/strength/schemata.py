@@ -24,6 +24,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -184,16 +185,15 @@ def ccache_env(work: Path) -> dict[str, str]:
     return env
 
 
-def write_files(pinned: Path, tree: Path, numbered: list[tuple[int, Mutant]], env: dict[str, str],
-                check: bool = True) -> list[str]:  # fmt: skip
-    """Write each mutated file's schemata into `tree/src`; with `check`, drop the mutants the compiler
-    refuses until the files compile, and return their keys."""
+def write_files(pinned: Path, tree: Path, numbered: list[tuple[int, Mutant]],
+                syntax: Callable[[Path], str | None]) -> list[str]:  # fmt: skip
+    """Write each mutated file's schemata into `tree` (at the file's path in `pinned`), drop the mutants
+    the compiler refuses (`syntax`: what it says of a file, None when it compiles) until the files
+    compile, and return the dropped ones' keys."""
     stillborn: list[str] = []
     by_file: dict[str, list[tuple[int, Mutant]]] = {}
     for number, mutant in numbered:
         by_file.setdefault(mutant.file, []).append((number, mutant))
-    out = tree / BUILD_FOLDER
-    out.mkdir(parents=True, exist_ok=True)
     for file, members in by_file.items():
         source = (pinned / file).read_bytes()
         path = tree / file
@@ -204,9 +204,7 @@ def write_files(pinned: Path, tree: Path, numbered: list[tuple[int, Mutant]], en
             if path.is_symlink():
                 path.unlink()
             atomic_write(path, text)
-            if not check:
-                break
-            said = _syntax_errors(tree, out, path, env)
+            said = syntax(path)
             if said is None:
                 break
             body = text[len(PRELUDE.encode()) :]
@@ -222,7 +220,7 @@ def write_files(pinned: Path, tree: Path, numbered: list[tuple[int, Mutant]], en
     return stillborn
 
 
-def _syntax_errors(tree: Path, out: Path, path: Path, env: dict[str, str]) -> str | None:
+def syntax_errors(tree: Path, out: Path, path: Path, env: dict[str, str]) -> str | None:
     """What the compiler says about `path` (its command in the tokenizer-only build), None if it compiles."""
     for _, command in compile_commands(tree, out):
         if str(path) in command:
@@ -234,18 +232,20 @@ def _syntax_errors(tree: Path, out: Path, path: Path, env: dict[str, str]) -> st
     raise TokconfError(f"{path} is not compiled into the tokenizer-only library", "report it")
 
 
-def build_schemata(pinned: Path, work: Path, mutants: list[Mutant], jobs: int = 2, quiet: bool = True) -> Schemata:
-    """The schemata library of `mutants` (numbered from 1 in their order) of the tree `pinned`, built in
-    `work/tree/build`; its catalog in `work/schemata.json`."""
-    numbered = list(enumerate(mutants, 1))
+def build_schemata(pinned: Path, work: Path, numbered: list[tuple[int, Mutant]], jobs: int = 2,
+                   quiet: bool = True, flags: tuple[str, ...] = ()) -> Schemata:  # fmt: skip
+    """The schemata library of the `numbered` mutants of the tree `pinned`, built in `work/tree/build`
+    (`flags` added to llama.cpp's: the tests build at -O0, quicker); its catalog in `work/schemata.json`."""
     tree = work / "tree"
-    files = tuple(sorted({m.file for m in mutants}))
+    files = tuple(sorted({m.file for _, m in numbered}))
     link_tree(pinned, tree, files)
     env = ccache_env(work)
-    stillborn = write_files(pinned, tree, numbered, env)
+    out = tree / BUILD_FOLDER
+    out.mkdir(parents=True, exist_ok=True)
+    stillborn = write_files(pinned, tree, numbered, lambda path: syntax_errors(tree, out, path, env))
     log: list[str] = []
     try:
-        made = compile_library(tree, tree / BUILD_FOLDER, jobs, env, log, quiet=quiet)
+        made = compile_library(tree, out, jobs, env, log, quiet=quiet, flags=flags)
     except ShimFailed as failed:
         raise TokconfError(f"the schemata library did not build: {failed}", f"see {work}") from None
     dead = set(stillborn)

@@ -1,0 +1,275 @@
+"""What a campaign found, as data and as docs/strength.md: scores, survivors, thin kills, coverage.
+
+mutation score = killed / (mutants - equivalent), a `timeout` counted as killed (a hang) and apart;
+per file, per region (a tokenizer model's own code, unicode, the tables, shared code) and per
+operator; and the same score for the three tiers of the recordings (tokconf.strength.campaign.Tier),
+side by side. A survivor is a gap unless the reviewed list (equivalent.yaml beside this module) names
+it with a reason; an entry the campaign killed is stale, and said so. Coverage: gcov's lines and
+branches (throw branches left out) of llama-vocab.cpp and unicode.cpp, over every bundled
+vocabulary and per tokenizer model, every line no vocabulary reaches listed by function, each with
+its reason: an arid line (logging, an error), an API the oracle never calls, or the reviewed reason
+in uncovered.yaml, else `no reason yet`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import TokconfError
+from ..core.plain_yaml import parse_yaml
+from ..core.printable import printable
+from .campaign import THIN, Outcome, Status, Tier, read_journal, region
+from .coverage import COVERED, LineHits
+from .mutants import ARID, Mutant
+
+
+def _data_file(name: str) -> Path:
+    return Path(str(resources.files("tokconf.strength") / name))
+
+
+def reviewed(name: str) -> dict[str, str]:
+    """A reviewed list beside this module (equivalent.yaml, uncovered.yaml): key -> reason."""
+    path = _data_file(name)
+    entries = parse_yaml(path.read_bytes()) if path.is_file() else []
+    if not isinstance(entries, list) or not all(
+        isinstance(e, dict) and isinstance(e.get("key"), str) and isinstance(e.get("reason"), str) and e["reason"]
+        for e in entries
+    ):
+        raise TokconfError(f"{path}: each entry must be a `key` and a non-empty `reason`", "fix the list")
+    return {e["key"]: e["reason"] for e in entries}
+
+
+def merged(journals: Iterable[Path]) -> dict[str, Outcome]:
+    """Every journal's outcomes by mutant key (a mutant in two shards' journals: the later file's)."""
+    found: dict[str, Outcome] = {}
+    for path in sorted(journals):
+        for outcome in read_journal(path):
+            found[outcome.key] = outcome
+    return found
+
+
+@dataclass(frozen=True)
+class Score:
+    killed: int
+    timeouts: int
+    total: int  # mutants less the equivalent ones
+
+    @property
+    def percent(self) -> float:
+        return 100.0 * self.killed / self.total if self.total else 100.0
+
+    def __str__(self) -> str:
+        return f"{self.percent:.1f}% ({self.killed}/{self.total})"
+
+
+def score(outcomes: list[Outcome], equivalent: dict[str, str], tier: Tier = Tier.FUZZ) -> Score:
+    counted = [o for o in outcomes if o.key not in equivalent or o.killed_in(Tier.FUZZ)]
+    killed = [o for o in counted if o.killed_in(tier)]
+    return Score(len(killed), sum(o.status is Status.TIMEOUT for o in killed), len(counted))
+
+
+def summary(mutants: dict[int, Mutant], outcomes: dict[str, Outcome], equivalent: dict[str, str]) -> dict[str, Any]:
+    """The campaign's figures as data (`tokconf strength report --json`)."""
+    by_key = {m.key: m for m in mutants.values()}
+    done = [o for o in outcomes.values() if o.key in by_key]
+
+    def grouped(of: Any) -> dict[str, dict[str, Any]]:
+        groups: dict[str, list[Outcome]] = {}
+        for outcome in done:
+            groups.setdefault(of(by_key[outcome.key]), []).append(outcome)
+        return {name: _scores(members, equivalent) for name, members in sorted(groups.items())}
+
+    survivors = [o for o in done if not o.killed_in(Tier.FUZZ) and o.key not in equivalent]
+    thin = [o for o in done if o.status is Status.KILLED and o.kills < THIN]
+    return {
+        "mutants": len(done),
+        "equivalent": sorted(o.key for o in done if o.key in equivalent and not o.killed_in(Tier.FUZZ)),
+        "stale_equivalent": sorted(o.key for o in done if o.key in equivalent and o.killed_in(Tier.FUZZ)),
+        "scores": _scores(done, equivalent),
+        "by_file": grouped(lambda m: Path(m.file).name),
+        "by_region": grouped(region),
+        "by_operator": grouped(lambda m: m.operator.value),
+        "statuses": dict(Counter(o.status.value for o in done)),
+        "survivors": sorted(o.key for o in survivors),
+        "thin": sorted(o.key for o in thin),
+    }
+
+
+def _scores(outcomes: list[Outcome], equivalent: dict[str, str]) -> dict[str, Any]:
+    whole = score(outcomes, equivalent)
+    return {
+        "mutants": len(outcomes),
+        **{tier.name.lower(): score(outcomes, equivalent, tier).percent for tier in Tier},
+        "killed": whole.killed,
+        "timeouts": whole.timeouts,
+        "counted": whole.total,
+    }
+
+
+# -- coverage
+
+
+@dataclass(frozen=True)
+class FileCoverage:
+    code: frozenset[int]
+    covered: frozenset[int]
+    branches: int
+    taken: int
+
+
+def coverage_of(hits: Iterable[LineHits]) -> dict[str, FileCoverage]:
+    """Line and branch coverage of each covered file over the vocabularies' hits together."""
+    hits = list(hits)
+    result = {}
+    for file in COVERED:
+        code = frozenset().union(*(h.code.get(file, frozenset()) for h in hits))
+        covered = frozenset().union(*(h.lines.get(file, frozenset()) for h in hits))
+        branches: dict[tuple[int, int], bool] = {}
+        for hit in hits:
+            for where, taken in hit.branches.get(file, {}).items():
+                branches[where] = branches.get(where, False) or taken
+        result[file] = FileCoverage(code, covered, len(branches), sum(branches.values()))
+    return result
+
+
+UNCALLED = re.compile(r"^(?:const char \*|float|enum llama_token_attr|llama_token|bool|int32_t|int|"
+                      r"std::string|std::vector<[^>]+>|const std::vector<[^>]+> &|uint8_t|"
+                      r"const llama_vocab::token_data &|const std::string &) ?(llama_\w+)\(")  # fmt: skip
+
+
+def uncovered(source: str, cover: FileCoverage, file: str, reasons: dict[str, str]) -> list[tuple[str, list[int], str]]:
+    """(function, its uncovered lines, why) for every function with code no vocabulary reaches."""
+    lines = source.split("\n")
+    owner: dict[int, str] = {}
+    current = ""
+    for number, text in enumerate(lines, 1):
+        head = re.match(r"^(?:static )?[\w:<>,\s\*&]+?\b([\w:~]+)\s*\([^;]*$", text)
+        if head and not text.startswith((" ", "\t", "}", "#", "/")):
+            current = head[1]
+        owner[number] = current
+    missed: dict[str, list[int]] = {}
+    for number in sorted(cover.code - cover.covered):
+        missed.setdefault(owner.get(number, ""), []).append(number)
+    out = []
+    for function, numbers in missed.items():
+        arid = [n for n in numbers if ARID.search(lines[n - 1])]
+        key = f"{Path(file).name}:{function}"
+        if key in reasons:
+            why = reasons[key]
+        elif len(arid) == len(numbers):
+            why = "arid: logging, an assertion or an error no bundled vocabulary or input raises"
+        else:
+            why = "no reason yet"
+        out.append((function, numbers, why))
+    return out
+
+
+def render(data: dict[str, Any]) -> str:
+    """docs/strength.md from `strength_data` (every text from a file or the campaign made printable)."""
+    s = data["summary"]
+    out = ["# How strong are the recordings", "", "<!-- made by `tokconf strength report --markdown docs/strength.md`;"
+           " do not edit -->", ""]  # fmt: skip
+    out += [data["intro"], ""]
+    scores = s["scores"]
+    out += ["## The mutation score", "", "| part of the recordings | score |", "|---|---|"]
+    for tier in Tier:
+        out.append(f"| {tier.title} | {scores[tier.name.lower()]:.1f}% |")
+    out += ["", f"{s['mutants']} mutants checked: " + ", ".join(f"{n} {k}" for k, n in sorted(s["statuses"].items()))
+            + f"; {scores['timeouts']} of the kills are hangs (time limit); {len(s['equivalent'])} equivalent;"
+            f" {len(s['thin'])} thin (killed by fewer than {THIN} checks).", ""]  # fmt: skip
+    for title, key in (("file", "by_file"), ("region", "by_region"), ("operator", "by_operator")):
+        out += [f"### By {title}", "", f"| {title} | mutants | llama.cpp's inputs | without fuzz | whole |", "|---|---|---|---|---|"]
+        for name, row in s[key].items():
+            out.append(f"| {printable(name)} | {row['mutants']} | {row['llama_cpp']:.1f}% | {row['recorded']:.1f}% |"
+                       f" {row['fuzz']:.1f}% |")  # fmt: skip
+        out.append("")
+    out += ["## Survivors", ""]
+    for key in s["survivors"]:
+        out += [f"- `{printable(key)}`: reached by {data['reach'].get(key, 'no vocabulary')}", "", "  ~~~~diff"]
+        out += [f"  {printable(line, None)}" for line in data["diffs"][key].splitlines()] + ["  ~~~~", ""]
+    if not s["survivors"]:
+        out.append("None.")
+    out += ["", "## Thin kills", ""]
+    out += [f"- `{printable(k)}`: {data['kills'][k]} checks" for k in s["thin"]] or ["None."]
+    out += ["", "## Equivalent mutants (reviewed: harness/strength/equivalent.yaml)", ""]
+    out += [f"- `{printable(k)}`: {printable(data['equivalent'][k], None)}" for k in s["equivalent"]] or ["None."]
+    if s["stale_equivalent"]:
+        out += ["", "Listed as equivalent but killed (stale entries): " + ", ".join(f"`{k}`" for k in s["stale_equivalent"])]
+    out += ["", "## Coverage", "", data["coverage_intro"], ""]
+    out += ["| file | lines | branches |", "|---|---|---|"]
+    for file, row in data["coverage"].items():
+        out.append(f"| {file} | {row['lines']} | {row['branches']} |")
+    out += ["", "### By tokenizer model", "", "| model | vocabularies | llama-vocab.cpp lines | unicode.cpp lines |",
+            "|---|---|---|---|"]  # fmt: skip
+    for model, row in data["by_model"].items():
+        out.append(f"| {printable(model)} | {row['vocabs']} | {row['src/llama-vocab.cpp']} | {row['src/unicode.cpp']} |")
+    out += ["", "### Lines no bundled vocabulary reaches", ""]
+    for file, functions in data["uncovered"].items():
+        for function, numbers, why in functions:
+            out.append(f"- {Path(file).name} `{printable(function)}` lines {_ranges(numbers)}: {printable(why, None)}")
+    return "\n".join(out) + "\n"
+
+
+def _ranges(numbers: list[int]) -> str:
+    spans: list[list[int]] = []
+    for n in numbers:
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
+
+
+INTRO = (
+    "Each mutant is one small change to llama.cpp b11192's tokenizer sources (tokconf.strength.mutants),"
+    " checked as an implementation against the bundled recordings; the recordings kill it when a check fails."
+    " The score is killed / (mutants - equivalent). Made by `{command}`."
+)
+COVERAGE_INTRO = (
+    "gcov line and branch coverage (throw branches left out) of a coverage-instrumented tokenizer-only build,"
+    " every bundled recording's inputs, facts and decoding run through it (`tokconf strength coverage`)."
+)
+
+
+def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: dict[str, LineHits],
+                  models: dict[str, str], command: str) -> dict[str, Any]:  # fmt: skip
+    """Everything docs/strength.md shows, as data: `models` is each vocabulary's tokenizer model."""
+    outcomes = merged((work / "campaign").glob("journal-*.jsonl"))
+    equivalent = reviewed("equivalent.yaml")
+    data = summary(mutants, outcomes, equivalent)
+    by_key = {m.key: m for m in mutants.values()}
+    sources = {file: (pinned / file).read_bytes() for file in {m.file for m in mutants.values()}}
+    whole = coverage_of(hits.values())
+    by_model: dict[str, dict[str, Any]] = {}
+    for model in sorted(set(models.values())):
+        names = [n for n in hits if models.get(n) == model]
+        cover = coverage_of(hits[n] for n in names)
+        by_model[model] = {"vocabs": len(names), **{f: _percent(c.covered, c.code) for f, c in cover.items()}}
+    reasons = reviewed("uncovered.yaml")
+    return {
+        "intro": INTRO.format(command=command),
+        "coverage_intro": COVERAGE_INTRO,
+        "summary": data,
+        "reach": {k: ", ".join(outcomes[k].vocabs[:8]) + (" …" if len(outcomes[k].vocabs) > 8 else "")
+                  for k in data["survivors"] if outcomes[k].vocabs},  # fmt: skip
+        "diffs": {k: by_key[k].diff(sources[by_key[k].file]) for k in data["survivors"]},
+        "kills": {k: outcomes[k].kills for k in data["thin"]},
+        "killers": {k: outcomes[k].killers for k in data["thin"]},
+        "equivalent": equivalent,
+        "coverage": {
+            f: {"lines": _percent(c.covered, c.code), "branches": f"{100 * c.taken / max(1, c.branches):.1f}%"
+                f" ({c.taken}/{c.branches})"} for f, c in whole.items()
+        },  # fmt: skip
+        "by_model": by_model,
+        "uncovered": {f: uncovered((pinned / f).read_text(encoding="utf-8"), c, f, reasons) for f, c in whole.items()},
+    }
+
+
+def _percent(part: frozenset[int], whole: frozenset[int]) -> str:
+    return f"{100 * len(part) / max(1, len(whole)):.1f}% ({len(part)}/{len(whole)})"
