@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tokconf.core.errors import TokconfError
 from tokconf.strength.campaign import THIN, Campaign, Recordings, Status, Tier, journal_path, shard
 from tokconf.strength.coverage import LineHits, tree_library
@@ -143,7 +142,7 @@ def test_schemata_compile_drop_what_cannot_compile_and_switch_at_run_time(small_
 def test_crossing_spans_are_dropped_and_nested_ones_kept(small_tree: Path) -> None:
     mutants = syntax_mutants(small_tree, "src/small.cpp")
     source = SMALL.read_bytes()
-    text, groups, crossing = schemata_text(source, list(enumerate(mutants, 1)))
+    text, _, crossing = schemata_text(source, list(enumerate(mutants, 1)))
     assert crossing == []
     assert text.count(b"TOKCONF_M(") == len(mutants) + 1  # each once, and the macro's definition
 

@@ -41,8 +41,15 @@ def add_parser(commands: Any) -> None:
     show = steps.add_parser("show", help="a mutant's diff and the command that checks it alone")
     show.add_argument("key", help="the mutant's key, or its number")
     show.set_defaults(run=run_show)
-    for step in (build, cover, campaign, report, show):
-        step.add_argument("--work", type=Path, default=DEFAULT_WORK, help=f"the campaign's folder (default {DEFAULT_WORK})")
+    hunt = steps.add_parser("hunt", help="search an input that kills a surviving mutant (llama.cpp the oracle)")
+    hunt.add_argument("key", help="the mutant's key, or its number")
+    hunt.add_argument("--rounds", type=int, default=5, help="rounds of 2,000 fuzz inputs per vocabulary (default 5)")
+    hunt.add_argument("--vocab", action="append", default=[], help="only these vocabularies (default: all reaching it)")
+    hunt.set_defaults(run=run_hunt)
+    for step in (build, cover, campaign, report, show, hunt):
+        step.add_argument(
+            "--work", type=Path, default=DEFAULT_WORK, help=f"the campaign's folder (default {DEFAULT_WORK})"
+        )
         step.add_argument("--tree-build", type=int, default=DEFAULT_BUILD, help=argparse.SUPPRESS)
 
 
@@ -103,7 +110,9 @@ def run_campaign(args: argparse.Namespace) -> int:
     work = args.work.absolute()
     pinned = _tree_of(work)
     schemata = load_schemata(work)
-    campaign = Campaign(work, schemata, tree_library(work / "tree", pinned), Recordings.load([BUNDLED_RECORDINGS]), pinned)
+    campaign = Campaign(
+        work, schemata, tree_library(work / "tree", pinned), Recordings.load([BUNDLED_RECORDINGS]), pinned
+    )
     campaign.run_baseline(_say)
     index, count = args.shard
     chosen = shard(sample(schemata.mutants, None), index, count)
@@ -140,17 +149,58 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _mutant(work: Path, key: str) -> tuple[int, Any]:
+    from ..strength.schemata import load_schemata
+
+    schemata = load_schemata(work)
+    found = [(n, m) for n, m in schemata.mutants.items() if m.key == key or str(n) == key]
+    if not found:
+        raise TokconfError(f"no mutant {key} in {work}", "tokconf strength report lists them")
+    return found[0]
+
+
 def run_show(args: argparse.Namespace) -> int:
     from ..core.printable import printable
     from ..strength.schemata import ENVIRONMENT, load_schemata
 
     work = args.work.absolute()
     schemata = load_schemata(work)
-    found = [(n, m) for n, m in schemata.mutants.items() if m.key == args.key or str(n) == args.key]
-    if not found:
-        raise TokconfError(f"no mutant {args.key} in {work}", "tokconf strength report lists them")
-    number, mutant = found[0]
+    number, mutant = _mutant(work, args.key)
     source = (_tree_of(work) / mutant.file).read_bytes()
     print("\n".join(printable(line, None) for line in mutant.diff(source).splitlines()))
     print(f"\ncheck it alone: {ENVIRONMENT}={number} tokconf check --impl llama.cpp:{schemata.library}")
+    return 0
+
+
+def run_hunt(args: argparse.Namespace) -> int:
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..core.printable import printable
+    from ..llama.build import require_build
+    from ..recordings.format import read_provenance, recording_files
+    from ..strength.campaign import TABLE_READERS, function_lines, reaching
+    from ..strength.coverage import all_hits, tree_library
+    from ..strength.hunt import hunt
+    from ..synth.files import recorded_vocab
+
+    work = args.work.absolute()
+    pinned = _tree_of(work)
+    number, mutant = _mutant(work, args.key)
+    unicode = (pinned / "src" / "unicode.cpp").read_text(encoding="utf-8")
+    table_lines = frozenset(line for name in TABLE_READERS for line in function_lines(unicode, name))
+    names = args.vocab or reaching(mutant, all_hits(work), table_lines)
+    vocabs = {}
+    for path in recording_files([BUNDLED_RECORDINGS]):
+        provenance = read_provenance(path)
+        if provenance["vocab"]["name"] in names:
+            vocabs[provenance["vocab"]["name"]] = recorded_vocab(
+                provenance["vocab"], provenance["llama_cpp"]["build"], None
+            )
+    found = hunt(number, mutant, tree_library(work / "tree", pinned), require_build(DEFAULT_BUILD, tokenize=False),
+                 vocabs, args.rounds, _say)  # fmt: skip
+    if found is None:
+        print(f"no input kills {mutant.key} among the candidates tried on {len(vocabs)} vocabularies")
+        return 1
+    shown = printable(found.data.decode("utf-8", errors="backslashreplace"), None)
+    print(f"{mutant.key} is killed on {found.vocab} in {found.mode} by {shown!r} ({found.data.hex()}):"
+          f" llama.cpp {printable(repr(found.expected))}, the mutant {printable(repr(found.actual))}")  # fmt: skip
     return 0

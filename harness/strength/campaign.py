@@ -46,8 +46,8 @@ from typing import Any
 from ..checking.contract import DECODE, FACTS, Verdict
 from ..checking.engine import CaseResult, Selection, Stop, check_recording
 from ..core.errors import TokconfError
-from ..core.outcome import MODES, Refusal
-from ..implementations.llama_cpp import LlamaCppImplementation, Limits
+from ..core.outcome import Refusal
+from ..implementations.llama_cpp import Limits, LlamaCppImplementation
 from ..llama.build import Build
 from ..recordings.decoding import Decoding, load_for
 from ..recordings.format import RecordedCase, Recording, load, recording_files
@@ -290,6 +290,9 @@ class Campaign:
         for outcome in done.values():
             self._learn(outcome)
         journal.parent.mkdir(parents=True, exist_ok=True)
+        if journal.is_file() and not journal.read_bytes().endswith(b"\n") and journal.stat().st_size:
+            with journal.open("a", encoding="utf-8") as handle:  # a line a kill cut short stays alone, dropped
+                handle.write("\n")
         for index, (number, mutant) in enumerate(chosen, 1):
             if mutant.key in done:
                 continue
@@ -328,7 +331,7 @@ class Campaign:
 
             try:
                 report({"done": self.run_mutant(number, mutant, report).to_json()})
-            except BaseException as error:  # noqa: BLE001 (the parent says what broke)
+            except BaseException as error:
                 report({"broke": f"{type(error).__name__}: {error}"})
             finally:
                 out.close()

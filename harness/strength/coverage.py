@@ -69,8 +69,10 @@ def tree_library(tree: Path, pinned: Path) -> Build:
     library = tree / BUILD_FOLDER / LIBRARY
     source = Source(0, "local-library", str(library), None, None, None, library=str(library),
                     header=str(tree / "include" / "llama.h"))  # fmt: skip
-    return Build(0, source, library, library.parent / "llama-tokenize", tree / "include" / "llama.h",
-                 (tree / "ggml" / "include", tree / "include"), pinned / "models", LibraryKind.TOKENIZER_ONLY)  # fmt: skip
+    includes = (tree / "ggml" / "include", tree / "include")
+    header = tree / "include" / "llama.h"
+    return Build(0, source, library, library.parent / "llama-tokenize", header, includes, pinned / "models",
+                 LibraryKind.TOKENIZER_ONLY)  # fmt: skip
 
 
 def vocab_file(work: Path, name: str) -> Path:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import difflib
 import enum
 import hashlib
+import itertools
 import re
 import subprocess
 from collections.abc import Iterator
@@ -122,14 +123,21 @@ def _key(file: str, line: int, column: int, operator: Operator, what: str) -> st
 
 # --- the syntax-tree operators ---------------------------------------------------------------------
 
-RELATIONAL = {"<": ("<=", ">"), "<=": ("<", ">="), ">": (">=", "<"), ">=": (">", "<="), "==": ("!=",), "!=": ("==",)}
-ARITHMETIC = {
+RELATIONAL: dict[str, tuple[str, ...]] = {
+    "<": ("<=", ">"),
+    "<=": ("<", ">="),
+    ">": (">=", "<"),
+    ">=": (">", "<="),
+    "==": ("!=",),
+    "!=": ("==",),
+}
+ARITHMETIC: dict[str, tuple[str, ...]] = {
     "+": ("-",), "-": ("+",), "*": ("/",), "/": ("*",), "%": ("/",), "<<": (">>",), ">>": ("<<",),
     "&": ("|",), "|": ("&",), "^": ("|",),
     "+=": ("-=",), "-=": ("+=",), "*=": ("/=",), "/=": ("*=",), "<<=": (">>=",), ">>=": ("<<=",),
     "&=": ("|=",), "|=": ("&=",), "^=": ("|=",),
 }  # fmt: skip
-LOGICAL = {"&&": ("||",), "||": ("&&",)}
+LOGICAL: dict[str, tuple[str, ...]] = {"&&": ("||",), "||": ("&&",)}
 INCREMENT = {"++": "--", "--": "++"}
 INTEGER = re.compile(r"(0[xX][0-9a-fA-F]+|0[bB][01]+|\d+)([uUlL]*)$")
 
@@ -185,7 +193,14 @@ def _renamed(mutant: Mutant, key: str) -> Mutant:
 
 
 FUNCTIONS = ("FUNCTION_DECL", "CXX_METHOD", "CONSTRUCTOR", "DESTRUCTOR", "FUNCTION_TEMPLATE", "CONVERSION_FUNCTION")
-NO_CONSTANTS = ("CASE_STMT", "TEMPLATE_REF", "STATIC_ASSERT", "ENUM_CONSTANT_DECL", "FIELD_DECL", "TEMPLATE_NON_TYPE_PARAMETER")
+NO_CONSTANTS = (
+    "CASE_STMT",
+    "TEMPLATE_REF",
+    "STATIC_ASSERT",
+    "ENUM_CONSTANT_DECL",
+    "FIELD_DECL",
+    "TEMPLATE_NON_TYPE_PARAMETER",
+)
 STATEMENTS = ("CALL_EXPR", "BINARY_OPERATOR", "COMPOUND_ASSIGNMENT_OPERATOR", "UNARY_OPERATOR", "UNEXPOSED_EXPR",
               "CXX_MEMBER_CALL_EXPR")  # fmt: skip
 ARITHMETIC_TYPES = frozenset((
@@ -220,7 +235,9 @@ class _Finder:
         for cursor in reversed(stack):
             if cursor.kind.name in FUNCTIONS:
                 parent = cursor.semantic_parent
-                owner = parent.spelling if parent is not None and parent.kind.name in ("STRUCT_DECL", "CLASS_DECL") else ""
+                owner = (
+                    parent.spelling if parent is not None and parent.kind.name in ("STRUCT_DECL", "CLASS_DECL") else ""
+                )
                 if owner == "impl" and parent.semantic_parent is not None:
                     owner = f"{parent.semantic_parent.spelling}::impl"
                 return f"{owner}::{cursor.spelling}" if owner else cursor.spelling
@@ -234,7 +251,8 @@ class _Finder:
         return bool(ARID.search(text)) or any(ARID.search(self._line_of(c)) for c in stack[-3:])
 
     def _line_of(self, cursor: cindex.Cursor) -> str:
-        return self.lines[cursor.extent.start.line - 1].decode("utf-8", errors="replace")
+        line: int = cursor.extent.start.line
+        return self.lines[line - 1].decode("utf-8", errors="replace")
 
     def _tokens(self, cursor: cindex.Cursor) -> list[cindex.Token]:
         return list(self.unit.get_tokens(extent=cursor.extent))
@@ -264,13 +282,15 @@ class _Finder:
 
     @property
     def file_path(self) -> str:
-        return self.unit.spelling
+        return str(self.unit.spelling)
 
     def _add(self, cursor: cindex.Cursor, stack: list[cindex.Cursor], operator: Operator, what: str, start: int,
              end: int, mutated: str, shape: Shape = Shape.EXPRESSION, at: int | None = None) -> None:  # fmt: skip
         line, column = self._position(at if at is not None else start)
         key = _key(self.file, line, column, operator, what)
-        self.found.append(Mutant(key, self.file, line, column, operator, self._function(stack), start, end, shape, mutated))
+        self.found.append(
+            Mutant(key, self.file, line, column, operator, self._function(stack), start, end, shape, mutated)
+        )
 
     def _position(self, offset: int) -> tuple[int, int]:
         before = self.source[:offset]
@@ -329,6 +349,7 @@ class _Finder:
             return
         op = token.spelling
         types = {c.type.get_canonical().kind.name for c in cursor.get_children()}
+        table: dict[str, tuple[str, ...]]
         if op in RELATIONAL:
             table, operator = RELATIONAL, Operator.RELATIONAL
         elif op in LOGICAL:
@@ -341,7 +362,9 @@ class _Finder:
         if self._text(s, e) != op:  # a macro's expansion: not the text of this file
             return
         for new in table[op]:
-            self._add(cursor, stack, operator, f"{op}->{new}", start, end, self._one_line(start, end, [(s, e, new)]), at=s)
+            self._add(
+                cursor, stack, operator, f"{op}->{new}", start, end, self._one_line(start, end, [(s, e, new)]), at=s
+            )
 
     def _unary(self, cursor: cindex.Cursor, stack: list[cindex.Cursor], start: int, end: int) -> None:
         tokens = self._tokens(cursor)
@@ -474,7 +497,7 @@ def _pattern_changes(body: str) -> Iterator[tuple[str, str]]:
         elif atom == "|" and depth == 0:
             splits.append(index)
     bounds = [0, *[s + 1 for s in splits], len(atoms) + 1]
-    alternatives = ["".join(atoms[a : b - 1]) for a, b in zip(bounds, bounds[1:], strict=False)]
+    alternatives = ["".join(atoms[a : b - 1]) for a, b in itertools.pairwise(bounds)]
     if len(alternatives) > 1:
         for index in range(len(alternatives)):
             yield f"drop-alternative-{index + 1}", "|".join(alternatives[:index] + alternatives[index + 1 :])
@@ -486,7 +509,10 @@ def _pattern_changes(body: str) -> Iterator[tuple[str, str]]:
             if bound < 1 or (high and bound < int(low)):
                 continue
             new = f"{{{low},{bound}}}" if high else f"{{{bound}}}"
-            yield f"bound-{number + 1}{'+' if delta > 0 else '-'}1", joined[: found.start()] + new + joined[found.end() :]
+            yield (
+                f"bound-{number + 1}{'+' if delta > 0 else '-'}1",
+                joined[: found.start()] + new + joined[found.end() :],
+            )
 
 
 TABLE_ENTRY = re.compile(rb"^\{?(0x[0-9A-F]+)(?:, (0x[0-9A-F]+))?(?:, (0x[0-9A-F]+))?\}?,$", re.M)
@@ -516,12 +542,13 @@ def table_mutants(tree: Path, sample: int = TABLE_SAMPLE) -> list[Mutant]:
         close = source.index(b"\n};", head)
         entries = list(TABLE_ENTRY.finditer(source, head, close))
         if table.change == "start+1":  # a range of one code point would vanish into the next: another change
-            entries = [e for e, n in zip(entries, entries[1:], strict=False) if int(n[1], 16) - int(e[1], 16) > 1]
+            entries = [e for e, n in itertools.pairwise(entries) if int(n[1], 16) - int(e[1], 16) > 1]
         chosen = sorted(entries, key=lambda e: hashlib.sha256(e[0]).hexdigest())[:sample]
         first_whitespace = entries[0][1].decode()
         for entry in sorted(chosen, key=lambda e: e.start()):
             line = source[: entry.start()].count(b"\n") + 1
             first = int(entry[1], 16)
+            cps: tuple[int, ...]
             if table.change == "start+1":
                 start, end, new, cps = entry.start(1), entry.end(1), f"0x{first + 1:06X}", (first,)
             elif table.change == "drop":  # a set holding another member twice: this one is gone

@@ -184,7 +184,12 @@ def render(data: dict[str, Any]) -> str:
             + f"; {scores['timeouts']} of the kills are hangs (time limit); {len(s['equivalent'])} equivalent;"
             f" {len(s['thin'])} thin (killed by fewer than {THIN} checks).", ""]  # fmt: skip
     for title, key in (("file", "by_file"), ("region", "by_region"), ("operator", "by_operator")):
-        out += [f"### By {title}", "", f"| {title} | mutants | llama.cpp's inputs | without fuzz | whole |", "|---|---|---|---|---|"]
+        out += [
+            f"### By {title}",
+            "",
+            f"| {title} | mutants | llama.cpp's inputs | without fuzz | whole |",
+            "|---|---|---|---|---|",
+        ]
         for name, row in s[key].items():
             out.append(f"| {printable(name)} | {row['mutants']} | {row['llama_cpp']:.1f}% | {row['recorded']:.1f}% |"
                        f" {row['fuzz']:.1f}% |")  # fmt: skip
@@ -200,7 +205,10 @@ def render(data: dict[str, Any]) -> str:
     out += ["", "## Equivalent mutants (reviewed: harness/strength/equivalent.yaml)", ""]
     out += [f"- `{printable(k)}`: {printable(data['equivalent'][k], None)}" for k in s["equivalent"]] or ["None."]
     if s["stale_equivalent"]:
-        out += ["", "Listed as equivalent but killed (stale entries): " + ", ".join(f"`{k}`" for k in s["stale_equivalent"])]
+        out += [
+            "",
+            "Listed as equivalent but killed (stale entries): " + ", ".join(f"`{k}`" for k in s["stale_equivalent"]),
+        ]
     out += ["", "## Coverage", "", data["coverage_intro"], ""]
     out += ["| file | lines | branches |", "|---|---|---|"]
     for file, row in data["coverage"].items():
@@ -208,7 +216,9 @@ def render(data: dict[str, Any]) -> str:
     out += ["", "### By tokenizer model", "", "| model | vocabularies | llama-vocab.cpp lines | unicode.cpp lines |",
             "|---|---|---|---|"]  # fmt: skip
     for model, row in data["by_model"].items():
-        out.append(f"| {printable(model)} | {row['vocabs']} | {row['src/llama-vocab.cpp']} | {row['src/unicode.cpp']} |")
+        out.append(
+            f"| {printable(model)} | {row['vocabs']} | {row['src/llama-vocab.cpp']} | {row['src/unicode.cpp']} |"
+        )
     out += ["", "### Lines no bundled vocabulary reaches", ""]
     for file, functions in data["uncovered"].items():
         for function, numbers, why in functions:
@@ -256,16 +266,22 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "intro": INTRO.format(command=command),
         "coverage_intro": COVERAGE_INTRO,
         "summary": data,
-        "reach": {k: ", ".join(outcomes[k].vocabs[:8]) + (" …" if len(outcomes[k].vocabs) > 8 else "")
-                  for k in data["survivors"] if outcomes[k].vocabs},  # fmt: skip
+        "reach": {
+            k: ", ".join(outcomes[k].vocabs[:8]) + (" …" if len(outcomes[k].vocabs) > 8 else "")
+            for k in data["survivors"]
+            if outcomes[k].vocabs
+        },
         "diffs": {k: by_key[k].diff(sources[by_key[k].file]) for k in data["survivors"]},
         "kills": {k: outcomes[k].kills for k in data["thin"]},
         "killers": {k: outcomes[k].killers for k in data["thin"]},
         "equivalent": equivalent,
         "coverage": {
-            f: {"lines": _percent(c.covered, c.code), "branches": f"{100 * c.taken / max(1, c.branches):.1f}%"
-                f" ({c.taken}/{c.branches})"} for f, c in whole.items()
-        },  # fmt: skip
+            f: {
+                "lines": _percent(c.covered, c.code),
+                "branches": f"{100 * c.taken / max(1, c.branches):.1f}% ({c.taken}/{c.branches})",
+            }
+            for f, c in whole.items()
+        },
         "by_model": by_model,
         "uncovered": {f: uncovered((pinned / f).read_text(encoding="utf-8"), c, f, reasons) for f, c in whole.items()},
     }

@@ -43,7 +43,13 @@ __attribute__((constructor(101))) static void tokconf_mutant_init_() {{
 #define TOKCONF_M(n) __builtin_expect(tokconf_mutant_ == (n), 0)
 #line 1
 """
-TREE_LINKED = ("CMakeLists.txt", "LICENSE", "include", "ggml", "cmake")  # besides src/, whose files are linked one by one
+TREE_LINKED = (
+    "CMakeLists.txt",
+    "LICENSE",
+    "include",
+    "ggml",
+    "cmake",
+)  # besides src/, whose files are linked one by one
 BUILD_FOLDER = "build"  # in the tree: a library whose folder's parent has include/llama.h is bound with it
 ROUNDS = 30  # syntax checks before giving up on making a file compile
 DIAGNOSTIC = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?P<column>\d+):\s+(?:error|required from here)", re.M)
@@ -226,7 +232,13 @@ def syntax_errors(tree: Path, out: Path, path: Path, env: dict[str, str]) -> str
         if str(path) in command:
             at = command.index("-c")
             checked = [c for c in command[: at] if c != "ccache"]  # fmt: skip
-            checked += ["-w", "-fsyntax-only", "-fdiagnostics-column-unit=byte", "-fno-diagnostics-show-caret", str(path)]
+            checked += [
+                "-w",
+                "-fsyntax-only",
+                "-fdiagnostics-column-unit=byte",
+                "-fno-diagnostics-show-caret",
+                str(path),
+            ]
             done = subprocess.run(checked, cwd=out, env=env, capture_output=True, text=True, check=False)
             return None if done.returncode == 0 else done.stderr
     raise TokconfError(f"{path} is not compiled into the tokenizer-only library", "report it")
@@ -264,4 +276,3 @@ def load_schemata(work: Path) -> Schemata:
     data = json.loads(path.read_text(encoding="utf-8"))
     mutants = {int(n): Mutant.from_json(m) for n, m in data["mutants"].items()}
     return Schemata(Path(data["library"]), mutants, tuple(data["stillborn"]))
-
