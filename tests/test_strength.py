@@ -231,3 +231,40 @@ def test_a_killed_campaign_resumes_from_its_journal(few: tuple) -> None:
 def test_a_shard_out_of_range_is_a_usage_error() -> None:
     with pytest.raises(TokconfError, match="no such shard"):
         shard([], 3, 2)
+
+
+def test_the_report_scores_each_tier_leaves_out_the_equivalent_and_lists_survivors_and_thin_kills(
+    small_tree: Path,
+) -> None:
+    from tokconf.strength.campaign import Outcome
+    from tokconf.strength.report import render
+
+    mutants = dict(enumerate(syntax_mutants(small_tree, "src/small.cpp")[:6], 1))
+    keys = [m.key for m in mutants.values()]
+    outcomes = {
+        keys[0]: Outcome(keys[0], 1, Status.KILLED, kills=THIN, killed_by=[Tier.LLAMA_CPP]),
+        keys[1]: Outcome(keys[1], 2, Status.KILLED, kills=3, killed_by=[Tier.RECORDED]),  # thin
+        keys[2]: Outcome(keys[2], 3, Status.KILLED, kills=THIN, killed_by=[Tier.FUZZ]),
+        keys[3]: Outcome(keys[3], 4, Status.TIMEOUT, kills=0),  # a hang: killed, counted apart
+        keys[4]: Outcome(keys[4], 5, Status.SURVIVED, vocabs=["gpt-2"]),  # listed equivalent
+        keys[5]: Outcome(keys[5], 6, Status.UNREACHED),  # a gap
+    }
+    equivalent = {keys[4]: "cannot differ", keys[0]: "wrongly listed"}
+    figures = summary(mutants, outcomes, equivalent)
+    assert figures["scores"]["counted"] == 5  # six less the one equivalent survivor; the killed listed one counts
+    assert (figures["scores"]["llama_cpp"], figures["scores"]["recorded"], figures["scores"]["fuzz"]) == (
+        40.0,
+        60.0,
+        80.0,
+    )
+    assert figures["scores"]["timeouts"] == 1
+    assert figures["survivors"] == [keys[5]] and figures["thin"] == [keys[1]]
+    assert figures["equivalent"] == [keys[4]] and figures["stale_equivalent"] == [keys[0]]
+    data = {
+        "intro": "", "coverage_intro": "", "summary": figures, "reach": {}, "kills": {keys[1]: 3},
+        "diffs": {keys[5]: mutants[6].diff(SMALL.read_bytes())}, "equivalent": equivalent, "coverage": {},
+        "by_model": {}, "uncovered": {},
+    }  # fmt: skip
+    page = render(data)
+    assert f"`{keys[5]}`: reached by no vocabulary" in page and f"`{keys[1]}`: 3 checks" in page
+    assert "| the whole recordings | 80.0% |" in page

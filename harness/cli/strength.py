@@ -78,6 +78,7 @@ def run_build(args: argparse.Namespace) -> int:
     _say(f"{len(every)} mutants made, {len(chosen)} chosen; building the schemata library in {args.work} ...")
     made = build_schemata(pinned, args.work.absolute(), chosen)
     (args.work / "tree-source").write_text(str(pinned), encoding="utf-8")
+    (args.work / "made.json").write_text(json.dumps({"generated": len(every), "chosen": len(chosen)}), encoding="utf-8")
     print(f"{len(made.mutants)} mutants in {made.library} ({len(made.stillborn)} did not compile)")
     return 0
 
@@ -137,7 +138,9 @@ def run_report(args: argparse.Namespace) -> int:
         models[recording.vocab_name] = str(recording.facts.get("model") or "refused to load")
     command = "tokconf strength report --markdown docs/strength.md"
     data = strength_data(work, _tree_of(work), schemata.mutants, all_hits(work), models, command)
-    data["stillborn"] = len(schemata.stillborn)
+    made = work / "made.json"
+    data["made"] = {**(json.loads(made.read_text(encoding="utf-8")) if made.is_file() else {}),
+                    "stillborn": len(schemata.stillborn)}  # fmt: skip
     if args.json:
         atomic_write(args.json, json.dumps(data["summary"], indent=1, sort_keys=True) + "\n")
     if args.markdown:
@@ -168,7 +171,8 @@ def run_show(args: argparse.Namespace) -> int:
     number, mutant = _mutant(work, args.key)
     source = (_tree_of(work) / mutant.file).read_bytes()
     print("\n".join(printable(line, None) for line in mutant.diff(source).splitlines()))
-    print(f"\ncheck it alone: {ENVIRONMENT}={number} tokconf check --impl llama.cpp:{schemata.library}")
+    check = f"tokconf check --impl llama.cpp:{schemata.library} --maxfail 1 --timeout 10"
+    print(f"\ncheck it alone: {ENVIRONMENT}={number} {check}")
     return 0
 
 

@@ -180,6 +180,13 @@ def render(data: dict[str, Any]) -> str:
     out += ["## The mutation score", "", "| part of the recordings | score |", "|---|---|"]
     for tier in Tier:
         out.append(f"| {tier.title} | {scores[tier.name.lower()]:.1f}% |")
+    made = data.get("made", {})
+    if made.get("generated"):
+        out += [
+            "",
+            f"{made['generated']} mutants made; a sample of {made['chosen']} (round robin over the regions, each"
+            f" region's by the sha256 of its keys) built; {made['stillborn']} of them did not compile (not counted).",
+        ]
     out += ["", f"{s['mutants']} mutants checked: " + ", ".join(f"{n} {k}" for k, n in sorted(s["statuses"].items()))
             + f"; {scores['timeouts']} of the kills are hangs (time limit); {len(s['equivalent'])} equivalent;"
             f" {len(s['thin'])} thin (killed by fewer than {THIN} checks).", ""]  # fmt: skip
@@ -236,11 +243,18 @@ def _ranges(numbers: list[int]) -> str:
     return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
-INTRO = (
-    "Each mutant is one small change to llama.cpp b11192's tokenizer sources (tokconf.strength.mutants),"
-    " checked as an implementation against the bundled recordings; the recordings kill it when a check fails."
-    " The score is killed / (mutants - equivalent). Made by `{command}`."
-)
+INTRO = """A PASS against the bundled recordings says a tokenizer answers as llama.cpp b11192 on every recorded input.
+What is it worth? Each mutant here is one small change to b11192's tokenizer sources (llama-vocab.cpp,
+unicode.cpp, unicode-data.cpp), a plausible port bug, checked as an implementation against the bundled
+recordings: they kill it when a check fails. The score is killed / (mutants - equivalent).
+
+How it is made (`tokconf strength`, `pip install 'tokconf[strength]'`; benchmarks/strength.py runs it all):
+`build --mutants N` makes the mutants from clang's syntax tree and compiles a sample into one schemata
+library (the mutant chosen by `TOKCONF_MUTANT` when it loads); `coverage` runs every bundled recording
+through a gcov-instrumented build; `run [--shard i/n]` checks each mutant against the vocabularies whose
+coverage reaches it (resumable); `report --markdown docs/strength.md` writes this page; `hunt KEY` searches
+an input that kills a survivor; `show KEY` prints a mutant's diff and the command that checks it alone.
+Made by `{command}`."""
 COVERAGE_INTRO = (
     "gcov line and branch coverage (throw branches left out) of a coverage-instrumented tokenizer-only build,"
     " every bundled recording's inputs, facts and decoding run through it (`tokconf strength coverage`)."
