@@ -172,7 +172,7 @@ def few(llama_build: object, tmp_path_factory: pytest.TempPathFactory) -> tuple[
 
 def _gpt2_hits() -> dict[str, LineHits]:
     every = frozenset(range(1, 5000))
-    return {"gpt-2": LineHits({VOCAB: every, UNICODE: every}, {VOCAB: every, UNICODE: every}, {})}
+    return {"gpt-2": LineHits({VOCAB: every, UNICODE: every}, {VOCAB: every, UNICODE: every}, {}, {})}
 
 
 @pytest.mark.long

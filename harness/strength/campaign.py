@@ -15,9 +15,9 @@ per vocabulary, crash-isolated), judged by the check engine (`check_recording`),
 - **stopping early**: a mutant is asked no more once its score is known in every tier and THIN
   problems were found (so a thin kill, under THIN, is told apart); usually a few cases.
 - **a time limit** per mutant, from llama.cpp's own time on the same vocabularies (the campaign's
-  first step runs mutant 0, the library unchanged, over every vocabulary, which must pass them all):
-  a mutant past it is killed, as a hang (`timeout`), and counted apart. Each mutant runs in a forked
-  process of its own, killed with its workers at the limit.
+  first step runs mutant 0, the library unchanged, over every vocabulary, which must pass them all),
+  and a stall limit (no answer for a while): a mutant past either is killed, as a hang (`timeout`),
+  and counted apart. Each mutant runs in a forked process of its own, killed with its workers then.
 
 The outcome of each mutant is appended to a journal, one JSON line, so a killed campaign resumes
 where it stopped; `--shard i/n` runs every n-th mutant from the i-th, each shard with its own journal,
@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import enum
+import fcntl
 import hashlib
 import json
 import os
@@ -46,6 +47,7 @@ from typing import Any
 from ..checking.contract import DECODE, FACTS, Verdict
 from ..checking.engine import CaseResult, Selection, Stop, check_recording
 from ..core.errors import TokconfError
+from ..core.files import atomic_write
 from ..core.outcome import Refusal
 from ..implementations.llama_cpp import Limits, LlamaCppImplementation
 from ..llama.build import Build
@@ -57,8 +59,11 @@ from .mutants import UNICODE, Mutant, Operator
 from .schemata import ENVIRONMENT, Schemata
 
 THIN = 10  # a mutant killed by fewer problems than this is thin: it hangs by a thread
-ANSWER_TIMEOUT = 20.0  # seconds for one batch of answers (llama.cpp takes milliseconds)
+ANSWER_TIMEOUT = 10.0  # seconds for one batch of answers (llama.cpp takes milliseconds)
 LIMIT_FACTOR, LIMIT_SLACK = 4.0, 60.0  # a mutant's time limit: this many times llama.cpp's own, plus this
+# A mutant is also a hang when nothing comes from it for this long: a chunk of answers, or a vocabulary's
+# facts and decoding (this many times llama.cpp's longest vocabulary among those it reaches, plus the slack).
+STALL_FACTOR, STALL_SLACK = 2.0, 30.0
 CHUNKED = Stop(maxfail=sys.maxsize)  # asks in chunks, so breaking out after a kill leaves the rest unasked
 # The functions that read unicode-data.cpp's tables: a vocabulary reaching none of them cannot see a table mutant.
 TABLE_READERS = ("unicode_cpt_flags_array", "unicode_tolower", "unicode_cpts_normalize_nfd")
@@ -188,11 +193,17 @@ class Campaign:
         """Mutant 0 (the library unchanged) over every vocabulary: each must pass, and its seconds set the
         time limits. Kept in `campaign/baseline.json`."""
         path = self.work / "campaign" / "baseline.json"
-        if path.is_file():
-            self.baseline = json.loads(path.read_text(encoding="utf-8"))
-            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with (path.parent / "baseline.lock").open("a") as lock:  # shards started together: one runs it
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not path.is_file():
+                self._baseline(path, progress)
+        self.baseline = json.loads(path.read_text(encoding="utf-8"))
+
+    def _baseline(self, path: Path, progress: Callable[[str], None]) -> None:
         os.environ[ENVIRONMENT] = "0"
         impl = self._implementation()
+        baseline: dict[str, float] = {}
         for name in sorted(self.data.recordings):
             started = time.monotonic()
             problems = [r for r in self._check(impl, name, None) if r.verdict.is_problem]
@@ -202,10 +213,9 @@ class Campaign:
                     f"the schemata library with no mutant fails {name}: {first.section} {first.case}: {first.reason}",
                     "the schemata changed llama.cpp: report it",
                 )
-            self.baseline[name] = round(time.monotonic() - started, 3)
-            progress(f"baseline {name}: {self.baseline[name]:.1f} s")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.baseline, indent=1, sort_keys=True), encoding="utf-8")
+            baseline[name] = round(time.monotonic() - started, 3)
+            progress(f"baseline {name}: {baseline[name]:.1f} s")
+        atomic_write(path, json.dumps(baseline, indent=1, sort_keys=True))
 
     def _implementation(self) -> LlamaCppImplementation:
         return LlamaCppImplementation(self.build, "schemata", limits=Limits(timeout=ANSWER_TIMEOUT))
@@ -253,8 +263,11 @@ class Campaign:
             if not needed(Tier.RECORDED) and not has_llama_cases:
                 continue
             results = self._check(impl, name, self.ordered(name, mutant))
+            report({"vocab": name})
             try:
-                for result in results:
+                for index, result in enumerate(results):
+                    if index % 256 == 0:
+                        report({"tick": index})
                     tier = tier_of(result.section, result.case)
                     if not needed(tier):
                         break
@@ -281,6 +294,9 @@ class Campaign:
 
     def limit(self, vocabs: list[str]) -> float:
         return LIMIT_FACTOR * sum(self.baseline.get(v, 10.0) for v in vocabs) + LIMIT_SLACK
+
+    def stall(self, vocabs: list[str]) -> float:
+        return STALL_FACTOR * max((self.baseline.get(v, 10.0) for v in vocabs), default=0.0) + STALL_SLACK
 
     # -- the campaign
 
@@ -316,7 +332,7 @@ class Campaign:
         """Run the mutant in a forked child (its own process group, so its workers go with it), reading its
         problems as they come; past the time limit it is killed and the mutant is a `timeout`."""
         vocabs = reaching(mutant, self.hits, self.table_lines)
-        limit = self.limit(vocabs)
+        limit, stall = self.limit(vocabs), self.stall(vocabs)
         read, write = os.pipe()
         started = time.monotonic()
         child = os.fork()
@@ -340,8 +356,10 @@ class Campaign:
         lines: list[dict[str, Any]] = []
         buffer = b""
         with os.fdopen(read, "rb") as pipe:
+            heard = started
             while True:
-                left = limit - (time.monotonic() - started)
+                now = time.monotonic()
+                left = min(limit - (now - started), stall - (now - heard))
                 ready, _, _ = select.select([pipe], [], [], max(0.0, left))
                 if not ready:
                     with contextlib.suppress(ProcessLookupError):
@@ -350,6 +368,7 @@ class Campaign:
                 chunk = os.read(pipe.fileno(), 65536)
                 if not chunk:
                     break
+                heard = time.monotonic()
                 buffer += chunk
                 *complete, buffer = buffer.split(b"\n")
                 lines += [json.loads(line) for line in complete if line]

@@ -124,6 +124,7 @@ class LineHits:
     lines: dict[str, frozenset[int]]  # file -> lines run at least once
     code: dict[str, frozenset[int]]  # file -> lines gcov counts (code)
     branches: dict[str, dict[tuple[int, int], bool]]  # file -> (line, branch index) -> taken
+    functions: dict[str, dict[int, str]]  # file -> line -> the function gcov says it is in (no parameters)
 
 
 def read_hits(path: Path) -> LineHits:
@@ -132,6 +133,7 @@ def read_hits(path: Path) -> LineHits:
     lines: dict[str, set[int]] = {}
     code: dict[str, set[int]] = {}
     branches: dict[str, dict[tuple[int, int], bool]] = {}
+    functions: dict[str, dict[int, str]] = {}
     for entry in data["files"]:
         file = entry["file"]
         for line in entry["lines"]:
@@ -139,6 +141,7 @@ def read_hits(path: Path) -> LineHits:
                 continue
             number = line["line_number"]
             code.setdefault(file, set()).add(number)
+            functions.setdefault(file, {})[number] = str(line.get("function_name", "")).split("(")[0]
             if line["count"] > 0:
                 lines.setdefault(file, set()).add(number)
             for index, branch in enumerate(line.get("branches", [])):
@@ -146,7 +149,9 @@ def read_hits(path: Path) -> LineHits:
                     continue
                 taken = branches.setdefault(file, {})
                 taken[(number, index)] = taken.get((number, index), False) or branch["count"] > 0
-    return LineHits({f: frozenset(s) for f, s in lines.items()}, {f: frozenset(s) for f, s in code.items()}, branches)
+    return LineHits(
+        {f: frozenset(s) for f, s in lines.items()}, {f: frozenset(s) for f, s in code.items()}, branches, functions
+    )
 
 
 def all_hits(work: Path) -> dict[str, LineHits]:
