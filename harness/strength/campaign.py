@@ -63,7 +63,7 @@ ANSWER_TIMEOUT = 10.0  # seconds for one batch of answers (llama.cpp takes milli
 LIMIT_FACTOR, LIMIT_SLACK = 4.0, 60.0  # a mutant's time limit: this many times llama.cpp's own, plus this
 # A mutant is also a hang when nothing comes from it for this long: a chunk of answers, or a vocabulary's
 # facts and decoding (this many times llama.cpp's longest vocabulary among those it reaches, plus the slack).
-STALL_FACTOR, STALL_SLACK = 2.0, 30.0
+STALL_FACTOR, STALL_SLACK = 2.0, 15.0
 CHUNKED = Stop(maxfail=sys.maxsize)  # asks in chunks, so breaking out after a kill leaves the rest unasked
 # The functions that read unicode-data.cpp's tables: a vocabulary reaching none of them cannot see a table mutant.
 TABLE_READERS = ("unicode_cpt_flags_array", "unicode_tolower", "unicode_cpts_normalize_nfd")

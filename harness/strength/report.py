@@ -14,6 +14,7 @@ in uncovered.yaml, else `no reason yet`.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -33,16 +34,24 @@ def _data_file(name: str) -> Path:
     return Path(str(resources.files("tokconf.strength") / name))
 
 
-def reviewed(name: str) -> dict[str, str]:
-    """A reviewed list beside this module (equivalent.yaml, uncovered.yaml): key -> reason."""
+def reviewed(name: str) -> list[dict[str, Any]]:
+    """A reviewed list beside this module (equivalent.yaml, uncovered.yaml): entries of a `key`, a
+    non-empty `reason` and, in uncovered.yaml, whether a bundled vocabulary could reach the lines
+    (`reachable`, default false)."""
     path = _data_file(name)
     entries = parse_yaml(path.read_bytes()) if path.is_file() else []
     if not isinstance(entries, list) or not all(
         isinstance(e, dict) and isinstance(e.get("key"), str) and isinstance(e.get("reason"), str) and e["reason"]
+        and isinstance(e.get("reachable", False), bool) and set(e) <= {"key", "reason", "reachable"}
         for e in entries
-    ):
-        raise TokconfError(f"{path}: each entry must be a `key` and a non-empty `reason`", "fix the list")
-    return {e["key"]: e["reason"] for e in entries}
+    ):  # fmt: skip
+        raise TokconfError(f"{path}: each entry must be a `key`, a non-empty `reason` (and `reachable`)", "fix it")
+    return entries
+
+
+def equivalents() -> dict[str, str]:
+    """The reviewed equivalent mutants: key -> why no input can tell it from llama.cpp."""
+    return {e["key"]: e["reason"] for e in reviewed("equivalent.yaml")}
 
 
 def merged(journals: Iterable[Path]) -> dict[str, Outcome]:
@@ -140,26 +149,42 @@ def coverage_of(hits: Iterable[LineHits]) -> dict[str, FileCoverage]:
     return result
 
 
-def uncovered(source: str, cover: FileCoverage, file: str, reasons: dict[str, str]) -> list[tuple[str, list[int], str]]:
-    """(function, its uncovered lines, why) for every function with code no vocabulary reaches: the reason
-    reviewed in uncovered.yaml (its keys `file:function`, shell patterns allowed), else `arid` when every
-    such line is logging, an assertion or an error, else `no reason yet`."""
+@dataclass(frozen=True)
+class Unreached:
+    """Lines of one function no bundled vocabulary reaches, and why."""
+
+    function: str
+    lines: list[int]
+    reason: str
+    reachable: bool  # whether some bundled vocabulary could: a gap, not a limit
+
+
+ARID_REASON = "arid: logging, an assertion or an error that no bundled vocabulary or input raises"
+
+
+def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[str, Any]]) -> list[Unreached]:
+    """Every line no vocabulary reaches, grouped by function and reason: the first entry of uncovered.yaml
+    whose key matches (`file:FIRST-LAST` a line range, else `file:function`, shell patterns allowed), else
+    `arid` when the line logs, asserts or raises, else `no reason yet` (a gap)."""
     lines = source.split("\n")
-    missed: dict[str, list[int]] = {}
+    name = Path(file).name
+    found: dict[tuple[str, str, bool], list[int]] = {}
     for number in sorted(cover.code - cover.covered):
-        missed.setdefault(cover.functions.get(number, ""), []).append(number)
-    out = []
-    for function, numbers in missed.items():
-        key = f"{Path(file).name}:{function}"
-        reason = next((why for pattern, why in reasons.items() if fnmatch.fnmatchcase(key, pattern)), None)
-        if reason is not None:
-            why = reason
-        elif all(ARID.search(lines[n - 1]) for n in numbers):
-            why = "arid: logging, an assertion or an error no bundled vocabulary or input raises"
+        function = cover.functions.get(number, "")
+        why, reachable = "no reason yet", True
+        for entry in reasons:
+            key = entry["key"]
+            span = re.fullmatch(rf"{re.escape(name)}:(\d+)-(\d+)", key)
+            if (span and int(span[1]) <= number <= int(span[2])) or (
+                not span and fnmatch.fnmatchcase(f"{name}:{function}", key)
+            ):
+                why, reachable = entry["reason"], entry.get("reachable", False)
+                break
         else:
-            why = "no reason yet"
-        out.append((function, numbers, why))
-    return out
+            if ARID.search(lines[number - 1]):
+                why, reachable = ARID_REASON, False
+        found.setdefault((function, why, reachable), []).append(number)
+    return [Unreached(function, numbers, why, reachable) for (function, why, reachable), numbers in found.items()]
 
 
 def render(data: dict[str, Any]) -> str:
@@ -209,9 +234,9 @@ def render(data: dict[str, Any]) -> str:
             "Listed as equivalent but killed (stale entries): " + ", ".join(f"`{k}`" for k in s["stale_equivalent"]),
         ]
     out += ["", "## Coverage", "", data["coverage_intro"], ""]
-    out += ["| file | lines | branches |", "|---|---|---|"]
+    out += ["| file | lines | lines a bundled vocabulary can reach | branches |", "|---|---|---|---|"]
     for file, row in data["coverage"].items():
-        out.append(f"| {file} | {row['lines']} | {row['branches']} |")
+        out.append(f"| {file} | {row['lines']} | {row['reachable']} | {row['branches']} |")
     out += ["", "### By tokenizer model", "", "| model | vocabularies | llama-vocab.cpp lines | unicode.cpp lines |",
             "|---|---|---|---|"]  # fmt: skip
     for model, row in data["by_model"].items():
@@ -219,9 +244,11 @@ def render(data: dict[str, Any]) -> str:
             f"| {printable(model)} | {row['vocabs']} | {row['src/llama-vocab.cpp']} | {row['src/unicode.cpp']} |"
         )
     out += ["", "### Lines no bundled vocabulary reaches", ""]
-    for file, functions in data["uncovered"].items():
-        for function, numbers, why in functions:
-            out.append(f"- {Path(file).name} `{printable(function)}` lines {_ranges(numbers)}: {printable(why, None)}")
+    for file, groups in data["uncovered"].items():
+        for group in groups:
+            gap = "" if not group.reachable else " (a gap)"
+            out.append(f"- {Path(file).name} `{printable(group.function)}` lines {_ranges(group.lines)}{gap}:"
+                       f" {printable(group.reason, None)}")  # fmt: skip
     return "\n".join(out) + "\n"
 
 
@@ -257,7 +284,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
                   models: dict[str, str], command: str) -> dict[str, Any]:  # fmt: skip
     """Everything docs/strength.md shows, as data: `models` is each vocabulary's tokenizer model."""
     outcomes = merged((work / "campaign").glob("journal-*.jsonl"))
-    equivalent = reviewed("equivalent.yaml")
+    equivalent = equivalents()
     data = summary(mutants, outcomes, equivalent)
     by_key = {m.key: m for m in mutants.values()}
     sources = {file: (pinned / file).read_bytes() for file in {m.file for m in mutants.values()}}
@@ -268,6 +295,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         cover = coverage_of(hits[n] for n in names)
         by_model[model] = {"vocabs": len(names), **{f: _percent(c.covered, c.code) for f, c in cover.items()}}
     reasons = reviewed("uncovered.yaml")
+    unreached = {f: uncovered((pinned / f).read_text(encoding="utf-8"), c, f, reasons) for f, c in whole.items()}
     return {
         "intro": INTRO.format(command=command),
         "coverage_intro": COVERAGE_INTRO,
@@ -284,13 +312,22 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "coverage": {
             f: {
                 "lines": _percent(c.covered, c.code),
+                "reachable": _reachable(c, unreached[f]),
                 "branches": f"{100 * c.taken / max(1, c.branches):.1f}% ({c.taken}/{c.branches})",
             }
             for f, c in whole.items()
         },
         "by_model": by_model,
-        "uncovered": {f: uncovered((pinned / f).read_text(encoding="utf-8"), c, f, reasons) for f, c in whole.items()},
+        "uncovered": unreached,
     }
+
+
+def _reachable(cover: FileCoverage, unreached: list[Unreached]) -> str:
+    """Line coverage of the code a bundled vocabulary could reach: the lines uncovered.yaml or the arid rule
+    says none can are left out of the count (and listed with their reason)."""
+    limit = sum(len(group.lines) for group in unreached if not group.reachable)
+    reachable = len(cover.code) - limit
+    return f"{100 * len(cover.covered) / max(1, reachable):.1f}% ({len(cover.covered)}/{reachable})"
 
 
 def _percent(part: frozenset[int], whole: frozenset[int]) -> str:
