@@ -121,7 +121,11 @@ class Outcome:
         return cls(**{**data, "status": Status(data["status"])})
 
     def killed_in(self, tier: Tier) -> bool:
-        return self.status is Status.TIMEOUT or bool(self.killed_by and self.killed_by[0] <= tier)
+        """Whether the checks of `tier` and the ones before kill it. A hang is not placed in a tier (the input
+        that hung is not known, only the chunk of answers that never came): it counts in the last alone."""
+        if self.killed_by and self.killed_by[0] <= tier:
+            return True
+        return self.status is Status.TIMEOUT and tier is Tier.FUZZ
 
 
 @dataclass
