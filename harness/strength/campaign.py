@@ -189,6 +189,10 @@ class Campaign:
         unicode = (pinned / UNICODE).read_text(encoding="utf-8")
         self.table_lines = frozenset(line for name in TABLE_READERS for line in function_lines(unicode, name))
         self.learned: dict[str, Counter[str]] = {}  # vocab -> case id -> kills seen in this process
+        self.with_llama_cases = frozenset(
+            name for name, recording in recordings.recordings.items()
+            if any(tier_of("plain", case.id) is Tier.LLAMA_CPP for case in recording.cases)
+        )  # fmt: skip
         self.baseline: dict[str, float] = {}
 
     # -- the baseline: mutant 0 must pass everything
@@ -259,12 +263,16 @@ class Campaign:
         def needed(tier: Tier) -> bool:
             return outcome.kills < THIN or first_kill is None or first_kill > tier
 
-        order = sorted(vocabs, key=lambda v: (-sum(self.learned.get(v, Counter()).values()), self.baseline.get(v, 0)))
+        # the vocabularies with llama.cpp's own inputs first: a kill there settles every tier at once
+        def first(vocab: str) -> tuple[bool, int, float]:
+            learned = sum(self.learned.get(vocab, Counter()).values())
+            return vocab not in self.with_llama_cases, -learned, self.baseline.get(vocab, 0.0)
+
+        order = sorted(vocabs, key=first)
         for name in order:
             if not needed(Tier.LLAMA_CPP):
                 break
-            has_llama_cases = any(tier_of("plain", c.id) is Tier.LLAMA_CPP for c in self.data.recordings[name].cases)
-            if not needed(Tier.RECORDED) and not has_llama_cases:
+            if not needed(Tier.RECORDED) and name not in self.with_llama_cases:
                 continue
             results = self._check(impl, name, self.ordered(name, mutant))
             report({"vocab": name})

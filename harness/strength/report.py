@@ -220,7 +220,8 @@ def render(data: dict[str, Any]) -> str:
         out.append("")
     out += ["## Survivors", ""]
     for key in s["survivors"]:
-        out += [f"- `{printable(key)}`: reached by {data['reach'].get(key, 'no vocabulary')}", "", "  ~~~~diff"]
+        out += [f"- `{printable(key)}`: reached by {printable(data['reach'].get(key, 'no vocabulary'), None)}", "",
+                "  ~~~~diff"]  # fmt: skip
         out += [f"  {printable(line, None)}" for line in data["diffs"][key].splitlines()] + ["  ~~~~", ""]
     if not s["survivors"]:
         out.append("None.")
@@ -300,11 +301,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "intro": INTRO.format(command=command),
         "coverage_intro": COVERAGE_INTRO,
         "summary": data,
-        "reach": {
-            k: ", ".join(outcomes[k].vocabs[:8]) + (" …" if len(outcomes[k].vocabs) > 8 else "")
-            for k in data["survivors"]
-            if outcomes[k].vocabs
-        },
+        "reach": {k: _reach(outcomes[k], by_key[k], unreached) for k in data["survivors"]},
         "diffs": {k: by_key[k].diff(sources[by_key[k].file]) for k in data["survivors"]},
         "kills": {k: outcomes[k].kills for k in data["thin"]},
         "killers": {k: outcomes[k].killers for k in data["thin"]},
@@ -320,6 +317,14 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "by_model": by_model,
         "uncovered": unreached,
     }
+
+
+def _reach(outcome: Outcome, mutant: Mutant, unreached: dict[str, list[Unreached]]) -> str:
+    """Which vocabularies reach a survivor; for one none reaches, why its line is unreached."""
+    if outcome.vocabs:
+        return ", ".join(outcome.vocabs[:8]) + (" …" if len(outcome.vocabs) > 8 else "")
+    why = next((g.reason for g in unreached.get(mutant.file, []) if mutant.line in g.lines), "")
+    return f"no vocabulary ({why})" if why else "no vocabulary"
 
 
 def _reachable(cover: FileCoverage, unreached: list[Unreached]) -> str:
