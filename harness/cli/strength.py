@@ -104,7 +104,7 @@ def run_coverage(args: argparse.Namespace) -> int:
 
 def run_campaign(args: argparse.Namespace) -> int:
     from ..core.files import BUNDLED_RECORDINGS
-    from ..strength.campaign import Campaign, Recordings, journal_path, sample, shard
+    from ..strength.campaign import Campaign, Recordings, journal_path, run_order, shard
     from ..strength.coverage import tree_library
     from ..strength.schemata import load_schemata
 
@@ -116,7 +116,7 @@ def run_campaign(args: argparse.Namespace) -> int:
     )
     campaign.run_baseline(_say)
     index, count = args.shard
-    chosen = shard(sample(schemata.mutants, None), index, count)
+    chosen = shard(run_order(schemata.mutants), index, count)
     outcomes = campaign.run(chosen, journal_path(work, index, count), _say)
     killed = sum(o.status.value in ("killed", "timeout") for o in outcomes)
     print(f"shard {index}/{count}: {len(outcomes)} mutants, {killed} killed; the report: tokconf strength report")

@@ -27,6 +27,7 @@ and `merge` reads them all (tokconf.strength.report).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import enum
 import fcntl
@@ -64,6 +65,7 @@ LIMIT_FACTOR, LIMIT_SLACK = 4.0, 60.0  # a mutant's time limit: this many times 
 # A mutant is also a hang when nothing comes from it for this long: a chunk of answers, or a vocabulary's
 # facts and decoding (this many times llama.cpp's longest vocabulary among those it reaches, plus the slack).
 STALL_FACTOR, STALL_SLACK = 2.0, 15.0
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 CHUNKED = Stop(maxfail=sys.maxsize)  # asks in chunks, so breaking out after a kill leaves the rest unasked
 # The functions that read unicode-data.cpp's tables: a vocabulary reaching none of them cannot see a table mutant.
 TABLE_READERS = ("unicode_cpt_flags_array", "unicode_tolower", "unicode_cpts_normalize_nfd")
@@ -351,6 +353,8 @@ class Campaign:
         if child == 0:
             os.close(read)
             os.setpgid(0, 0)
+            # dies with the campaign (Linux's PR_SET_PDEATHSIG): a killed campaign leaves no mutant running
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
             out = os.fdopen(write, "w")
 
             def report(line: dict[str, Any]) -> None:
@@ -455,6 +459,12 @@ def sample(mutants: dict[int, Mutant], size: int | None) -> list[tuple[int, Muta
             if groups[name] and len(chosen) < size:
                 chosen.append(groups[name].pop(0))
     return sorted(chosen)
+
+
+def run_order(mutants: dict[int, Mutant]) -> list[tuple[int, Mutant]]:
+    """The order a campaign checks its mutants in: by the sha256 of their keys, so one stopped early (or a
+    shard) has checked an even sample of every region, file and operator, the same every time."""
+    return sorted(mutants.items(), key=lambda item: hashlib.sha256(item[1].key.encode()).hexdigest())
 
 
 def shard(chosen: list[tuple[int, Mutant]], index: int, count: int) -> list[tuple[int, Mutant]]:
