@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 from pathlib import Path
@@ -204,6 +205,10 @@ def run_hunt(args: argparse.Namespace) -> int:
     if found is None:
         print(f"no input kills {mutant.key} among the candidates tried on {len(vocabs)} vocabularies")
         return 1
+    saved = work / "hunt" / f"{hashlib.sha256(mutant.key.encode()).hexdigest()[:16]}.json"
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps({"key": mutant.key, "vocab": found.vocab, "mode": found.mode,
+                                 "hex": found.data.hex()}), encoding="utf-8")  # fmt: skip
     shown = printable(found.data.decode("utf-8", errors="backslashreplace"), None)
     print(f"{mutant.key} is killed on {found.vocab} in {found.mode} by {shown!r} ({found.data.hex()}):"
           f" llama.cpp {printable(repr(found.expected))}, the mutant {printable(repr(found.actual))}")  # fmt: skip

@@ -14,6 +14,7 @@ in uncovered.yaml, else `no reason yet`.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -220,8 +221,14 @@ def render(data: dict[str, Any]) -> str:
         out.append("")
     out += ["## Survivors", ""]
     for key in s["survivors"]:
-        out += [f"- `{printable(key)}`: reached by {printable(data['reach'].get(key, 'no vocabulary'), None)}", "",
-                "  ~~~~diff"]  # fmt: skip
+        out += [f"- `{printable(key)}`: reached by {printable(data['reach'].get(key, 'no vocabulary'), None)}"]
+        if key in data.get("hunted", {}):
+            found = data["hunted"][key]
+            text = bytes.fromhex(found["hex"]).decode("utf-8", errors="backslashreplace")
+            where = f"{printable(found['vocab'])}, {printable(found['mode'])}"
+            out.append(f"  killed by `{printable(text, None)}` (hex {found['hex']}) on {where}:"
+                       " found by `tokconf strength hunt`, not yet in the corpus")  # fmt: skip
+        out += ["", "  ~~~~diff"]
         out += [f"  {printable(line, None)}" for line in data["diffs"][key].splitlines()] + ["  ~~~~", ""]
     if not s["survivors"]:
         out.append("None.")
@@ -303,6 +310,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "summary": data,
         "reach": {k: _reach(outcomes[k], by_key[k], unreached) for k in data["survivors"]},
         "diffs": {k: by_key[k].diff(sources[by_key[k].file]) for k in data["survivors"]},
+        "hunted": hunted(work),
         "kills": {k: outcomes[k].kills for k in data["thin"]},
         "killers": {k: outcomes[k].killers for k in data["thin"]},
         "equivalent": equivalent,
@@ -317,6 +325,15 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "by_model": by_model,
         "uncovered": unreached,
     }
+
+
+def hunted(work: Path) -> dict[str, dict[str, str]]:
+    """The killing inputs `tokconf strength hunt` found, by mutant key (not in the corpus until recorded)."""
+    found = {}
+    for path in sorted((work / "hunt").glob("*.json")):
+        entry = json.loads(path.read_text(encoding="utf-8"))
+        found[entry["key"]] = entry
+    return found
 
 
 def _reach(outcome: Outcome, mutant: Mutant, unreached: dict[str, list[Unreached]]) -> str:
