@@ -315,8 +315,11 @@ class Campaign:
     # -- the campaign
 
     def run(self, chosen: list[tuple[int, Mutant]], journal: Path, progress: Callable[[str], None]) -> list[Outcome]:
-        """Every chosen mutant not in the journal yet, each in a forked process under its time limit."""
-        done = {o.key: o for o in read_journal(journal)}
+        """Every chosen mutant not in a journal of the folder yet, each in a forked process under its time limit,
+        its outcome appended to `journal`."""
+        # every journal beside this one: a mutant another shard (or an earlier split) checked is not run again
+        done = {o.key: o for path in sorted(journal.parent.glob("journal-*.jsonl")) for o in read_journal(path)}
+        done.update((o.key, o) for o in read_journal(journal))
         for outcome in done.values():
             self._learn(outcome)
         journal.parent.mkdir(parents=True, exist_ok=True)
