@@ -45,7 +45,12 @@ def add_parser(commands: Any) -> None:
     hunt = steps.add_parser("hunt", help="search an input that kills a surviving mutant (llama.cpp the oracle)")
     hunt.add_argument("key", help="the mutant's key, or its number")
     hunt.add_argument("--rounds", type=int, default=5, help="rounds of 2,000 fuzz inputs per vocabulary (default 5)")
-    hunt.add_argument("--vocab", action="append", default=[], help="only these vocabularies (default: all reaching it)")
+    hunt.add_argument(
+        "--vocab", action="append", default=[], help="only these vocabularies (default: those reaching it)"
+    )
+    hunt.add_argument(
+        "--most", type=int, default=8, help="at most this many of the vocabularies reaching it (default 8)"
+    )
     hunt.set_defaults(run=run_hunt)
     for step in (build, cover, campaign, report, show, hunt):
         step.add_argument(
@@ -192,7 +197,7 @@ def run_hunt(args: argparse.Namespace) -> int:
     number, mutant = _mutant(work, args.key)
     unicode = (pinned / "src" / "unicode.cpp").read_text(encoding="utf-8")
     table_lines = frozenset(line for name in TABLE_READERS for line in function_lines(unicode, name))
-    names = args.vocab or reaching(mutant, all_hits(work), table_lines)
+    names = args.vocab or reaching(mutant, all_hits(work), table_lines)[: args.most]
     vocabs = {}
     for path in recording_files([BUNDLED_RECORDINGS]):
         provenance = read_provenance(path)
