@@ -266,3 +266,32 @@ def test_the_report_scores_each_tier_leaves_out_the_equivalent_and_lists_survivo
     page = render(data)
     assert f"`{keys[5]}`: reached by no vocabulary" in page and f"`{keys[1]}`: 3 checks" in page
     assert "| the whole recordings | 80.0% |" in page
+
+
+def test_a_mutant_is_asked_of_the_vocabularies_whose_coverage_reaches_it(small_tree: Path) -> None:
+    from tokconf.strength.campaign import function_lines, reaching
+    from tokconf.strength.mutants import Mutant, Shape
+
+    source = "static int f() {\n    return 1;\n}\nstatic void unicode_tolower(int c) {\n    use(c);\n}\n"
+    readers = frozenset(function_lines(source, "unicode_tolower"))
+    assert readers == frozenset({4, 5, 6})
+    hits = {
+        "reads": LineHits({UNICODE: frozenset({5}), VOCAB: frozenset({10})}, {VOCAB: frozenset({10, 12})}, {}, {}),
+        "other": LineHits({UNICODE: frozenset({2}), VOCAB: frozenset({12})}, {VOCAB: frozenset({10, 12})}, {}, {}),
+    }
+    table = Mutant("t", UNICODE_DATA, 3, 1, Operator.TABLE, "unicode_map_lowercase", 0, 1, Shape.EXPRESSION, "x", (65,))
+    assert reaching(table, hits, readers) == ["reads"]
+    on_code = Mutant("c", VOCAB, 12, 5, Operator.CONSTANT, "f", 0, 1, Shape.EXPRESSION, "0")
+    assert reaching(on_code, hits, readers) == ["other"]
+    # line 11 is no code line for gcov (a statement's second line): the code line before it decides
+    between = Mutant("b", VOCAB, 11, 5, Operator.CONSTANT, "f", 0, 1, Shape.EXPRESSION, "0")
+    assert reaching(between, hits, readers) == ["reads"]
+
+
+def test_checks_fall_in_tiers_llama_cpps_inputs_the_rest_then_fuzz() -> None:
+    from tokconf.strength.campaign import tier_of
+
+    assert tier_of("plain", "llama.cpp/0003") is Tier.LLAMA_CPP
+    assert tier_of("bos", "whitespace/u3000") is Tier.RECORDED
+    assert tier_of("facts", "eog_ids") is Tier.RECORDED and tier_of("decode", "pieces-plain") is Tier.RECORDED
+    assert tier_of("special", "fuzz/0042") is Tier.FUZZ

@@ -151,13 +151,13 @@ class Recordings:
 
 
 def function_lines(source: str, name: str) -> range:
-    """The lines of the body of the function `name` defined in `source` (a unicode.cpp)."""
+    """The lines of the function `name` defined in `source` (a unicode.cpp), its head to its closing brace."""
     found = re.search(rf"^[^\n;]*\b{name}\([^)]*\)\s*\{{", source, re.M)
     if found is None:
         raise TokconfError(f"no function {name} in unicode.cpp", "the table readers moved: update TABLE_READERS")
     first = source.count("\n", 0, found.end()) + 1
     end = source.find("\n}", found.end())
-    return range(first, source.count("\n", 0, end) + 2)
+    return range(first, source.count("\n", 0, end) + 3)
 
 
 def reaching(mutant: Mutant, hits: dict[str, LineHits], table_lines: frozenset[int]) -> list[str]:
