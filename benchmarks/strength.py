@@ -15,7 +15,8 @@ else ./strength-work), each resumable, so a killed run goes on where it stopped 
 Each step's time is printed with the load average before it: on a shared machine the figures are only
 as good as that. With `--explain` (issue 48), every killed mutant is then checked again on the
 vocabulary that killed it with `tokconf check --explain`, and the share of them given exactly one
-cause, and the share given a cause of kind `character` (the fallback), are printed.
+cause, and the share given a cause of kind `character` (the fallback), are printed; `--explain-only N`
+does that alone, on the first N killed mutants in the campaign's order.
 """
 
 from __future__ import annotations
@@ -59,15 +60,19 @@ def campaign(work: Path, jobs: int) -> float:
     return seconds
 
 
-def explain(work: Path) -> None:
-    """Issue 48: `--explain` on every killed mutant, on the vocabulary whose check killed it first."""
+def explain(work: Path, most: int | None) -> None:
+    """Issue 48: `--explain` on every killed mutant (at most `most`, in the campaign's order), on the
+    vocabulary whose check killed it first."""
     import tokconf
+    from tokconf.strength.campaign import run_order
     from tokconf.strength.report import merged
     from tokconf.strength.schemata import ENVIRONMENT, load_schemata
 
     schemata = load_schemata(work)
     numbers = {m.key: n for n, m in schemata.mutants.items()}
-    outcomes = [o for o in merged((work / "campaign").glob("journal-*.jsonl")).values() if o.first]
+    order = {key: index for index, (_, mutant) in enumerate(run_order(schemata.mutants)) for key in [mutant.key]}
+    outcomes = sorted((o for o in merged((work / "campaign").glob("journal-*.jsonl")).values() if o.first),
+                      key=lambda o: order.get(o.key, 0))[:most]  # fmt: skip
     kinds: Counter[str] = Counter()
     single = with_character = explained = 0
     started = time.monotonic()
@@ -95,9 +100,13 @@ def main() -> None:
     parser.add_argument("--mutants", type=int, default=420)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--explain", action="store_true", help="issue 48: --explain on every killed mutant")
+    parser.add_argument("--explain-only", type=int, metavar="N", help="only that, on at most N killed mutants")
     parser.add_argument("--markdown", type=Path, help="write the report there (docs/strength.md)")
     args = parser.parse_args()
     work = args.work.absolute()
+    if args.explain_only:
+        explain(work, args.explain_only)
+        return
     total = 0.0
     if not (work / "schemata.json").is_file():
         total += timed("build", tokconf("strength", "build", "--work", str(work), "--mutants", str(args.mutants)))
@@ -107,7 +116,7 @@ def main() -> None:
     total += timed("report", tokconf(*report, *(["--markdown", str(args.markdown)] if args.markdown else [])))
     print(f"campaign: {total:.0f} s in this run (steps already done before it not counted)")
     if args.explain:
-        explain(work)
+        explain(work, None)
 
 
 if __name__ == "__main__":
