@@ -182,7 +182,7 @@ def test_a_killable_mutant_is_killed_an_equivalent_one_survives_and_shards_merge
 
     recordings = Recordings.load([BUNDLED_RECORDINGS / "gpt-2.yaml"])
     build = tree_library(work / "tree", pinned)
-    campaign = Campaign(work, schemata, build, recordings, pinned, hits=_gpt2_hits())
+    campaign = Campaign(work, build, recordings, pinned, hits=_gpt2_hits())
     campaign.run_baseline(lambda line: None)  # mutant 0 passes gpt-2, or this raises
     chosen = sorted(schemata.mutants.items())
     whole = {o.key: o for o in campaign.run(chosen, work / "whole.jsonl", lambda line: None)}
@@ -194,7 +194,7 @@ def test_a_killable_mutant_is_killed_an_equivalent_one_survives_and_shards_merge
     assert whole[PLAMO_ONLY].status is Status.SURVIVED
 
     for index in (1, 2):
-        fresh = Campaign(work, schemata, build, recordings, pinned, hits=_gpt2_hits())
+        fresh = Campaign(work, build, recordings, pinned, hits=_gpt2_hits())
         fresh.run_baseline(lambda line: None)
         fresh.run(shard(chosen, index, 2), journal_path(work, index, 2), lambda line: None)
     sharded = merged((work / "campaign").glob("journal-*.jsonl"))
@@ -214,7 +214,7 @@ def test_a_killed_campaign_resumes_from_its_journal(few: tuple) -> None:
     from tokconf.core.files import BUNDLED_RECORDINGS
 
     recordings = Recordings.load([BUNDLED_RECORDINGS / "gpt-2.yaml"])
-    campaign = Campaign(work, schemata, tree_library(work / "tree", pinned), recordings, pinned, hits=_gpt2_hits())
+    campaign = Campaign(work, tree_library(work / "tree", pinned), recordings, pinned, hits=_gpt2_hits())
     campaign.run_baseline(lambda line: None)
     journal = work / "resume.jsonl"
     chosen = sorted(schemata.mutants.items())

@@ -117,9 +117,7 @@ def run_campaign(args: argparse.Namespace) -> int:
     work = args.work.absolute()
     pinned = _tree_of(work)
     schemata = load_schemata(work)
-    campaign = Campaign(
-        work, schemata, tree_library(work / "tree", pinned), Recordings.load([BUNDLED_RECORDINGS]), pinned
-    )
+    campaign = Campaign(work, tree_library(work / "tree", pinned), Recordings.load([BUNDLED_RECORDINGS]), pinned)
     campaign.run_baseline(_say)
     index, count = args.shard
     chosen = shard(run_order(schemata.mutants), index, count)

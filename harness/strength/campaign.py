@@ -57,7 +57,7 @@ from ..recordings.format import RecordedCase, Recording, load, recording_files
 from ..synth.files import recorded_vocab
 from .coverage import LineHits, all_hits
 from .mutants import UNICODE, Mutant, Operator
-from .schemata import ENVIRONMENT, Schemata
+from .schemata import ENVIRONMENT
 
 THIN = 10  # a mutant killed by fewer problems than this is thin: it hangs by a thread
 ANSWER_TIMEOUT = 10.0  # seconds for one batch of answers (llama.cpp takes milliseconds)
@@ -177,11 +177,10 @@ def reaching(mutant: Mutant, hits: dict[str, LineHits], table_lines: frozenset[i
 class Campaign:
     """A campaign over one schemata library's mutants, in the work folder (`work/campaign/`)."""
 
-    def __init__(self, work: Path, schemata: Schemata, build: Build, recordings: Recordings, pinned: Path,
+    def __init__(self, work: Path, build: Build, recordings: Recordings, pinned: Path,
                  hits: dict[str, LineHits] | None = None) -> None:  # fmt: skip
         """`hits`: each vocabulary's coverage (default: the coverage run's in `work`)."""
         self.work = work
-        self.schemata = schemata
         self.build = build
         self.data = recordings
         self.hits = {name: hit for name, hit in (hits or all_hits(work)).items() if name in recordings.recordings}

@@ -24,7 +24,6 @@ from importlib import resources
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from ..core.files import atomic_write
 from ..llama.build import Build, LibraryKind
 from ..llama.fetch import Source
 from ..llama.tokenizer_only import LIBRARY, ShimFailed, compile_library
@@ -160,7 +159,3 @@ def all_hits(work: Path) -> dict[str, LineHits]:
     if not folder.is_dir():
         raise TokconfError(f"no coverage in {work}", f"run it: tokconf strength coverage --work {work}")
     return {path.stem: read_hits(path) for path in sorted(folder.glob("*.json"))}
-
-
-def write_json(path: Path, data: object) -> None:
-    atomic_write(path, json.dumps(data, indent=1, sort_keys=True).encode())
