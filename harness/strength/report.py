@@ -205,6 +205,11 @@ def render(data: dict[str, Any]) -> str:
             f"{made['generated']} mutants made; a sample of {made['chosen']} (round robin over the regions, each"
             f" region's by the sha256 of its keys) built; {made['stillborn']} of them did not compile (not counted).",
         ]
+        built = made["chosen"] - made["stillborn"]
+        if s["mutants"] < built:
+            checked = f"{s['mutants']} of the {built} built mutants are checked so far"
+            out.append(f"**The campaign is not finished: {checked}** (in the order of their keys' sha256: an even"
+                       " sample); `tokconf strength run` goes on from there.")  # fmt: skip
     out += ["", f"{s['mutants']} mutants checked: " + ", ".join(f"{n} {k}" for k, n in sorted(s["statuses"].items()))
             + f"; {scores['timeouts']} of the kills are hangs (time limit); {len(s['equivalent'])} equivalent;"
             f" {len(s['thin'])} thin (killed by fewer than {THIN} checks).", ""]  # fmt: skip
