@@ -140,7 +140,8 @@ def read_hits(path: Path) -> LineHits:
                 continue
             number = line["line_number"]
             code.setdefault(file, set()).add(number)
-            functions.setdefault(file, {})[number] = str(line.get("function_name", "")).split("(")[0]
+            name = str(line.get("function_name", "")).split("(")[0]
+            functions.setdefault(file, {})[number] = re.sub(r"\[abi:\w+\]", "", name)  # the C++11 ABI tag
             if line["count"] > 0:
                 lines.setdefault(file, set()).add(number)
             for index, branch in enumerate(line.get("branches", [])):

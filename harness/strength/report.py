@@ -161,12 +161,16 @@ class Unreached:
 
 
 ARID_REASON = "arid: logging, an assertion or an error that no bundled vocabulary or input raises"
+BRACE_REASON = (
+    "a closing brace: gcov's line for the destructors an exception passing through would run (-O0); no bundled"
+    " input throws there"
+)
 
 
 def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[str, Any]]) -> list[Unreached]:
     """Every line no vocabulary reaches, grouped by function and reason: the first entry of uncovered.yaml
     whose key matches (`file:FIRST-LAST` a line range, else `file:function`, shell patterns allowed), else
-    `arid` when the line logs, asserts or raises, else `no reason yet` (a gap)."""
+    `arid` when the line logs, asserts or raises, a closing brace's exception cleanup, else `no reason yet` (a gap)."""
     lines = source.split("\n")
     name = Path(file).name
     found: dict[tuple[str, str, bool], list[int]] = {}
@@ -175,8 +179,8 @@ def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[st
         why, reachable = "no reason yet", True
         for entry in reasons:
             key = entry["key"]
-            span = re.fullmatch(rf"{re.escape(name)}:(\d+)-(\d+)", key)
-            if (span and int(span[1]) <= number <= int(span[2])) or (
+            span = re.fullmatch(rf"{re.escape(name)}:(\d+)(?:-(\d+))?", key)
+            if (span and int(span[1]) <= number <= int(span[2] or span[1])) or (
                 not span and fnmatch.fnmatchcase(f"{name}:{function}", key)
             ):
                 why, reachable = entry["reason"], entry.get("reachable", False)
@@ -184,6 +188,8 @@ def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[st
         else:
             if ARID.search(lines[number - 1]):
                 why, reachable = ARID_REASON, False
+            elif lines[number - 1].strip() in ("}", "};"):
+                why, reachable = BRACE_REASON, False
         found.setdefault((function, why, reachable), []).append(number)
     return [Unreached(function, numbers, why, reachable) for (function, why, reachable), numbers in found.items()]
 
