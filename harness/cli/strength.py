@@ -140,7 +140,7 @@ def run_report(args: argparse.Namespace) -> int:
     for path in recording_files([BUNDLED_RECORDINGS]):
         recording = load(path)
         models[recording.vocab_name] = str(recording.facts.get("model") or "refused to load")
-    command = "tokconf strength report --markdown docs/strength.md"
+    command = "tokconf strength report --work WORK --markdown docs/strength.md"
     data = strength_data(work, _tree_of(work), schemata.mutants, all_hits(work), models, command)
     made = work / "made.json"
     data["made"] = {**(json.loads(made.read_text(encoding="utf-8")) if made.is_file() else {}),

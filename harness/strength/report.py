@@ -197,8 +197,8 @@ def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[st
 def render(data: dict[str, Any]) -> str:
     """docs/strength.md from `strength_data` (every text from a file or the campaign made printable)."""
     s = data["summary"]
-    out = ["# How strong are the recordings", "", "<!-- made by `tokconf strength report --markdown docs/strength.md`;"
-           " do not edit -->", ""]  # fmt: skip
+    made_by = "<!-- made by `tokconf strength report --work WORK --markdown docs/strength.md`; do not edit -->"
+    out = ["# How strong are the recordings", "", made_by, ""]
     out += [data["intro"], ""]
     scores = s["scores"]
     out += ["## The mutation score", "", "| part of the recordings | score |", "|---|---|"]
