@@ -2,8 +2,8 @@
 
     python benchmarks/strength.py [--work DIR] [--mutants 420] [--jobs 2] [--explain] [--markdown docs/strength.md]
 
-Each step is `tokconf strength`'s, in the work folder (default /work/strength-work/b11192 if it exists,
-else ./strength-work), each resumable, so a killed run goes on where it stopped when started again:
+Each step is `tokconf strength`'s, in the work folder (default ./strength-work: keep it out of the
+repository), each resumable, so a killed run goes on where it stopped when started again:
 
 1. `build`: every mutant of b11192's tokenizer sources made, a sample of `--mutants` chosen (round
    robin over the regions: every tokenizer model's own code, unicode, the tables, shared code) and
@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-DEFAULT_WORK = Path("/work/strength-work/b11192") if Path("/work/strength-work").is_dir() else Path("strength-work")
+DEFAULT_WORK = Path("strength-work")
 
 
 def tokconf(*args: str) -> list[str]:
