@@ -118,6 +118,12 @@ def _scores(outcomes: list[Outcome], equivalent: dict[str, str]) -> dict[str, An
         **{tier.name.lower(): score(outcomes, equivalent, tier).percent for tier in Tier},
         "killed": whole.killed,
         "timeouts": whole.timeouts,
+        # hangs no tier before the last is credited with (no check of theirs had failed before they hung)
+        "unplaced": sum(
+            o.status is Status.TIMEOUT and not o.killed_in(Tier.RECORDED)
+            for o in outcomes
+            if o.key not in equivalent or o.killed_in(Tier.FUZZ)
+        ),
         "counted": whole.total,
     }
 
@@ -204,6 +210,12 @@ def render(data: dict[str, Any]) -> str:
     out += ["## The mutation score", "", "| part of the recordings | score |", "|---|---|"]
     for tier in Tier:
         out.append(f"| {tier.title} | {scores[tier.name.lower()]:.1f}% |")
+    if scores["unplaced"]:
+        hangs = 100.0 * scores["unplaced"] / max(1, scores["counted"])
+        fuzz = max(0.0, scores["fuzz"] - scores["recorded"] - hangs)  # no -0.0
+        held = f"{scores['unplaced']} hangs ({hangs:.1f}%) that no earlier tier is credited with"
+        out += ["", f"The whole recordings' score holds {held} (which input hung is not known); the fuzz strings'"
+                f" own kills add {fuzz:.1f} points."]  # fmt: skip
     made = data.get("made", {})
     if made.get("generated"):
         out += [
