@@ -16,7 +16,7 @@ HARNESS = ROOT / "harness"
 # The stages in data-flow order: a module may import from its own stage and the ones before it.
 STAGES = (
     "core", "llama", "synth", "live", "corpus", "recordings", "record", "implementations", "checking", "ecosystem",
-    "fuzz", "strategies", "bisect", "history", "options", "api", "cli", "plugin",
+    "fuzz", "strategies", "bisect", "history", "strength", "options", "api", "cli", "plugin",
 )  # fmt: skip
 
 

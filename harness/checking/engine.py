@@ -99,6 +99,7 @@ class CaseResult:
     # An unsupported case's input class, verified on its input (`verified`); whether its decline counts
     # against coverage is the command's grant (`contract.Gate.granted`), not the port's.
     declined: InputClass | None = None
+    differing: int = 0  # a decoding check's: how many pieces or detokenized cases differ (tokconf.strength counts them)
 
 
 @dataclass
@@ -360,7 +361,8 @@ def _check_decoding(
                 f"{what}: llama.cpp {_cut(want)}, implementation {_cut(got)}" for what, want, got in wrong[:3]
             )
             reason = f"{len(wrong)} of {total} differ — {shown}"
-        results.append(CaseResult(name, DECODE, kind, Verdict.FAILED if wrong else Verdict.PASSED, reason=reason))
+        verdict = Verdict.FAILED if wrong else Verdict.PASSED
+        results.append(CaseResult(name, DECODE, kind, verdict, reason=reason, differing=len(wrong)))
     return results
 
 

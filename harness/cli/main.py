@@ -12,9 +12,24 @@ import sys
 
 from ..core.errors import TokconfError
 from ..core.printable import escape_unprintable
-from . import bisect, check, coverage, diff, export, fuzz, identify, llama, peers, record, seal, upgrade, vocab
+from . import (
+    bisect,
+    check,
+    coverage,
+    diff,
+    export,
+    fuzz,
+    identify,
+    llama,
+    peers,
+    record,
+    seal,
+    strength,
+    upgrade,
+    vocab,
+)
 
-COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, upgrade, identify, seal, peers)
+COMMANDS = (llama, vocab, record, check, coverage, fuzz, diff, export, bisect, upgrade, identify, seal, peers, strength)
 
 
 def _parser() -> argparse.ArgumentParser:

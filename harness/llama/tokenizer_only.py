@@ -256,8 +256,10 @@ def _generated_headers(src: Path, gen: Path) -> None:
             target.write_text(text, encoding="utf-8")
 
 
-def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
-    """(object name, compile command) of every file, run in `out`."""
+def compile_commands(src: Path, out: Path, flags: tuple[str, ...] = (), extra: tuple[Path, ...] = ()
+                     ) -> list[tuple[str, list[str]]]:  # fmt: skip
+    """(object name, compile command) of every file, and of the `extra` sources (tokconf.strength's
+    coverage hook), run in `out`; `flags` come last (tokconf.strength: `--coverage -O0`)."""
     missing = [name for name in TOKENIZER_SOURCES if not (src / name).is_file()]
     if missing:
         raise ShimFailed(f"the tree has no {', '.join(missing)}")
@@ -275,7 +277,7 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
     cc, cxx = compilers()
     includes = [f"-I{out / 'gen'}", f"-I{src / 'src'}", f"-I{src / 'include'}"]
     includes += [f"-I{src / 'ggml' / 'include'}", f"-I{src / 'ggml' / 'src'}"]
-    files = [src / name for name in (*TOKENIZER_SOURCES, *OPTIONAL_SOURCES) if (src / name).is_file()]
+    files = [src / name for name in (*TOKENIZER_SOURCES, *OPTIONAL_SOURCES) if (src / name).is_file()] + list(extra)
     shim = out / SHIM  # copied beside the objects, so ccache finds it at the same relative path in every build
     shim.write_bytes(shim_source().read_bytes())
     ggml_defines = [*GGML_DEFINES, *_ggml_version(src)]
@@ -285,7 +287,8 @@ def _commands(src: Path, out: Path) -> list[tuple[str, list[str]]]:
         defines = ggml_defines if file.is_relative_to(src / "ggml") else shim_defines if file == shim else LLAMA_DEFINES
         compiler, standard = (cc, C_STANDARD) if file.suffix == ".c" else (cxx, CXX_STANDARD)
         obj = _object(file)
-        commands.append((obj, [*compiler, *OPTIMIZE, standard, *defines, *includes, "-c", str(file), "-o", obj]))
+        command = [*compiler, *OPTIMIZE, standard, *defines, *includes, *flags, "-c", str(file), "-o", obj]
+        commands.append((obj, command))
     return commands
 
 
@@ -459,15 +462,17 @@ def _demangle(symbols: list[str]) -> list[str]:
     return names if done.returncode == 0 and len(names) == len(symbols) else symbols
 
 
-def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: list[str], quiet: bool = False) -> Made:
+def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: list[str], quiet: bool = False,
+                    flags: tuple[str, ...] = (), extra: tuple[Path, ...] = ()) -> Made:  # fmt: skip
     """Compile the tokenizer-only library of the tree `src` in `out` (`out/libllama.so`), `jobs` files
     at a time, each named on stderr unless `quiet`; every command and what it said goes to `log`.
-    ShimFailed when it cannot be made."""
+    `flags` and `extra` as for `compile_commands`, the flags given to the link too. ShimFailed when it
+    cannot be made."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     (out / "obj").mkdir(exist_ok=True)
     _generated_headers(src, out / "gen")
-    commands = _commands(src, out)
+    commands = compile_commands(src, out, flags, extra)
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = {pool.submit(_run, command, out, env): command for _, command in commands}
         for done, future in enumerate(concurrent.futures.as_completed(futures), 1):
@@ -482,7 +487,7 @@ def compile_library(src: Path, out: Path, jobs: int, env: dict[str, str], log: l
     library = out / LIBRARY
     partial = out / f".{LIBRARY}.tmp"
     _, cxx = compilers()
-    link = [cxx[-1], "-shared", "-fPIC", "-O3", "-Wl,--no-undefined", "-Wl,--no-demangle", "-o", partial.name]
+    link = [cxx[-1], "-shared", "-fPIC", "-O3", *flags, "-Wl,--no-undefined", "-Wl,--no-demangle", "-o", partial.name]
     first = _run([*link, *objects, "-lm", "-lpthread"], out, env)
     log.append(f"$ {' '.join(link)} ...\n{first.stderr}")
     symbols = sorted(set(UNDEFINED.findall(first.stderr)))

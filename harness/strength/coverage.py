@@ -1,0 +1,162 @@
+"""Which lines of llama.cpp's tokenizer each bundled vocabulary reaches: gcov, through gcovr.
+
+A tokenizer-only libllama of the pinned tree is compiled with `--coverage -O0` (tokconf.llama.
+tokenizer_only, in the campaign's work folder) and each recording's inputs are run through it in a
+process of their own (tokconf.strength.exercise), one vocabulary at a time; gcovr then reads that
+vocabulary's counters into `coverage/vocabs/<vocab>.json` (gcovr's JSON: every line's count and
+branches), and the counters are cleared for the next. So the campaign knows, for every line, which
+vocabularies reach it (only those are asked about a mutant there), the report has line and branch
+coverage per tokenizer model, and gcovr merges the files into the whole run's. Resumable: a
+vocabulary whose file exists is not run again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from ..core.errors import TokconfError
+from ..llama.build import Build, LibraryKind
+from ..llama.fetch import Source
+from ..llama.tokenizer_only import LIBRARY, ShimFailed, compile_library
+from ..recordings.format import read_provenance
+from ..synth.files import recorded_vocab
+from .mutants import UNICODE, VOCAB
+from .schemata import BUILD_FOLDER, ccache_env, link_tree
+
+COVERED = (VOCAB, UNICODE)  # unicode-data.cpp is tables: its lines all run when the library loads
+FLAGS = ("--coverage", "-O0")
+
+
+def _hook() -> Path:
+    return Path(str(resources.files("tokconf.strength") / "coverage_hook.c"))
+
+
+def coverage_build(pinned: Path, work: Path, jobs: int = 2) -> Build:
+    """The coverage-instrumented tokenizer-only library of `pinned`, built in `work/coverage/tree`
+    (the tokenizer files copied, so gcov names them inside the tree), or found built."""
+    tree = work / "coverage" / "tree"
+    out = tree / BUILD_FOLDER
+    if not (out / LIBRARY).is_file():
+        link_tree(pinned, tree, COVERED)
+        for file in COVERED:
+            target = tree / file
+            if target.is_symlink():
+                target.unlink()
+            shutil.copyfile(pinned / file, target)
+        hook = out / "coverage_hook.c"
+        out.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(_hook(), hook)
+        try:
+            compile_library(tree, out, jobs, ccache_env(work), [], quiet=True, flags=FLAGS, extra=(hook,))
+        except ShimFailed as failed:
+            raise TokconfError(f"the coverage library did not build: {failed}", f"see {out}") from None
+    return tree_library(tree, pinned)
+
+
+def tree_library(tree: Path, pinned: Path) -> Build:
+    """The Build of a library built in `tree/build` (schemata or coverage), bound with the tree's llama.h
+    and finding vocabularies in the pinned tree's models/."""
+    library = tree / BUILD_FOLDER / LIBRARY
+    source = Source(0, "local-library", str(library), None, None, None, library=str(library),
+                    header=str(tree / "include" / "llama.h"))  # fmt: skip
+    includes = (tree / "ggml" / "include", tree / "include")
+    header = tree / "include" / "llama.h"
+    return Build(0, source, library, library.parent / "llama-tokenize", header, includes, pinned / "models",
+                 LibraryKind.TOKENIZER_ONLY)  # fmt: skip
+
+
+def vocab_file(work: Path, name: str) -> Path:
+    return work / "coverage" / "vocabs" / f"{name}.json"
+
+
+def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Callable[[str], None]) -> None:
+    """Each recording's inputs through the coverage library, and its vocabulary's gcovr file written."""
+    tree = build.libllama.parent.parent
+    objects = build.libllama.parent / "obj"
+    for number, recording in enumerate(recordings, 1):
+        name = read_provenance(recording)["vocab"]["name"]
+        target = vocab_file(work, name)
+        if target.is_file():
+            continue
+        for stale in objects.glob("*.gcda"):
+            stale.unlink()
+        provenance = read_provenance(recording)
+        vocab = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], None)
+        command = [sys.executable, "-m", "tokconf.strength.exercise", "--lib", str(build.libllama),
+                   "--header", str(build.llama_h), "--vocab", str(vocab), "--recording", str(recording)]  # fmt: skip
+        for folder in build.include_dirs:
+            command += ["--include", str(folder)]
+        env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
+        ran = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+        if ran.returncode != 0:
+            raise TokconfError(f"running {recording.name} through the coverage library failed:\n{ran.stderr[-2000:]}",
+                               "see the error; the coverage run resumes where it stopped")  # fmt: skip
+        wanted = {f"{Path(file).stem}_cpp.gcda" for file in COVERED}  # tokconf.llama.tokenizer_only's object names
+        for other in objects.glob("*.gcda"):  # ggml's and the loader's: gcov would read them for nothing
+            if other.name not in wanted:
+                other.unlink()
+        target.parent.mkdir(parents=True, exist_ok=True)
+        report = target.with_suffix(".tmp")
+        filters = [arg for file in COVERED for arg in ("--filter", re.escape(str(tree / file)))]  # absolute: gcovr
+        # reads a relative one against its working folder, which must be where the objects were compiled
+        gcovr = [sys.executable, "-m", "gcovr", "--root", str(tree), *filters, "--json", str(report), str(objects)]
+        done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise TokconfError(f"gcovr failed for {name}:\n{done.stderr[-2000:]}", "pip install 'tokconf[strength]'")
+        os.replace(report, target)
+        progress(f"coverage [{number}/{len(recordings)}] {name}")
+
+
+@dataclass(frozen=True)
+class LineHits:
+    """A vocabulary's reached lines and taken branches, per file."""
+
+    lines: dict[str, frozenset[int]]  # file -> lines run at least once
+    code: dict[str, frozenset[int]]  # file -> lines gcov counts (code)
+    branches: dict[str, dict[tuple[int, int], bool]]  # file -> (line, branch index) -> taken
+    functions: dict[str, dict[int, str]]  # file -> line -> the function gcov says it is in (no parameters)
+
+
+def read_hits(path: Path) -> LineHits:
+    """A gcovr JSON file as line and branch hits."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    lines: dict[str, set[int]] = {}
+    code: dict[str, set[int]] = {}
+    branches: dict[str, dict[tuple[int, int], bool]] = {}
+    functions: dict[str, dict[int, str]] = {}
+    for entry in data["files"]:
+        file = entry["file"]
+        for line in entry["lines"]:
+            if line.get("gcovr/noncode"):
+                continue
+            number = line["line_number"]
+            code.setdefault(file, set()).add(number)
+            name = str(line.get("function_name", "")).split("(")[0]
+            functions.setdefault(file, {})[number] = re.sub(r"\[abi:\w+\]", "", name)  # the C++11 ABI tag
+            if line["count"] > 0:
+                lines.setdefault(file, set()).add(number)
+            for index, branch in enumerate(line.get("branches", [])):
+                if branch.get("throw"):
+                    continue
+                taken = branches.setdefault(file, {})
+                taken[(number, index)] = taken.get((number, index), False) or branch["count"] > 0
+    return LineHits(
+        {f: frozenset(s) for f, s in lines.items()}, {f: frozenset(s) for f, s in code.items()}, branches, functions
+    )
+
+
+def all_hits(work: Path) -> dict[str, LineHits]:
+    """Every vocabulary's hits in `work`, by vocabulary name."""
+    folder = work / "coverage" / "vocabs"
+    if not folder.is_dir():
+        raise TokconfError(f"no coverage in {work}", f"run it: tokconf strength coverage --work {work}")
+    return {path.stem: read_hits(path) for path in sorted(folder.glob("*.json"))}
