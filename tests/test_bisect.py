@@ -5,8 +5,8 @@ the probe cache, the trust-on-first-use lock, and the report, without compiling 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import gzip
+import hashlib
 import io
 import os
 import re
