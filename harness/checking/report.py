@@ -290,51 +290,37 @@ def conformance(counts: Counter[Verdict]) -> str:
 
 
 def table_rows(summary: Summary) -> list[list[str]]:
-    """The cells of every table: per group (shipped, synthetic, user) one row per vocab x section
-    and the group's totals, then the totals of all. Synthetic vocabularies number about a
-    hundred: those whose every check passed are counted in their group's row, not listed."""
-    rows = []
-    for group in VocabGroup:
-        keys = sorted(k for k in summary.counts if summary.groups[k[0]] is group)
-        if not keys:
-            continue
-        vocabs = sorted({vocab for vocab, _ in keys})
-        quiet = {v for v in vocabs if group is VocabGroup.SYNTHETIC and _all_passed(summary, v)}
-        for vocab, section in keys:
-            if vocab not in quiet:
-                counts = summary.counts[(vocab, section)]
-                rows.append([printable(vocab), section, *(str(counts[v]) for v in Verdict), conformance(counts)])
-        total: Counter[Verdict] = Counter()
-        for key in keys:
-            total.update(summary.counts[key])
-        label = f"{group.value}: {len(vocabs)} vocabs" + (f", {len(quiet)} passed" if quiet else "")
-        rows.append([label, "", *(str(total[v]) for v in Verdict), conformance(total)])
-    totals = summary.totals()
-    rows.append(["all", "", *(str(totals[v]) for v in Verdict), conformance(totals)])
-    return rows
+    """The cells of the full table (`--table full`): per group (shipped, synthetic, user) one row per
+    vocab x section and the group's totals, then the totals of all. Synthetic vocabularies number about
+    a hundred: those whose every check passed are counted in their group's row, not listed."""
+    return _rows(summary, full=True)
 
 
 def summary_rows(summary: Summary) -> list[list[str]]:
-    """The cells of the table a run shows by default (`--table summary`): per group one row per
-    vocabulary, its sections added up, and the synthetic ones (about a hundred) in their group's row;
-    a vocabulary with a problem anywhere gets a row per section, as `table_rows` has it. A whole run
-    is then some thirty rows, and no failing row is ever left out."""
+    """The cells of the table a run shows by default (`--table summary`): as `table_rows`, but a passing
+    vocabulary of the shipped and user groups is one row, its sections added up. A whole run is then
+    some thirty rows, and no failing row is ever left out: a vocabulary with a problem anywhere keeps
+    a row per section."""
+    return _rows(summary, full=False)
+
+
+def _rows(summary: Summary, full: bool) -> list[list[str]]:
     rows = []
     for group in VocabGroup:
         keys = sorted(k for k in summary.counts if summary.groups[k[0]] is group)
         if not keys:
             continue
         vocabs = sorted({vocab for vocab, _ in keys})
-        quiet = {v for v in vocabs if _all_passed(summary, v)}
+        passing = {v for v in vocabs if _all_passed(summary, v)}
+        quiet = passing if group is VocabGroup.SYNTHETIC else set()  # counted in the group's row alone
         for vocab in vocabs:
             sections = [key for key in keys if key[0] == vocab]
-            if vocab not in quiet:
-                for _, section in sections:
-                    counts = summary.counts[(vocab, section)]
-                    rows.append([printable(vocab), section, *(str(counts[v]) for v in Verdict), conformance(counts)])
-            elif group is not VocabGroup.SYNTHETIC:
-                counts = sum((summary.counts[key] for key in sections), Counter[Verdict]())
-                rows.append([printable(vocab), "all", *(str(counts[v]) for v in Verdict), conformance(counts)])
+            if vocab in quiet:
+                continue
+            if full or vocab not in passing:
+                rows += [_row(vocab, section, summary.counts[(vocab, section)]) for _, section in sections]
+            else:
+                rows.append(_row(vocab, "all", sum((summary.counts[key] for key in sections), Counter[Verdict]())))
         total: Counter[Verdict] = Counter()
         for key in keys:
             total.update(summary.counts[key])
@@ -343,6 +329,10 @@ def summary_rows(summary: Summary) -> list[list[str]]:
     totals = summary.totals()
     rows.append(["all", "", *(str(totals[v]) for v in Verdict), conformance(totals)])
     return rows
+
+
+def _row(vocab: str, section: str, counts: Counter[Verdict]) -> list[str]:
+    return [printable(vocab), section, *(str(counts[v]) for v in Verdict), conformance(counts)]
 
 
 def _all_passed(summary: Summary, vocab: str) -> bool:
