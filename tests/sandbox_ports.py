@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import socket
 import subprocess
 import time
 from pathlib import Path
@@ -24,6 +25,7 @@ from tokconf.recordings.format import load, write
 TARGETS = "TOKCONF_TEST_TARGETS"  # os.pathsep-separated files a port tries to write
 RECORDING = "TOKCONF_TEST_RECORDING"  # the recording a port rewrites
 DAEMON = "TOKCONF_TEST_DAEMON"  # MARKER:PATH: the daemon's command line holds MARKER; it writes PATH
+SOCKET = "TOKCONF_TEST_SOCKET"  # a Unix socket on the host a port tries to connect to
 
 
 class Wrong(ReferencePort):
@@ -74,6 +76,21 @@ def starts_a_daemon(path: Path) -> ReferencePort:
     subprocess.Popen(["setsid", "sh", "-c", script], stdin=subprocess.DEVNULL, start_new_session=True)
     time.sleep(0.2)  # it is running before tokconf can end the port
     return Wrong(from_gguf(path).tokenizer)
+
+
+def reaches_the_host(path: Path) -> ReferencePort:
+    """Right where it can reach nothing of the host beyond files, wrong (`Wrong`) where it can: on load
+    it opens the kernel's core-dump setting (`/proc/sys/kernel/core_pattern`, whose program a root port
+    could make the kernel run as root on the host) for writing, writing nothing, and connects to the Unix
+    socket `SOCKET` names (as it would to Docker's or a root tmux's)."""
+    reached = []
+    with contextlib.suppress(OSError):
+        os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY))
+        reached.append("kernel settings")
+    with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as connection:
+        connection.connect(os.environ[SOCKET])
+        reached.append("a host socket")
+    return Wrong(from_gguf(path).tokenizer) if reached else from_gguf(path)
 
 
 def hangs(path: Path) -> ReferencePort:

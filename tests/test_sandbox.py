@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -132,6 +133,25 @@ def test_a_port_cannot_write_the_verdict_a_recording_the_cache_or_its_folder(
     finally:
         cached.unlink(missing_ok=True)
         here.unlink(missing_ok=True)
+
+
+def test_a_port_run_by_root_reaches_neither_the_kernel_settings_nor_a_host_socket(
+    recordings: Path, tmp_path: Path
+) -> None:
+    """Sandboxed, a port that tokconf's user runs as root was root in a fresh /proc: it could open
+    `/proc/sys/kernel/core_pattern` for writing (a core-dump program the kernel runs as root on the
+    host), and connect to any Unix socket on the read-only file system (Docker's, a root tmux's). The
+    port answers wrong where it reaches either: PASS, and the socket saw no one."""
+    with socket.socket(socket.AF_UNIX) as listener:
+        path = tmp_path / "host.sock"
+        listener.bind(str(path))
+        listener.listen(8)
+        listener.setblocking(False)
+        done = _check("sandbox_ports:reaches_the_host", recordings, tmp_path / "v.json", TOKCONF_TEST_SOCKET=str(path))
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert _verdict(tmp_path / "v.json")["sandbox"] == {"kind": "bwrap", "about": "bubblewrap"}
 
 
 def test_a_port_rewriting_the_next_recording_does_not_pass(recordings: Path, tmp_path: Path) -> None:

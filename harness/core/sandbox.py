@@ -23,17 +23,21 @@ machine without it a usage error (a CI job that must not run unsandboxed); `--sa
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import functools
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
+from typing import TYPE_CHECKING, Any, overload
 
 from .errors import TokconfError
+
+if TYPE_CHECKING:
+    import subprocess
 
 KEEPER = Path(__file__).with_name("keeper.py")  # run by path, isolated: see its docstring
 BWRAP = "bwrap"
@@ -118,11 +122,16 @@ def bwrap_missing() -> str | None:
         return f"bubblewrap is not installed ({INSTALL})"
     true = shutil.which("true") or "/bin/true"
     try:
-        tried = subprocess.run([found, *_bwrap_options((), False), "--", true], capture_output=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as error:
+        tried = Confiner(Confinement.SANDBOXED, "").popen([true], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    except OSError as error:
         return f"bubblewrap could not run: {error}"
+    try:
+        said = tried.communicate(timeout=30)[1].decode("utf-8", errors="replace").strip().splitlines()
+    except subprocess.TimeoutExpired:
+        tried.kill()
+        tried.communicate()
+        return "bubblewrap could not run: it did not end within 30 s"
     if tried.returncode != 0:
-        said = tried.stderr.decode("utf-8", errors="replace").strip().splitlines()
         return f"bubblewrap cannot make a sandbox here: {said[-1] if said else f'exit {tried.returncode}'}"
     return None
 
@@ -134,13 +143,77 @@ def _bwrap_options(writable: Sequence[Path], network: bool) -> list[str]:
     """bubblewrap's options for a port: the whole file system read-only and visible (/tmp too: a port,
     its venv or the folder it runs in may be there), a /dev and /proc of its own, its scratch in its own
     /dev/shm (`TMPDIR`), every namespace unshared (the network too unless granted), no capabilities (a
-    root user's included), its own session, and killed with its parent."""
+    root user's included), its own session, and killed with its parent.
+
+    A fresh /proc still holds the kernel's settings: `/proc/sys` and the others Flatpak covers (its
+    `flatpak-run.c`) are bound read-only over it, for a port that tokconf's user runs as root is root
+    in them (a user namespace maps it to root, and the kernel lets root's uid write `/proc/sys` without
+    any capability): it could set `kernel.core_pattern` to a program of its own, which the kernel runs
+    as root on the host at the next crash."""
     options = ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    for entry in KERNEL_SETTINGS:
+        options += ["--ro-bind-try", entry, entry]
     for folder in writable:
         options += ["--bind", str(folder), str(folder)]
     options += ["--unshare-all", *(["--share-net"] if network else []), "--cap-drop", "ALL"]
     options += ["--die-with-parent", "--new-session", "--setenv", "TMPDIR", SCRATCH]
     return options
+
+
+KERNEL_SETTINGS = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
+
+
+@contextlib.contextmanager
+def _filter_pipe() -> Iterator[int]:
+    """The read end of a pipe holding `SOCKET_FILTER` (a few dozen bytes: far below a pipe's buffer),
+    closed here once bubblewrap has been started with it."""
+    assert SOCKET_FILTER is not None
+    read, write = os.pipe()
+    try:
+        os.write(write, SOCKET_FILTER)
+        os.close(write)
+        yield read
+    finally:
+        os.close(read)
+
+
+def _socket_filter() -> bytes | None:
+    """A seccomp program (classic BPF, as bubblewrap's `--seccomp FD` reads it) that refuses a port
+    `socket(AF_UNIX, …)` and `io_uring_setup` (EACCES): a read-only file system still lets a process
+    connect to the sockets in it (a Unix socket is not written by connecting), and a port run by root
+    would pass their permission checks: Docker's, the D-Bus system bus, a tmux or ssh-agent socket in
+    /tmp. io_uring can open and connect sockets without the `socket` call, so it goes too (Docker's own
+    seccomp profile refuses it as well). `socketpair` is left (it reaches nothing outside). Any other
+    architecture of system call (a 32-bit program on x86-64, x32) is refused outright. None on a
+    machine this knows no numbers for: there the port keeps Unix sockets, and `describe` says so."""
+    import platform
+    import struct
+
+    known = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
+    if platform.machine() not in known:
+        return None
+    arch, socket_call, x32 = known[platform.machine()]
+    load, equal, at_least, give = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
+    allow, refuse = 0x7FFF0000, 0x00050000 | 13  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
+    unknown = 0x00050000 | 38  # ENOSYS
+    # (code, jump if true, jump if false, k); a jump counts instructions after the next one
+    program = [
+        (load, 0, 0, 4),  # seccomp_data.arch
+        (equal, 0, 8, arch),  # else: unknown
+        (load, 0, 0, 0),  # seccomp_data.nr
+        (at_least, 6, 0, 0x40000000) if x32 else (at_least, 6, 0, 0xFFFFFFFF),  # x32's numbers: unknown
+        (equal, 4, 0, 425),  # io_uring_setup: refuse
+        (equal, 0, 2, socket_call),  # else: allow
+        (load, 0, 0, 16),  # seccomp_data.args[0], its low 32 bits (little-endian)
+        (equal, 1, 0, 1),  # AF_UNIX: refuse
+        (give, 0, 0, allow),
+        (give, 0, 0, refuse),
+        (give, 0, 0, unknown),
+    ]
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+SOCKET_FILTER = _socket_filter()
 
 
 @dataclass(frozen=True)
@@ -157,19 +230,25 @@ class Confiner:
     def sandboxed(self) -> bool:
         return self.confinement is Confinement.SANDBOXED
 
-    def argv(self, argv: Sequence[str]) -> list[str]:
-        """The command line that runs `argv` confined, in the current folder. The program is looked up
-        here first, so one that does not exist is said as such, not as a sandbox that exited."""
+    def popen(self, argv: Sequence[str], **options: Any) -> subprocess.Popen[bytes]:
+        """`argv` started confined, in the current folder (`options` as `subprocess.Popen` takes them).
+        The program is looked up here first, so one that does not exist is said as such, not as a
+        sandbox that exited. A sandbox's seccomp program (`SOCKET_FILTER`) reaches bubblewrap through a
+        pipe it is handed, read by it before the port starts."""
         import shutil
+        import subprocess
 
         program = argv[0]
         found = program if os.sep in program else shutil.which(program)
         if found is None or not os.access(found, os.X_OK) or os.path.isdir(found):
             raise FileNotFoundError(2, "No such file or directory" if found is None else "Permission denied", program)
-        if self.sandboxed:
-            bwrap = shutil.which(BWRAP) or BWRAP
-            return [bwrap, *_bwrap_options(self.writable, self.network), "--chdir", os.getcwd(), "--", *argv]
-        return [sys.executable, "-I", "-S", str(KEEPER), str(os.getpid()), *argv]
+        if not self.sandboxed:
+            return subprocess.Popen([sys.executable, "-I", "-S", str(KEEPER), str(os.getpid()), *argv], **options)
+        bwrap = [shutil.which(BWRAP) or BWRAP, *_bwrap_options(self.writable, self.network), "--chdir", os.getcwd()]
+        if SOCKET_FILTER is None:
+            return subprocess.Popen([*bwrap, "--", *argv], **options)
+        with _filter_pipe() as descriptor:
+            return subprocess.Popen([*bwrap, "--seccomp", str(descriptor), "--", *argv], pass_fds=(descriptor,), **options)
 
     @overload
     def status(self, code: int) -> int: ...

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 from ..core.errors import TokconfError
 from ..core.keeper import keep
@@ -144,11 +144,13 @@ class Program:
         self.argv = argv
         self.confiner = confiner
         try:
-            self.proc: Process = subprocess.Popen(
-                argv if confiner is None else confiner.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE, bufsize=0, start_new_session=True,
-                env=None if env is None else {**os.environ, **env},
-            )  # fmt: skip
+            options: dict[str, Any] = {
+                "stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 0,
+                "start_new_session": True, "env": None if env is None else {**os.environ, **env},
+            }  # fmt: skip
+            self.proc: Process = (
+                subprocess.Popen(argv, **options) if confiner is None else confiner.popen(argv, **options)
+            )
         except OSError as error:
             raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
         self._started()

@@ -50,8 +50,6 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
     for path in build.include_dirs:
         args += ["--include", str(path)]
     command = isolated.command("tokconf.live.worker", args)
-    if confiner is not None:
-        command = confiner.argv(command)
     what = f"llama.cpp {build.source.label()}"
     if str(build.libllama) != build.source.origin:  # a tree's library, or one reached through a link
         what += f" (libllama {build.libllama})"
@@ -59,13 +57,15 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
         "give a libllama.so built for this machine, with the libggml*.so it was built with findable "
         "(beside it, through its RUNPATH, or on LD_LIBRARY_PATH)"
     )
-    try:
-        done = subprocess.run(
-            command, capture_output=True, timeout=timeout, check=False,
-            env={**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"},
-        )  # fmt: skip
-    except subprocess.TimeoutExpired:
-        raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
+    start = subprocess.Popen if confiner is None else confiner.popen
+    env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
+    with start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as worker:
+        try:
+            out, err = worker.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+            raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
+    done = subprocess.CompletedProcess(command, worker.returncode, out, err)
     frame = read_frame(io.BytesIO(done.stdout))
     if frame is None:  # it died loading: a static initializer aborted, or it crashed
         status = done.returncode if confiner is None else confiner.status(done.returncode)
