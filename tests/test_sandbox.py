@@ -215,6 +215,21 @@ def test_a_daemon_the_port_starts_does_not_outlive_the_run(
         assert "NOT SANDBOXED (--sandbox off)" in done.stdout.splitlines()[-1]
 
 
+def test_a_daemon_whose_port_killed_its_keeper_does_not_outlive_the_run(
+    recordings: Path, tmp_path: Path, marker: str
+) -> None:
+    """Kept (`--sandbox off`), a port that SIGKILLs its keeper once its daemon runs: the daemon was
+    adopted by init and rewrote the verdict file after tokconf exited. The judge adopts it instead and
+    ends it before any output is written."""
+    verdict = tmp_path / "verdict.json"
+    done = _check("sandbox_ports:starts_a_daemon_and_kills_its_keeper", recordings, verdict, "--sandbox", "off",
+                  TOKCONF_TEST_DAEMON=f"{marker}:{verdict}")  # fmt: skip
+    assert done.returncode in (1, 2), done.stdout[-2000:] + done.stderr[-2000:]
+    assert _with(marker) == []
+    time.sleep(4)
+    assert not verdict.exists() or _verdict(verdict)["passed"] is False
+
+
 def test_a_daemon_started_under_the_api_or_pytest_does_not_outlive_the_run(
     recordings: Path, tmp_path: Path, marker: str, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

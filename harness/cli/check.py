@@ -126,6 +126,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
+    from ..core.keeper import adopting
     from ..core.printable import printable
     from ..core.sandbox import SandboxPolicy
 
@@ -139,7 +140,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     full = args.table == "full"
     sandbox = SandboxPolicy.of(args.sandbox, args.sandbox_write, args.sandbox_network)
     try:
-        with Progress(len(selected_recordings(paths, selection))) as progress:
+        with adopting(), Progress(len(selected_recordings(paths, selection))) as progress:
             run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, progress=progress,
                               maxfail=args.maxfail, explain=explain, gate=gate, jobs=jobs,
                               load_timeout=args.load_timeout, in_process=args.in_process, sandbox=sandbox)  # fmt: skip

@@ -23,7 +23,7 @@ import ctypes
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PR_SET_CHILD_SUBREAPER = 36
@@ -68,6 +68,21 @@ def end_all() -> None:
             os.wait()
         except ChildProcessError:
             return
+
+
+@contextlib.contextmanager
+def adopting() -> Iterator[None]:
+    """The calling process (`tokconf check`'s judge) as a subreaper too, and every process it holds
+    ended when the block ends: a kept port can SIGKILL its keeper, the one end a keeper cannot act
+    on, and what it started would then be adopted by init and outlive the run; so it is adopted by the
+    judge instead, and ended before any output is written. Only where nothing else of the process has
+    children to wait for: `end_all` reaps every child (the port processes are closed by then)."""
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    try:
+        yield
+    finally:
+        end_all()
+        _prctl(PR_SET_CHILD_SUBREAPER, 0)
 
 
 def _exit_as(status: int) -> None:
