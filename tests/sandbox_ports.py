@@ -49,7 +49,8 @@ def writes_everywhere(path: Path) -> ReferencePort:
 def rewrites_the_next_recording(path: Path) -> ReferencePort:
     """Wrong (`Wrong`) on the vocabulary of the recording `RECORDING` names, right on any other; and on
     loading another, rewrites that recording to hold its own wrong answers, sealed again, and removes
-    the decoding beside it: a recording read one vocabulary at a time is then judged as it rewrote it."""
+    the decoding beside it: a recording read one vocabulary at a time is then judged as it rewrote it.
+    Where the recording is a link, it leaves the file alone and points the link at a forged one."""
     target = Path(os.environ[RECORDING])
     recording = load(target)
     theirs = recording.provenance["vocab"]["file"]
@@ -62,7 +63,16 @@ def rewrites_the_next_recording(path: Path) -> ReferencePort:
         for case in recording.cases
     ]  # fmt: skip
     with contextlib.suppress(Exception):  # a sandbox refuses it (tokconf says so as a TokconfError): goes on
-        write(target, dataclasses.replace(recording, cases=cases))
+        rewritten = dataclasses.replace(recording, cases=cases)
+        if target.is_symlink():  # a new file, and the link swapped to it: the pinned file itself untouched
+            forged = target.resolve().parent / "forged" / target.name
+            forged.parent.mkdir(exist_ok=True)
+            write(forged, rewritten)
+            swap = target.with_name(".swap")
+            swap.symlink_to(forged)
+            os.replace(swap, target)
+        else:
+            write(target, rewritten)
         decoding.path_for(target).unlink(missing_ok=True)
     return from_gguf(path)
 

@@ -176,6 +176,25 @@ def test_a_port_rewriting_the_next_recording_does_not_pass(recordings: Path, tmp
     assert len(load(second).cases) == len(load(SYNTHETIC / f"{SECOND}.yaml").cases)
 
 
+def test_a_port_pointing_the_next_recordings_link_at_a_forged_file_does_not_pass(
+    recordings: Path, tmp_path: Path
+) -> None:
+    """Kept, the same port where the recording is a link (a checkout's recordings often are): it leaves
+    the pinned file alone and points the link at a forged one. The link's path is pinned as well as its
+    file: the run ends in an error, never a verdict on the forged file."""
+    second = recordings / f"{SECOND}.yaml"
+    real = tmp_path / "real" / second.name
+    real.parent.mkdir()
+    second.rename(real)
+    second.symlink_to(real)
+    verdict = tmp_path / "verdict.json"
+    done = _check("sandbox_ports:rewrites_the_next_recording", recordings, verdict, "--sandbox", "off",
+                  TOKCONF_TEST_RECORDING=str(second))  # fmt: skip
+    assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+    assert f"{second} changed during the run" in done.stderr
+    assert second.resolve() != real  # it did swap the link: the run refused to judge what it leads to
+
+
 def test_a_port_rewriting_the_next_recording_fails_the_api_and_pytest_too(
     recordings: Path, tmp_path: Path, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -413,18 +413,26 @@ def pinned(files: Iterable[tuple[Path, FileKind]]) -> Iterator[None]:
     added = []
     try:
         for path, kind in files:
-            key = path.resolve()
-            if key not in _PINNED:
-                _PINNED[key] = sha256_file(path, kind)
-                added.append(key)
+            digest = sha256_file(path, kind)
+            for key in _keys(path):
+                if key not in _PINNED:
+                    _PINNED[key] = digest
+                    added.append(key)
         yield
     finally:
         for key in added:
             _PINNED.pop(key, None)
 
 
+def _keys(path: Path) -> tuple[Path, ...]:
+    """Where a pinned file is known: the path as given (absolute, its links not followed) and the file it
+    leads to. A read through the path as given after a link on it was pointed elsewhere (a link swapped
+    while the run lasts) is then held to the pinned bytes, not taken for another, unpinned file."""
+    return (Path(os.path.abspath(path)), path.resolve())
+
+
 def _as_pinned(path: Path, sha256: str) -> None:
-    was = _PINNED.get(path.resolve()) if _PINNED else None
+    was = next((_PINNED[key] for key in _keys(path) if key in _PINNED), None) if _PINNED else None
     if was is not None and was != sha256:
         raise TokconfError(
             f"{path} changed during the run: its sha256 was {was[:16]}… when the run began, it is {sha256[:16]}… now",
