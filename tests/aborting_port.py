@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """A line protocol 2 program as a binding that wraps llama.cpp behaves where llama.cpp aborts:
 
-    python tests/aborting_port.py BEHAVIOUR [--starts FILE] [--batch]
+    python tests/aborting_port.py BEHAVIOUR [--starts FILE] [--batch] [--handles]
 
 It tokenizes with the reference (`reference_impl`, token-identical to b11192), and where the reference
 says llama.cpp aborts (`LlamaAborts`) it does as BEHAVIOUR says. `--starts FILE` appends a line per
-start, so a test counts the restarts; `--batch` takes `encode_batch`.
+start, so a test counts the restarts; `--batch` takes `encode_batch`; `--handles` holds every vocabulary
+loaded under its handle at once (a binding's process shared by them, as the interleaving check asks).
 """
 
 from __future__ import annotations
@@ -47,26 +48,26 @@ def main() -> int:
     parser.add_argument("behaviour", choices=sorted(BEHAVIOURS))
     parser.add_argument("--starts", help="append a line to this file at start")
     parser.add_argument("--batch", action="store_true")
+    parser.add_argument("--handles", action="store_true")
     args = parser.parse_args()
     if args.starts:
         with open(args.starts, "a") as starts:
             starts.write(f"{os.getpid()}\n")
-    tokenizer: Tokenizer | None = None
+    held: dict[object, Tokenizer] = {}
     for line in sys.stdin:
         request = json.loads(line)
         answers: list[dict[str, Any]] = [{}]
         if request["op"] == "hello":
             answers[0] = {"protocol": 2, "name": "aborting-binding", "vocab_types": ["spm", "bpe", "wpm", "ugm"],
-                          "batch": args.batch, "llama_cpp": True}  # fmt: skip
+                          "batch": args.batch, "llama_cpp": True, "handles": args.handles}  # fmt: skip
         elif request["op"] == "load":
-            tokenizer = Tokenizer.from_gguf(Path(request["path"]))
+            held[request.get("handle")] = Tokenizer.from_gguf(Path(request["path"]))
             answers[0] = {"ok": True, "ops": []}
         elif request["op"] == "encode":
-            assert tokenizer is not None
-            answers[0] = _encode(tokenizer, request, args.behaviour)
+            answers[0] = _encode(held[request.get("handle")], request, args.behaviour)
         else:
-            assert tokenizer is not None and request["op"] == "encode_batch"
-            answers = [_encode(tokenizer, one, args.behaviour) for one in request["requests"]]
+            assert request["op"] == "encode_batch"
+            answers = [_encode(held[request.get("handle")], one, args.behaviour) for one in request["requests"]]
         for offset, answer in enumerate(answers):
             sys.stdout.write(json.dumps({"id": request["id"] + offset, **answer}) + "\n")
         sys.stdout.flush()

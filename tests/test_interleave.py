@@ -14,6 +14,7 @@ import base64
 import io
 import json
 import shlex
+import shutil
 import sys
 from collections.abc import Mapping
 from itertools import pairwise
@@ -249,3 +250,18 @@ def test_the_worker_answers_each_request_for_the_vocabulary_its_handle_names() -
     with pytest.raises(BadAnswer, match="`handles` must be true or false"):
         Hello.parse({"id": 0, "protocol": 2, "vocab_types": ["bpe"], "handles": "yes"})
     assert not Hello.parse({"id": 0, "protocol": 2, "vocab_types": ["bpe"]}).handles
+
+
+def test_a_process_shared_by_handles_that_dies_where_llama_cpp_aborts_passes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A binding holding every vocabulary in one process (`handles`) that dies where llama.cpp aborts,
+    as llama.cpp does: the vocabulary it died on starts a new process; the others, still holding the
+    ended one, start one each when next asked. It agrees with llama.cpp everywhere: PASS (an ended
+    process's closed pipe was read, and the run ended in a traceback)."""
+    for name in ("pre-gemma4", "pre-gpt-2"):
+        shutil.copy(B11192 / "synthetic" / f"{name}.yaml", tmp_path / f"{name}.yaml")
+    adapter = f"cmd:{shlex.join([sys.executable, str(TESTS / 'aborting_port.py'), 'die', '--handles'])}"
+    cases = ["--case", "invalid-utf8/above-max-f4-90", "--case", "contractions/lower-all"]
+    assert main(["check", "--impl", adapter, "--recordings", str(tmp_path), *cases]) == 0, capsys.readouterr()
+    assert capsys.readouterr().out.splitlines()[-1].startswith("PASS: 24 passed")

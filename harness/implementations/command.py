@@ -256,6 +256,8 @@ class CommandSession:
         the vocabulary, or gives up on the vocabulary, and is raised as ProgramFailed. `llama_aborts`:
         the recording holds llama.cpp's abort for this input, so a process that dies on it agrees with
         llama.cpp: it is restarted, and not counted toward the give-up."""
+        if self.dead is None and not self.conversation.running:  # a process shared by handles ended on
+            self._restart()  # another vocabulary's request: this one's answers start again in a new one
         if self.dead is not None:
             raise ProgramFailed(self.dead)
         try:

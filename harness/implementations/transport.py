@@ -202,6 +202,8 @@ class Program:
         pipeline: their ids tell them apart). What it answers meanwhile is read as the request is
         written, so neither side can block the other on a full pipe."""
         deadline = self._deadline(wait)
+        if not self.running:  # ended already (`end`): its pipes are closed
+            raise ProgramExited(f"the program had already exited with status {self.proc.returncode}")
         try:
             if not pending:
                 self._refuse_unasked()
