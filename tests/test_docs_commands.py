@@ -180,10 +180,11 @@ SUPPLIED: list[tuple[str, str, Callable[[Path], None] | None]] = [
     ("cmd:./tokconf-go-adapter", "tokconf-go-adapter", build_go),
     ("Gpt2Adapter", "out", build_java),
     ("cmd:./target/release/tokconf-rust-adapter", "target", build_rust),
+    ("cmd:port/bin/python", "port", None),  # the port's own venv: the wheel's venv stands in for it
 ]
 
 
-def _supply(command: Command, cwd: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+def _supply(command: Command, cwd: Path, tmp_path_factory: pytest.TempPathFactory, tokconf: Path) -> None:
     if not command.wheel:  # "from this repository's folder": its recordings and examples
         for name in ("recordings", "examples"):
             (cwd / name).symlink_to(ROOT / name)
@@ -194,6 +195,8 @@ def _supply(command: Command, cwd: Path, tmp_path_factory: pytest.TempPathFactor
             (cwd / "mypkg").mkdir()
             (cwd / "mypkg" / "__init__.py").write_text("")
             (cwd / "mypkg" / "tok.py").write_text(PORT)
+        elif name == "port":
+            (cwd / name).symlink_to(tokconf.parent.parent)
         elif name == "adapter.mjs":
             shutil.copy(ROOT / "examples" / "node" / "adapter.mjs", cwd / name)
         else:
@@ -225,7 +228,7 @@ def test_a_doc_command_runs_as_documented(
     command: Command, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest
 ) -> None:
     tokconf = request.getfixturevalue("wheel_tokconf") if command.wheel else CHECKOUT_TOKCONF
-    _supply(command, tmp_path, tmp_path_factory)
+    _supply(command, tmp_path, tmp_path_factory, tokconf)
     _run(command, tokconf, tmp_path)
 
 
@@ -238,7 +241,7 @@ def test_a_doc_command_with_llama_cpp_runs_as_documented(
     request: pytest.FixtureRequest,
 ) -> None:
     tokconf = request.getfixturevalue("wheel_tokconf") if command.wheel else CHECKOUT_TOKCONF
-    _supply(command, tmp_path, tmp_path_factory)
+    _supply(command, tmp_path, tmp_path_factory, tokconf)
     _run(command, tokconf, tmp_path, llama_build.libllama)
 
 

@@ -46,7 +46,8 @@ def _check(
 ) -> tuple[int, CheckRun, dict[str, object]]:
     verdict = tmp_path / "verdict.json"
     recordings = [arg for path in (RECORDING, *more) for arg in ("--recordings", path)]
-    writes = ("--sandbox-write", str(tmp_path))  # the port counts its starts in a file there
+    (tmp_path / "port").mkdir(exist_ok=True)
+    writes = ("--sandbox-write", str(tmp_path / "port"))  # the port counts its starts in a file there
     status = main(["check", "--impl", impl, *recordings, *CASES, "--json", str(verdict), *writes, *options])
     return status, check_runs[-1], json.loads(verdict.read_text())
 
@@ -59,7 +60,7 @@ def test_a_program_that_dies_where_llama_cpp_aborts_passes_those_cases(
     cases pass and the run passes; the report and the verdict file say how many aborted so. With a
     second vocabulary (gpt-2, where the same inputs give ids), the interleaving check asks the aborting
     cases again in one process, where their deaths agree too."""
-    starts = tmp_path / "starts"
+    starts = tmp_path / "port" / "starts"
     impl = _port("die", starts, *["--batch"] * batch)
     status, run, document = _check(impl, tmp_path, check_runs, "bundled/gpt-2.yaml")
     interleaved = [r for r in run.results if r.section == "interleave"]
@@ -84,7 +85,7 @@ def test_a_program_that_dies_where_llama_cpp_aborts_passes_those_cases(
 def test_a_program_that_says_it_caught_the_abort_passes_without_a_restart(
     tmp_path: Path, check_runs: list[CheckRun]
 ) -> None:
-    starts = tmp_path / "starts"
+    starts = tmp_path / "port" / "starts"
     page = tmp_path / "report.html"
     status, run, _ = _check(_port("say", starts), tmp_path, check_runs, options=("--report", str(page)))
     assert status == 0 and _verdicts(run, ABORTING) == Counter({Verdict.PASSED: ABORTS})
@@ -101,7 +102,7 @@ def test_a_death_where_llama_cpp_gives_ids_is_an_error_and_counts_toward_the_giv
     """Its own bug (it dies on every input holding `'`, the recording's first cases): those cases are
     errors, never passes, and their 6 deaths give the vocabulary up, so the cases after them are
     errors too (where llama.cpp aborts as well: they were never asked)."""
-    status, run, _ = _check(_port("die-on-quote", tmp_path / "starts"), tmp_path, check_runs)
+    status, run, _ = _check(_port("die-on-quote", tmp_path / "port" / "starts"), tmp_path, check_runs)
     assert status == 1 and {r.verdict for r in run.results} == {Verdict.ERROR}
     reasons = Counter(r.reason.split(",")[0] for r in run.results)
     assert reasons == Counter({"the program exited with status -6": GIVE_UP_BROKEN,
@@ -111,7 +112,7 @@ def test_a_death_where_llama_cpp_gives_ids_is_an_error_and_counts_toward_the_giv
 def test_an_abort_said_where_llama_cpp_gives_ids_is_a_failure_named_as_an_abort(
     tmp_path: Path, check_runs: list[CheckRun]
 ) -> None:
-    status, run, _ = _check(_port("say-on-quote", tmp_path / "starts"), tmp_path, check_runs)
+    status, run, _ = _check(_port("say-on-quote", tmp_path / "port" / "starts"), tmp_path, check_runs)
     quoted = [r for r in run.results if r.case in QUOTED]
     assert status == 1 and quoted and {r.verdict for r in quoted} == {Verdict.FAILED}
     assert quoted[0].reason == "the implementation aborted (llama.cpp aborted: a quote (the port's own bug)) " \

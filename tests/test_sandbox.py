@@ -249,6 +249,25 @@ def test_a_daemon_whose_port_killed_its_keeper_does_not_outlive_the_run(
     assert not verdict.exists() or _verdict(verdict)["passed"] is False
 
 
+def test_a_grant_over_what_the_judge_reads_or_writes_is_refused(recordings: Path, tmp_path: Path) -> None:
+    """`--sandbox-write` over the folder of `--json` let a port put a FIFO or a link where the verdict
+    goes; over the recordings or tokconf's cache, rewrite what it is judged by. Each is refused before
+    any port starts, saying what to grant instead; a folder of the port's own is granted."""
+    own = tmp_path / "own"
+    own.mkdir()
+    verdict = tmp_path / "out" / "verdict.json"
+    verdict.parent.mkdir()
+    for folder in (verdict.parent, recordings, cache_root()):
+        done = _check("sandbox_ports:wrong", recordings, verdict, "--sandbox-write", str(folder))
+        assert done.returncode == 2, done.stdout[-2000:] + done.stderr[-2000:]
+        assert f"tokconf: error: --sandbox-write {folder}: the port could write" in done.stderr
+        assert "grant a folder of the port's own" in done.stderr and _verdict(verdict)["passed"] is False
+    with pytest.raises(tokconf.TokconfError, match="the port could write"):
+        tokconf.check("sandbox_ports:wrong", recordings, sandbox_write=[recordings])
+    done = _check("sandbox_ports:wrong", recordings, verdict, "--sandbox-write", str(own))
+    assert done.returncode == 1 and _verdict(verdict)["sandbox"]["about"] == f"bubblewrap (granted: writes {own})"  # type: ignore[index]
+
+
 def test_a_daemon_started_under_the_api_or_pytest_does_not_outlive_the_run(
     recordings: Path, tmp_path: Path, marker: str, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -13,7 +13,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from ..core.files import FileKind, pinned
+from ..core.files import FileKind, cache_root, pinned
 from ..core.sandbox import DEFAULT_POLICY, OWN_CODE, Confinement, Confiner, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
@@ -113,6 +113,7 @@ def check_paths(
     ended."""
     files = selected_recordings(paths, selection)
     running = _Running(timeout, load_timeout, in_process, options, sandbox)
+    sandbox.keep_out_of([*paths, cache_root()])
     with pinned(judged_files(files)):
         implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
         try:

@@ -139,6 +139,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     explain = args.explain or args.causes is not None
     full = args.table == "full"
     sandbox = SandboxPolicy.of(args.sandbox, args.sandbox_write, args.sandbox_network)
+    sandbox.keep_out_of([path for path in (args.json, args.junit, args.report, args.causes) if path is not None])
     try:
         with adopting(), Progress(len(selected_recordings(paths, selection))) as progress:
             run = check_paths(paths, impl, selection, xfails, args.vocab_dir, args.timeout, progress=progress,

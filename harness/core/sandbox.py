@@ -26,10 +26,11 @@ from __future__ import annotations
 import contextlib
 import enum
 import functools
+import itertools
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, overload
@@ -104,6 +105,24 @@ class SandboxPolicy:
         if self.mode is SandboxMode.BWRAP:
             raise TokconfError(f"--sandbox bwrap: {missing}", f"{INSTALL}, or run with --sandbox auto")
         return Confiner(Confinement.KEPT, missing, self.writable, self.network)
+
+
+    def keep_out_of(self, judged: Iterable[Path]) -> None:
+        """A TokconfError where a granted folder overlaps one of `judged` (a recording, a decoding,
+        tokconf's cache, an output file): the port could write it while the run lasts, or swap it for a
+        FIFO or a link before tokconf writes it. `--sandbox-write` is for what a port keeps of its own (a
+        build or model cache), never for what the judge reads or writes."""
+        for folder in self.writable:
+            granted = {Path(os.path.abspath(folder)), folder.resolve()}
+            for path in judged:
+                for one, other in itertools.product(granted, {Path(os.path.abspath(path)), path.resolve()}):
+                    if one.is_relative_to(other) or other.is_relative_to(one):
+                        raise TokconfError(
+                            f"--sandbox-write {folder}: the port could write {path} there, which tokconf judges "
+                            "from or writes",
+                            "grant a folder of the port's own, apart from the recordings, tokconf's cache and "
+                            "the output files",
+                        )
 
 
 DEFAULT_POLICY = SandboxPolicy()  # `--sandbox auto`, nothing granted
