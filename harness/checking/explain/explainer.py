@@ -36,6 +36,7 @@ from .kinds import (
     ContextRule,
     Kind,
     Mechanism,
+    MergeOrder,
     MergesIgnored,
     Normalized,
     NulTruncated,
@@ -47,12 +48,15 @@ from .kinds import (
     Renumbered,
     Replaced,
     Resplit,
+    SpacePrefix,
     SpecialIsolated,
     SpecialsCut,
     SpecialStartOnly,
     Stage,
     Substituted,
+    TokenizerModel,
     Widening,
+    WordPieceCleaning,
 )
 from .model import Model
 from .probes import plain, probes, unusual
@@ -170,10 +174,44 @@ class Explainer:
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
             if not self._place(result):
                 unexplained.append(result)
+        self._retire_characters()
         self._consolidate()
         self._unmask()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
+
+    def _retire_characters(self) -> None:
+        """`character` is the last resort: once every switch cause is known, a case under a
+        `character` cause that the named causes reproduce is theirs (it was placed before the
+        switch that holds it was found or widened), culprits a named cause's characters cover
+        leave the `character` cause, and a `character` cause left with no case is dropped."""
+        named = [c for c in self.causes if not isinstance(c.mechanism, Character)]
+        covered: set[bytes] = set()
+        for cause in named:
+            if isinstance(cause.mechanism, Widening):
+                covered |= {chr(p).encode() for p in cause.mechanism.points}
+            elif isinstance(cause.mechanism, Reclassed):
+                covered |= {chr(p).encode() for p in cause.mechanism.flips}
+            elif isinstance(cause.mechanism, Substituted):
+                covered |= set(cause.mechanism.chars)
+        for cause in [c for c in self.causes if isinstance(c.mechanism, Character)]:
+            kept: list[CaseResult] = []
+            for result in cause.cases:
+                known = [c for c in named if c.mechanism.applies(result.data, mode_of(result))]
+                found = self._reproducing(known, result) if known else None
+                if found:
+                    for other in found:
+                        _join(other, [result])
+                else:
+                    kept.append(result)
+            cause.cases = kept
+            character = cause.mechanism
+            assert isinstance(character, Character)
+            if character.culprits - covered != character.culprits and character.culprits - covered:
+                character.culprits -= covered
+                character.spared = [c for c in character.spared if c not in covered]
+            if not cause.cases:
+                self.causes.remove(cause)
 
     def _consolidate(self) -> None:
         """Fold a cause into another that explains all its cases as well, the smaller into the
@@ -417,25 +455,40 @@ class Explainer:
         context alone (the filler), which the known causes predict, they predict a change the port
         does not make. Where mechanisms fit a minimal input by accident (a whitespace class flipped
         that happens to give a missing contraction's ids), the port answers as its real fault does.
-        A filler the known causes do not predict meets another fault: no evidence either way."""
+        A filler the known causes do not predict meets another fault: no evidence either way.
+
+        Where the candidates' answer on the minimal input holds the vocabulary's unknown token, that
+        agreement is no evidence (any mechanism that makes a word unknown to the vocabulary gives
+        `[UNK]`: GPT-2's byte mapping on a WordPiece vocabulary does, for a port that fails to strip
+        accents): a probe must then confirm them, answered as they predict where their answer differs
+        from llama.cpp's and holds more than unknown and boundary tokens (`x é y` is `x [UNK] y` to a
+        port keeping accents, one `[UNK]` to one mapping bytes)."""
         trial = [*context, *candidates]
         found = probes(minimal)
         fillers = [p.filler for p in found]
         predicted = self.model.predict_many(trial, [p.data for p in found] + fillers, mode)
-        known = self.model.predict_many(context, fillers, mode)
+        known = self.model.predict_many(context, [p.data for p in found] + fillers, mode)
         actual = self._port([p.data for p in found] + fillers, mode)
         half = len(found)
+        unknown = self.model.mutants.unknown
+        head, tail = self.model.edges(True)
+        bare = {unknown, *head, *tail}
+        confirmed = False
         for i in range(half):
             filler = actual[half + i]
             if not _answered(filler):
                 continue
             if not same(predicted[half + i], filler, trial):
-                if same(known[i], filler, context):
+                if same(known[half + i], filler, context):
                     return True  # a change where the port makes none
                 continue
             if _answered(actual[i]) and not same(predicted[i], actual[i], trial):
                 return True
-        return False
+            answer = predicted[i]
+            if isinstance(answer, list) and answer != known[i] and any(t not in bare for t in answer):
+                confirmed = True
+        (on_minimal,) = self.model.predict_many(trial, [minimal], mode)
+        return unknown >= 0 and isinstance(on_minimal, list) and unknown in on_minimal and not confirmed
 
     def _fits(self, mechanisms: Sequence[Mechanism], result: CaseResult) -> bool:
         """Whether replaying these mechanisms gives the port's answer on a case."""
@@ -538,6 +591,9 @@ class Explainer:
         a few, which the label lists); else the failing members are listed."""
         mechanism = Character(Kind.CHARACTER, Stage.VERDICT, culprit=culprit, culprits={culprit})
         mechanism.templates.add((minimal, culprit))
+        if minimal != culprit and not self._fails(mode, context)([culprit])[0]:
+            mechanism.alone = False  # the label names the input, not a character the port gets right alone
+            return mechanism
         family = class_of(culprit)
         if family is None:
             return mechanism
@@ -656,6 +712,7 @@ class Explainer:
             yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
+            yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=True)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)
         for char in chars:
@@ -675,6 +732,7 @@ class Explainer:
                     yield Substituted(Kind.WHITESPACE_CLASS, Stage.INPUT, chars={char: target}, target=target)
             if bpe_char:
                 yield Reclassed(Kind.WHITESPACE_CLASS, Stage.TOKENIZER, flips={ord(text): ord(text) not in whitespace})
+        yield from self._switches(mode)
         if self.model.mutants.is_bpe:
             for point in sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)}):
                 if _is_number(point):
@@ -693,6 +751,26 @@ class Explainer:
             if not ignore:  # the lookup bounded by a buffer's size: the longest bound that holds up
                 for over in sorted((b for b in LOOKUP_BOUNDS if b < len(minimal)), reverse=True):
                     yield MergesIgnored(Kind.IGNORE_MERGES, Stage.TOKENIZER, ignore=False, over=over)
+
+    def _switches(self, mode: Mode) -> Iterator[Mechanism]:
+        """The reference tokenizer's switches for this vocabulary's model, each flipped alone:
+        SentencePiece's space prefix, BPE's merge order, WordPiece's cleaning steps (also where a
+        known cause already runs WordPiece on another model's vocabulary), and WordPiece in place
+        of a Unigram model."""
+        reference = self.model.mutants.reference
+        if reference is None:
+            return
+        if reference.kind in ("spm", "ugm"):
+            yield SpacePrefix(Kind.SPACE_PREFIX, Stage.TOKENIZER, add=not reference.add_space_prefix)
+        if self.model.mutants.is_bpe:
+            for tie_break in ("heap", "right"):
+                yield MergeOrder(Kind.MERGE_ORDER, Stage.TOKENIZER, tie_break=tie_break)
+        wordpiece = reference.kind == "wpm" or any(c.kind is Kind.TOKENIZER_MODEL for c in self.causes)
+        if wordpiece:
+            for step in ("strip_accents", "drop_controls", "ascii_symbols", "whole_punctuation"):
+                yield WordPieceCleaning(Kind.WORDPIECE_CLEANING, Stage.TOKENIZER, off={step})
+        if reference.kind == "ugm":
+            yield TokenizerModel(Kind.TOKENIZER_MODEL, Stage.TOKENIZER, model="wpm", vocab_model="ugm")
 
     def _longest_taken(self, minimal: bytes, mode: Mode) -> int | None:
         """The longest input the port takes, where its refusing the minimal input may be its length

@@ -64,6 +64,10 @@ class Kind(enum.Enum):
     NUMBER_CLASS = "number-class"
     PRETOKENIZER_SPLIT = "pretokenizer-split"
     IGNORE_MERGES = "ignore-merges"
+    MERGE_ORDER = "merge-order"
+    SPACE_PREFIX = "space-prefix"
+    WORDPIECE_CLEANING = "wordpiece-cleaning"
+    TOKENIZER_MODEL = "tokenizer-model"
     NUL_TRUNCATED = "nul-truncated"
     BYTE_MAPPING = "byte-mapping"
     VOCAB_MISMATCH = "vocab-mismatch"
@@ -258,17 +262,30 @@ class Substituted(Mechanism):
 
 @dataclass
 class Replaced(Mechanism):
-    """Bytes that are not UTF-8 read as U+FFFD (a port decoding with `errors="replace"`, or a library
-    that does so inside); llama.cpp tokenizes each such byte by itself."""
+    """Bytes that are not UTF-8 read as U+FFFD before tokenizing, by one of two policies: one U+FFFD
+    per maximal subpart of an invalid sequence (Python's and Rust's `errors="replace"`/lossy decoders,
+    Unicode's recommended practice), or one per byte that does not start a valid sequence (Go's
+    `[]rune(s)` and `range s`: an overlong `C0 80` or a surrogate is two or three U+FFFD). llama.cpp
+    reads each byte it cannot decode as U+FFFD but decodes overlong forms and surrogates
+    (unicode_cpts_from_utf8), and SentencePiece takes the raw bytes."""
+
+    per_byte: bool = False  # Go's policy; else Python's
+
+    def key(self) -> Hashable:
+        return (self.kind, self.per_byte)
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return not is_utf8(data)
 
     def transform(self, data: bytes) -> bytes:
-        return data.decode("utf-8", errors="replace").encode()
+        if not self.per_byte:
+            return data.decode("utf-8", errors="replace").encode()
+        text = data.decode("utf-8", errors="surrogateescape")  # each invalid byte its own surrogate
+        return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text).encode()
 
     def label(self) -> str:
-        return "reads bytes that are not valid UTF-8 as U+FFFD; llama.cpp tokenizes the bytes themselves"
+        how = "one U+FFFD per byte (Go's decoding)" if self.per_byte else "U+FFFD (one per maximal subpart)"
+        return f"reads bytes that are not valid UTF-8 as {how}; llama.cpp tokenizes the bytes themselves"
 
 
 @dataclass
@@ -509,6 +526,77 @@ _INVALID_RUN = re.compile("([\udc80-\udcff]+)")
 
 
 # ---- Stage.TOKENIZER (replayed on the reference tokenizer) ------------------------------------
+
+
+@dataclass
+class SpacePrefix(Mechanism):
+    """SentencePiece's dummy prefix: llama.cpp puts a space (U+2581) before the first text fragment
+    and after each special token where the vocabulary's add_space_prefix says so (llm_tokenizer_spm
+    via llama_tokenize_impl's `is_prev_special`, UGM's normalize); the port does not (ollama's
+    sentencepiece.go escapes spaces and never adds one), or adds it where llama.cpp does not."""
+
+    add: bool = False  # what the port does
+
+    def key(self) -> Hashable:
+        return (self.kind, self.add)
+
+    def label(self) -> str:
+        if self.add:
+            return "adds a space prefix (U+2581) before the text; llama.cpp adds none for this vocabulary"
+        return "does not add SentencePiece's space prefix (U+2581); llama.cpp adds it (add_space_prefix)"
+
+
+@dataclass
+class MergeOrder(Mechanism):
+    """Equal-rank BPE merges taken in another order than llama.cpp's leftmost first
+    (llm_bigram_bpe::comparator breaks rank ties by position): the rightmost first, or the order a
+    binary heap comparing ranks alone pops them in (ollama's gods `binaryheap` over `cmp.Compare(rank)`:
+    `!!!!!!` is merged from the right). Replayed on the reference's `tie_break` switch."""
+
+    tie_break: str = "heap"
+
+    def label(self) -> str:
+        how = {"right": "the rightmost first", "heap": "in the order of a heap comparing ranks alone"}[self.tie_break]
+        return f"merges equal-rank BPE pairs {how}; llama.cpp merges the leftmost first"
+
+
+@dataclass
+class WordPieceCleaning(Mechanism):
+    """Steps of BERT's text cleaning (llm_tokenizer_wpm_session::preprocess) the port leaves out:
+    `off` names them (`reference_impl.wpm.Cleaning`'s switches), one cause for all of them."""
+
+    off: set[str] = field(default_factory=set)
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, WordPieceCleaning)
+        self.off |= other.off
+
+    def cleaning(self) -> Any:
+        from reference_impl.wpm import Cleaning
+
+        return Cleaning(**dict.fromkeys(self.off, False))
+
+    def label(self) -> str:
+        said = {
+            "strip_accents": "strip accents", "drop_controls": "drop controls and U+FFFD",
+            "ascii_symbols": "split ASCII symbols off as punctuation",
+            "whole_punctuation": "cut multi-byte punctuation out whole (it cuts it by bytes)",
+        }  # fmt: skip
+        steps = " or ".join(said[name] for name in sorted(self.off))
+        return f"does not {steps} in WordPiece's text cleaning; llama.cpp does"
+
+
+@dataclass
+class TokenizerModel(Mechanism):
+    """Another tokenizer model run on the vocabulary: WordPiece's greedy longest match where the file
+    says Unigram (ollama's nomicbert model tokenizes nomic-bert-moe's `t5` vocabulary with WordPiece)."""
+
+    model: str = "wpm"
+    vocab_model: str = ""
+
+    def label(self) -> str:
+        model, vocab = self.model.upper(), self.vocab_model.upper()
+        return f"tokenizes this {vocab} vocabulary with {model}; llama.cpp uses the vocabulary's model"
 
 
 @dataclass
@@ -813,6 +901,7 @@ class Character(Mechanism):
     family: str = ""
     spared: list[bytes] = field(default_factory=list)
     templates: set[tuple[bytes, bytes]] = field(default_factory=set)
+    alone: bool = True  # whether the culprit fails alone: a label never blames one the port gets right alone
 
     def key(self) -> Hashable:
         return (self.kind, self.family or self.culprit, frozenset(self.culprits))
@@ -836,12 +925,17 @@ class Character(Mechanism):
 
     def label(self) -> str:
         if not self.culprit:
-            return "fails on the empty input; no known mechanism reproduces the port's ids"
+            return "fails on the empty input; no switch of the tokenizer reproduces the port's ids"
+        shortest = min((t for t, _ in self.templates), key=lambda t: (len(t), t), default=self.culprit)
+        if not self.alone:
+            return (
+                f"fails on inputs like '{visible(shortest)}' (each character alone passes); no switch of the "
+                "tokenizer reproduces the port's ids"
+            )
         if self.family:
             but = f" but {_some([char_name(c) for c in self.spared], 3)}" if self.spared else ""
             what = f"any {self.family}{but}"
         else:
             what = _some([char_name(c) for c in sorted(self.culprits | {self.culprit})])
-        shortest = min((t for t, _ in self.templates), key=lambda t: (len(t), t), default=self.culprit)
         where = f" (as in '{visible(shortest)}')" if shortest != self.culprit else ""
-        return f"fails on inputs holding {what}{where}; no known mechanism reproduces the port's ids"
+        return f"fails on inputs holding {what}{where}; no switch of the tokenizer reproduces the port's ids"
