@@ -426,13 +426,16 @@ class Explainer:
                 moved.update((id(r), r) for r in cause.cases)
         return mechanism, list(moved.values())
 
-    def _sound(self, mechanism: Mechanism, minimal: bytes) -> bool:
+    def _sound(self, mechanism: Mechanism, minimal: bytes, context: Sequence[Mechanism] = ()) -> bool:
         """Whether the mechanism leaves as they are the passed cases it applies to that hold the
         minimal input's unusual characters (every one of them, up to `PASSED_CHECKED`, shortest
         first; all it applies to where the minimal input has none): replayed, it gives llama.cpp's
         answer there."""
         odd = [u for u in set(units(minimal)) if unusual(u)[0] > 0]
-        key = repr((mechanism, sorted(odd)))
+        # a switch that only exists under another (WordPiece's cleaning under WordPiece run on a
+        # Unigram vocabulary) is judged with it
+        under = [m for m in context if isinstance(m, TokenizerModel)]
+        key = repr((mechanism, under, sorted(odd)))
         if key not in self.sound:
             sample = [
                 r
@@ -442,7 +445,7 @@ class Explainer:
             verdict = True
             for mode in MODES:
                 of_mode = [r for r in sample if r.section == mode]
-                predicted = self.model.predict_many([mechanism], [r.data for r in of_mode], mode)
+                predicted = self.model.predict_many([*under, mechanism], [r.data for r in of_mode], mode)
                 if not all(same(p, r.expected, [mechanism]) for p, r in zip(predicted, of_mode, strict=True)):
                     verdict = False
                     break
@@ -545,7 +548,7 @@ class Explainer:
         trial = [*context, *candidates]
         if not same(self.model.predict(trial, minimal, mode), got, trial):
             return False
-        return all(self._sound(self._merged(m), minimal) for m in candidates) and not self._contradicted(
+        return all(self._sound(self._merged(m), minimal, context) for m in candidates) and not self._contradicted(
             context, candidates, minimal, mode
         )
 
