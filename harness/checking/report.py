@@ -364,6 +364,13 @@ class RunReport:
             for g in group_problems(self.run.summary.problems)
         ]
 
+    def shown(self, budget: int) -> list[str]:
+        """The stories the terminal shows: the first `budget`, and every failed fact after them (a
+        wrong BOS id is one line among thousands of failed cases, and the one a porter fixes first)."""
+        groups = group_problems(self.run.summary.problems)
+        return [text for i, (text, g) in enumerate(zip(self.details, groups, strict=True))
+                if i < budget or g[0].section == FACTS]  # fmt: skip
+
     @cached_property
     def causes(self) -> list[str]:
         run = self.run

@@ -109,7 +109,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     def say(text: str) -> None:
         console.print(text, soft_wrap=True)  # a repro command must stay one line
 
-    shown = report.details[: args.details]  # on the terminal; the report files hold every one
+    shown = report.shown(args.details)  # on the terminal, with every failed fact; the report files hold every one
     for text in shown:
         say(text + "\n")
     if len(report.details) > len(shown):

@@ -3,7 +3,8 @@
 A port author's CI acts on this file (a bot comment per cause, a diff of causes between two runs),
 so it carries every case id, not the first few a terminal shows. Errors and unsupported answers are
 grouped the same way, by their reason with the parts that vary per case (numbers, quoted text)
-masked: a port that words its `Unsupported` reason per input gets one group, not 300.
+masked: a port that words its `Unsupported` reason per input gets one group, not 300, and one that
+returns a bad id inside lists of every shape (`[-1]`, `[7, -1, 9]`) one group, not one per shape.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ FORMAT = 1  # the document's "format": raised when a field changes meaning
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: a port's exception text may hold it
 _VARYING = re.compile(
     r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|(?<!\w)\d+(?!\w)"
+    r"|\[[-\d,\s]*\]"  # a list of numbers, whatever its length and signs
 )
 
 
@@ -38,7 +40,7 @@ def case_id(result: CaseResult) -> str:
 def reason_template(reason: str) -> str:
     """A reason with what varies per case masked: `N` for numbers standing alone (not digits inside a
     word, as in `invalid-utf8`, `utf16` or `x86_64`), `'…'` for quoted text."""
-    return _VARYING.sub(lambda m: "'…'" if m.group()[0] in "'\"" else "N", reason)[:500]
+    return _VARYING.sub(lambda m: {"'": "'…'", '"': "'…'", "[": "[…]"}.get(m.group()[0], "N"), reason)[:500]
 
 
 @dataclass
