@@ -52,6 +52,7 @@ from .kinds import (
     SpecialIsolated,
     SpecialsCut,
     SpecialStartOnly,
+    SpecialStrip,
     Stage,
     Substituted,
     TokenizerModel,
@@ -527,6 +528,10 @@ class Explainer:
         for mechanism in self._candidates(minimal, mode, want, got):
             if self._holds_up(context, [mechanism], minimal, mode, got):
                 if same(self.model.predict([*context, mechanism], whole.data, mode), whole.actual, [mechanism]):
+                    if isinstance(mechanism, Replaced):  # the other policy too: then the answers cannot tell
+                        other = Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=not mechanism.per_byte)
+                        if self._holds_up(context, [other], minimal, mode, got):
+                            mechanism.per_byte = None
                     return mechanism
                 fitting = fitting or mechanism
         if fitting is not None:
@@ -714,8 +719,8 @@ class Explainer:
         if not is_utf8(minimal):
             yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
-            yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=True)
+            yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)
         for char in chars:
@@ -763,6 +768,10 @@ class Explainer:
         reference = self.model.mutants.reference
         if reference is None:
             return
+        from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+
+        if any(attr & (ATTR_LSTRIP | ATTR_RSTRIP) for attr in reference.attrs):
+            yield SpecialStrip(Kind.SPECIAL_STRIP, Stage.TOKENIZER)
         if reference.kind in ("spm", "ugm"):
             yield SpacePrefix(Kind.SPACE_PREFIX, Stage.TOKENIZER, add=not reference.add_space_prefix)
         if self.model.mutants.is_bpe:

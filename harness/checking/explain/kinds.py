@@ -55,6 +55,7 @@ class Kind(enum.Enum):
     SPECIAL_PARSED = "special-parsed"
     SPECIAL_START_ONLY = "special-start-only"
     SPECIAL_ISOLATED = "special-isolated"
+    SPECIAL_STRIP = "special-strip"
     NORMALIZED_NFC = "normalized-nfc"
     NORMALIZED_NFD = "normalized-nfd"
     NORMALIZED_NFKC = "normalized-nfkc"
@@ -269,22 +270,29 @@ class Replaced(Mechanism):
     reads each byte it cannot decode as U+FFFD but decodes overlong forms and surrogates
     (unicode_cpts_from_utf8), and SentencePiece takes the raw bytes."""
 
-    per_byte: bool = False  # Go's policy; else Python's
+    per_byte: bool | None = False  # Go's policy; else Python's; None: the port's answers cannot tell
 
     def key(self) -> Hashable:
-        return (self.kind, self.per_byte)
+        return self.kind
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Replaced)
+        if self.per_byte is None:
+            self.per_byte = other.per_byte
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return not is_utf8(data)
 
     def transform(self, data: bytes) -> bytes:
-        if not self.per_byte:
+        if self.per_byte is False:
             return data.decode("utf-8", errors="replace").encode()
         text = data.decode("utf-8", errors="surrogateescape")  # each invalid byte its own surrogate
         return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text).encode()
 
     def label(self) -> str:
-        how = "one U+FFFD per byte (Go's decoding)" if self.per_byte else "U+FFFD (one per maximal subpart)"
+        how = "U+FFFD (per byte or per maximal subpart: its answers do not tell)"
+        if self.per_byte is not None:
+            how = "one U+FFFD per byte (Go's decoding)" if self.per_byte else "U+FFFD (one per maximal subpart)"
         return f"reads bytes that are not valid UTF-8 as {how}; llama.cpp tokenizes the bytes themselves"
 
 
@@ -544,6 +552,20 @@ class SpacePrefix(Mechanism):
         if self.add:
             return "adds a space prefix (U+2581) before the text; llama.cpp adds none for this vocabulary"
         return "does not add SentencePiece's space prefix (U+2581); llama.cpp adds it (add_space_prefix)"
+
+
+@dataclass
+class SpecialStrip(Mechanism):
+    """The LSTRIP/RSTRIP attributes of special tokens not applied: llama.cpp's tokenizer_st_partition
+    eats the ASCII whitespace left of an LSTRIP token and right of an RSTRIP one (phi-3's specials,
+    `<mask>` of jina-v2 and nomic-bert-moe: llama_vocab::impl::load sets them by model name); a port
+    cutting special texts out without them keeps that whitespace as text."""
+
+    def label(self) -> str:
+        return (
+            "keeps the whitespace beside special tokens that llama.cpp strips (their lstrip/rstrip attributes, "
+            "tokenizer_st_partition)"
+        )
 
 
 @dataclass

@@ -30,6 +30,7 @@ from .kinds import (
     Segmenting,
     SpacePrefix,
     SpecialsCut,
+    SpecialStrip,
     Stage,
     TokenizerModel,
     Widening,
@@ -152,6 +153,11 @@ class Mutants:
         for mechanism in sorted(mechanisms, key=repr):  # the same mutant whatever the order
             if isinstance(mechanism, (SpacePrefix, TokenizerModel, WordPieceCleaning)):
                 continue  # set by _retokenized
+            if isinstance(mechanism, SpecialStrip):
+                from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+
+                mutant.attrs = [attr & ~(ATTR_LSTRIP | ATTR_RSTRIP) for attr in mutant.attrs]
+                continue
             if isinstance(mechanism, SpecialsCut):
                 mutant.cut, mutant.cut_rank = dict(mutant.cut), dict(mutant.cut_rank)
                 mutant.any_special, mutant.by_head = dict(mutant.any_special), dict(mutant.by_head)
