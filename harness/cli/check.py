@@ -116,6 +116,8 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
         say(f"... and {len(report.details) - len(shown)} more failing cases (--details N shows more)")
     for text in report.causes:
         say(text + "\n")
+    for line in report.fault_lines():
+        say(line)
     for line in report.notes():
         say(line)
     table = Table(title=report.title)
