@@ -186,6 +186,7 @@ class Explainer:
         `character` cause that the named causes reproduce is theirs (it was placed before the
         switch that holds it was found or widened), culprits a named cause's characters cover
         leave the `character` cause, and a `character` cause left with no case is dropped."""
+        self._absorb_characters()
         named = [c for c in self.causes if not isinstance(c.mechanism, Character)]
         covered: set[bytes] = set()
         for cause in named:
@@ -213,6 +214,40 @@ class Explainer:
                 character.spared = [c for c in character.spared if c not in covered]
             if not cause.cases:
                 self.causes.remove(cause)
+
+    def _absorb_characters(self) -> None:
+        """A named switch over characters (a whitespace table, a class of numbers) widened by a
+        `character` cause's culprits, where the widened switch, with the other named causes,
+        reproduces every case of the `character` cause and leaves the passed cases as they are:
+        one fault, found before the switch that holds it was complete (RE2's ASCII `\\s` met as
+        U+2005 first and U+205F later)."""
+        for cause in [c for c in self.causes if isinstance(c.mechanism, Character)]:
+            character = cause.mechanism
+            assert isinstance(character, Character)
+            points = {ord(t) for c in character.culprits if len(t := c.decode("utf-8", "replace")) == 1}
+            if not points:
+                continue
+            for named in [c for c in self.causes if isinstance(c.mechanism, (Reclassed, Widening))]:
+                wider = copy.deepcopy(named.mechanism)
+                if isinstance(wider, Reclassed):
+                    space = next(iter(wider.flips.values()))
+                    wider.flips.update(dict.fromkeys(points, space))
+                else:
+                    assert isinstance(wider, Widening)
+                    wider.points |= points
+                if not self._sound(wider, b"".join(character.culprits)):
+                    continue
+                narrower, named.mechanism = named.mechanism, wider
+                found = [self._reproducing(self._replayable(r.data, mode_of(r)), r) for r in cause.cases]
+                if not all(found):
+                    named.mechanism = narrower
+                    continue
+                for result, holding in zip(cause.cases, found, strict=True):
+                    for other in holding or []:
+                        _join(other, [result])
+                cause.cases = []
+                self.causes.remove(cause)
+                break
 
     def _consolidate(self) -> None:
         """Fold a cause into another that explains all its cases as well, the smaller into the
