@@ -175,6 +175,18 @@ func (g gguf) floats(k string) []float32 {
 const llamaStyle = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 const qwen2 = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
 
+// controlTexts are the texts of the vocabulary's control tokens: the special texts a text asked with
+// parse_special off may hold (user-defined ones llama.cpp parses in every mode, as ollama does).
+func controlTexts(vocab *tokenizer.Vocabulary) []string {
+	var out []string
+	for i, t := range vocab.Types {
+		if t == tokenizer.TOKEN_TYPE_CONTROL && vocab.Values[i] != "" {
+			out = append(out, vocab.Values[i])
+		}
+	}
+	return out
+}
+
 // load builds the tokenizer as ollama's model package for this tokenizer model does.
 func load(g gguf) (tokenizer.Tokenizer, []string, error) {
 	eos := append([]int32{int32(g.uint("tokenizer.ggml.eos_token_id"))}, g.ints("tokenizer.ggml.eos_token_ids")...)
@@ -190,12 +202,12 @@ func load(g gguf) (tokenizer.Tokenizer, []string, error) {
 	}
 	switch model := g.str("tokenizer.ggml.model", ""); model {
 	case "llama":
-		return tokenizer.NewSentencePiece(vocab), vocab.SpecialVocabulary(), nil
+		return tokenizer.NewSentencePiece(vocab), controlTexts(vocab), nil
 	case "bert", "t5": // model/models/bert/embed.go and nomicbert/model.go: WordPiece, [CLS] and [SEP]
 		vocab.AddEOS = g.flag("tokenizer.ggml.add_eos_token", true)
 		vocab.BOS = []int32{int32(cmp.Or(g.uint("tokenizer.ggml.cls_token_id"), g.uint("tokenizer.ggml.bos_token_id")))}
 		vocab.EOS = []int32{int32(cmp.Or(g.uint("tokenizer.ggml.separator_token_id"), g.uint("tokenizer.ggml.seperator_token_id"), g.uint("tokenizer.ggml.eos_token_id")))}
-		return tokenizer.NewWordPiece(vocab, true), vocab.SpecialVocabulary(), nil
+		return tokenizer.NewWordPiece(vocab, true), controlTexts(vocab), nil
 	case "gpt2":
 		var pre []string
 		switch g.str("tokenizer.ggml.pre", "default") {
@@ -208,7 +220,7 @@ func load(g gguf) (tokenizer.Tokenizer, []string, error) {
 		default:
 			pre = []string{llamaStyle}
 		}
-		return tokenizer.NewBytePairEncoding(vocab, pre...), vocab.SpecialVocabulary(), nil
+		return tokenizer.NewBytePairEncoding(vocab, pre...), controlTexts(vocab), nil
 	default:
 		return nil, nil, fmt.Errorf("tokenizer model %q: ollama has no Go tokenizer for it", model)
 	}

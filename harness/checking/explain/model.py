@@ -118,7 +118,7 @@ class Mutants:
     def raw_word(self, data: bytes) -> list[int] | None:
         """The ids of raw bytes merged as one word by the vocabulary's byte-level BPE (each byte its
         printable stand-in, as unicode_byte_encoding_process maps it), or None where the vocabulary
-        has no byte-level BPE."""
+        has no byte-level BPE or no token for one of them (refact has none for some bytes)."""
         from reference_impl.bpe import SCAN_LIMIT, byte_level
 
         encoder = self.reference.encoder if self.is_bpe else None
@@ -127,7 +127,8 @@ class Mutants:
         symbols = list(byte_level(data))
         if len(symbols) > 1:
             symbols = encoder._merge(symbols) if len(symbols) > SCAN_LIMIT else encoder._merge_short(symbols)
-        return [encoder.token_to_id[symbol] for symbol in symbols]
+        ids = [encoder.token_to_id.get(symbol) for symbol in symbols]
+        return [i for i in ids if i is not None] if None not in ids else None  # a byte without a token: not replayed
 
     def words(self, text: bytes) -> list[bytes] | None:
         """The vocabulary's pre-tokenizer words of a valid UTF-8 text (the reference's regexes), or
