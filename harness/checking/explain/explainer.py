@@ -67,6 +67,7 @@ SHRINKS = 60  # shrinks per vocabulary at most: what is left then is listed as u
 PASSED_CHECKED = 400  # passed cases holding the minimal input's characters a candidate is replayed on, at most
 SPARED_NAMED = 4  # members of a class a `character` cause may leave out and still name the class
 HELD_CHECKED = 8  # variants of `character` causes a case holds that the port is asked about, at most
+PAIRED = 8  # candidates that change a minimal input's answer tried two at a time, at most
 MASKING = frozenset({Kind.NUL_TRUNCATED, Kind.TOO_LONG_REFUSED, Kind.REFUSED, Kind.INVALID_UTF8_REFUSED})
 LOOKUP_BOUNDS = (8, 12, 15, 16, 24, 31, 32, 48, 63, 64, 127, 128, 255, 256)  # key buffer sizes ports use
 FailsFn = Callable[[list[bytes]], list[bool]]
@@ -235,7 +236,8 @@ class Explainer:
                 else:
                     assert isinstance(wider, Widening)
                     wider.points |= points
-                if not self._sound(wider, b"".join(character.culprits)):
+                known = [c.mechanism for c in self.causes if c is not named and not isinstance(c.mechanism, Character)]
+                if not self._sound(wider, b"".join(character.culprits), known):
                     continue
                 narrower, named.mechanism = named.mechanism, wider
                 found = [self._reproducing(self._replayable(r.data, mode_of(r)), r) for r in cause.cases]
@@ -468,9 +470,10 @@ class Explainer:
         first; all it applies to where the minimal input has none): replayed, it gives llama.cpp's
         answer there."""
         odd = [u for u in set(units(minimal)) if unusual(u)[0] > 0]
-        # a switch that only exists under another (WordPiece's cleaning under WordPiece run on a
-        # Unigram vocabulary) is judged with it
-        under = [m for m in context if isinstance(m, TokenizerModel)]
+        # judged with the tokenizer switches already known: a switch that only exists under another
+        # (WordPiece's cleaning under WordPiece run on a Unigram vocabulary), a whitespace table under
+        # the port's own regex (RE2's ASCII `\s` under Llama 3's regex on gpt-2)
+        under = [m for m in context if m.stage is Stage.TOKENIZER and not isinstance(m, Character)]
         key = repr((mechanism, under, sorted(odd)))
         if key not in self.sound:
             sample = [
@@ -571,6 +574,9 @@ class Explainer:
                 fitting = fitting or mechanism
         if fitting is not None:
             return fitting
+        pair = self._two_switches(minimal, mode, context, want, got, whole)
+        if pair is not None:
+            return pair
         bounds = [m for m in self._cheap_candidates(minimal, mode, want, got) if isinstance(m, Boundary)]
         for first, second in itertools.combinations(bounds, 2):
             if first.at_start != second.at_start and self._holds_up(context, [first, second], minimal, mode, got):
@@ -579,6 +585,31 @@ class Explainer:
         if not culprits:
             return None
         return self._generalized(minimal, mode, context, culprits[0])
+
+    def _two_switches(
+        self, minimal: bytes, mode: Mode, context: list[Mechanism], want: Outcome, got: Outcome, whole: CaseResult
+    ) -> Mechanism | None:
+        """Where no switch alone reproduces the minimal input, the smallest set of two: each of the
+        candidates that changes llama.cpp's answer on it (at most `PAIRED`), two at a time (Go's
+        per-byte U+FFFD and ollama's whole-word lookup give `���` one token). The first of the pair
+        is named; the second is found with it replayed, as its own cause."""
+        moving = []
+        for mechanism in self._candidates(minimal, mode, want, got):
+            if isinstance(mechanism, (Boundary, Character)) or mechanism.stage is Stage.VERDICT:
+                continue
+            if not same(self.model.predict([*context, mechanism], minimal, mode), want, [mechanism]):
+                moving.append(mechanism)
+            if len(moving) >= PAIRED:
+                break
+        for first, second in itertools.combinations(moving, 2):
+            if _folds(first, second):
+                continue
+            trial = [*context, first, second]
+            if not same(self.model.predict(trial, minimal, mode), got, trial):
+                continue
+            if self._holds_up(context, [first, second], minimal, mode, got):
+                return first
+        return None
 
     def _holds_up(
         self, context: list[Mechanism], candidates: list[Mechanism], minimal: bytes, mode: Mode, got: Outcome
