@@ -189,6 +189,9 @@ def test_causes_of_one_switch_on_two_vocabularies_are_one_fault() -> None:
 
 
 def test_error_groups_fold_lists_of_every_shape() -> None:
-    """A port answering id -1 inside lists of every length is one error group, not one per shape."""
+    """A port answering id -1 inside lists of every length is one error group, not one per shape; an
+    answer too long to quote whole (cut short) is one more, whatever its length."""
     shapes = ["[-1]", "[5, -1, 7]", "[-1, -1, -1, -1]", "[]"]
     assert len({reason_template(f"`ids` is not a list of token ids: {{'id': 4, 'ids': {s}}}") for s in shapes}) == 1
+    cut = ["[8, 9, -1, 4, 12", "[3, -1, 5, 77, 1034, 5"]
+    assert len({reason_template(f"`ids` is not a list of token ids: {{'id': 4, 'ids': {s}") for s in cut}) == 1

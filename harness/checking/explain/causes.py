@@ -29,7 +29,7 @@ FORMAT = 1  # the document's "format": raised when a field changes meaning
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a lone one: a port's exception text may hold it
 _VARYING = re.compile(
     r"(?:(?<!\w)|(?<=\bb))(?:'[^']*'|\"[^\"]*\")|\\x[0-9a-fA-F]{2}|\\u[0-9a-fA-F]{4}|0x[0-9a-fA-F]+|(?<!\w)\d+(?!\w)"
-    r"|\[[-\d,\s]*\]"  # a list of numbers, whatever its length and signs
+    r"|\[[-\d,\s]*(?:\]|$)"  # a list of numbers, whatever its length and signs (or cut short: a long answer)
 )
 
 
