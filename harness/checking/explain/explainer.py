@@ -177,10 +177,24 @@ class Explainer:
             if not self._place(result):
                 unexplained.append(result)
         self._retire_characters()
+        unexplained = self._placed_again(unexplained)
         self._consolidate()
         self._unmask()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
+
+    def _placed_again(self, unexplained: list[CaseResult]) -> list[CaseResult]:
+        """The cases left unexplained offered once more to the causes as they ended (a case placed
+        before the cause it needs was found, once the shrinking budget was spent, is theirs now);
+        those still left."""
+        left = []
+        for result in unexplained:
+            found = self._reproducing(self._replayable(result.data, mode_of(result)), result)
+            for cause in found or []:
+                _join(cause, [result])
+            if not found:
+                left.append(result)
+        return left
 
     def _retire_characters(self) -> None:
         """`character` is the last resort: once every switch cause is known, a case under a
