@@ -78,7 +78,7 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
             fix = (
                 "this libllama has no llama_vocab API (a fork or an older llama.cpp keeping the model-pointer "
                 "calls, llama_tokenize(model, …)): check it through a `cmd:` adapter that calls it and declares "
-                "\"llama_cpp\": true in its hello (docs/line-protocol.md), or give a tree whose llama.h has "
+                '"llama_cpp": true in its hello (docs/line-protocol.md), or give a tree whose llama.h has '
                 "llama_model_get_vocab"
             )
         elif why.startswith("it does not export"):  # libggml*.so, libllama-common.so, another library

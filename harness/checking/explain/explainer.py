@@ -55,6 +55,7 @@ from .kinds import (
     SpecialStrip,
     Stage,
     Substituted,
+    SymbolCut,
     TokenizerModel,
     Widening,
     WordPieceCleaning,
@@ -828,6 +829,9 @@ class Explainer:
             yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=True)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
+            reference = self.model.mutants.reference
+            if reference is not None and reference.kind == "spm":
+                yield SymbolCut(Kind.INVALID_UTF8_CUT, Stage.TOKENIZER)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)
         for char in chars:

@@ -47,6 +47,7 @@ class Kind(enum.Enum):
     INVALID_UTF8_REFUSED = "invalid-utf8-refused"
     INVALID_UTF8_REPLACED = "invalid-utf8-replaced"
     INVALID_UTF8_BYTES = "invalid-utf8-bytes"
+    INVALID_UTF8_CUT = "invalid-utf8-cut"
     REFUSED = "refused"
     TOO_LONG_REFUSED = "too-long-refused"
     NOT_REFUSED = "not-refused"
@@ -569,6 +570,23 @@ class SpecialStrip(Mechanism):
 
 
 @dataclass
+class SymbolCut(Mechanism):
+    """SentencePiece's symbols cut at valid UTF-8 only: a lead byte whose continuation bytes are not
+    there is a symbol of its own and the next one starts right after it (memvanta). llama.cpp's
+    llm_tokenizer_spm_session takes `unicode_len_utf8(lead)` bytes whatever they are (`\\xe0 `
+    is one symbol, the escaped space's bytes with it). Replayed on the reference's `cut_valid`."""
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return not is_utf8(data)
+
+    def label(self) -> str:
+        return (
+            "cuts a lead byte without its continuation bytes as a symbol of its own; llama.cpp's SentencePiece "
+            "takes as many bytes as the lead byte says (unicode_len_utf8), whatever follows"
+        )
+
+
+@dataclass
 class MergeOrder(Mechanism):
     """Equal-rank BPE merges taken in another order than llama.cpp's leftmost first
     (llm_bigram_bpe::comparator breaks rank ties by position): the rightmost first, or the order a
@@ -756,6 +774,7 @@ class SplitRule:
     find: str = ""  # a regex over the regexes' source, and what each match becomes
     replace: str = ""
     pre_type: str = ""  # or: the whole regex list of another pre-tokenizer type
+    across: bool = False  # `find` may span `[...]` classes (it is matched on the whole source)
 
     def regexes(self, current: list[str]) -> list[str] | None:
         """The port's regexes, or None where the rule changes nothing for this vocabulary."""
@@ -764,7 +783,10 @@ class SplitRule:
         if self.pre_type:
             other = PRE_REGEXES[self.pre_type]
             return None if other == current else list(other)
-        changed = [_outside_classes(r, self.find, self.replace) for r in current]
+        if self.across:
+            changed = [re.sub(self.find, lambda _: self.replace, r) for r in current]
+        else:
+            changed = [_outside_classes(r, self.find, self.replace) for r in current]
         return None if changed == current else changed
 
 
@@ -785,6 +807,13 @@ SPLIT_RULES = (
         "keeps a whitespace run before a word whole (no `\\s+(?!\\S)`)",
         re.escape("\\s+(?!\\S)"),
         "\\s+",
+    ),
+    SplitRule(
+        "contraction-ends-run",
+        "ends a run of symbols before a contraction (`>'d` is `>`, `'d`)",
+        re.escape("[^\\s\\p{L}\\p{N}]+"),
+        "[^\\s\\p{L}\\p{N}](?:(?!'(?:s|t|re|ve|m|ll|d))[^\\s\\p{L}\\p{N}])*",
+        across=True,
     ),
     SplitRule("gpt2", "splits words with GPT-2's regex", pre_type="gpt2"),
     SplitRule("llama3", "splits words with Llama 3's regex", pre_type="llama3"),

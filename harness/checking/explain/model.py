@@ -32,6 +32,7 @@ from .kinds import (
     SpecialsCut,
     SpecialStrip,
     Stage,
+    SymbolCut,
     TokenizerModel,
     Widening,
     WordPieceCleaning,
@@ -154,6 +155,13 @@ class Mutants:
         for mechanism in sorted(mechanisms, key=repr):  # the same mutant whatever the order
             if isinstance(mechanism, (SpacePrefix, TokenizerModel, WordPieceCleaning)):
                 continue  # set by _retokenized
+            if isinstance(mechanism, SymbolCut):
+                if self.reference.kind != "spm":
+                    return None
+                mutant.encoder = copy.copy(self.reference.encoder)
+                mutant.encoder.cache = {}
+                mutant.encoder.cut_valid = True
+                continue
             if isinstance(mechanism, SpecialStrip):
                 from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
 
