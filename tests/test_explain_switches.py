@@ -80,6 +80,22 @@ def _per_byte(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode("".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text).encode(), *flags))
 
 
+def _cut_valid(t: Tokenizer) -> None:
+    t.encoder = copy.copy(t.encoder)
+    t.encoder.cache = {}
+    t.encoder.cut_valid = True  # type: ignore[union-attr]
+
+
+def _contraction_ends_run(t: Tokenizer) -> None:
+    """memvanta's scanner: a run of symbols ends before a contraction (`>'d` is `>`, `'d`)."""
+    from tokconf.checking.explain.kinds import SPLIT_RULES
+
+    (rule,) = [r for r in SPLIT_RULES if r.name == "contraction-ends-run"]
+    t.encoder = copy.copy(t.encoder)
+    t.encoder.cache = {}
+    t.encoder.regexes = rule.regexes(t.encoder.regexes)  # type: ignore[union-attr]
+
+
 def _maximal_subpart(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode(data.decode("utf-8", errors="replace").encode(), *flags))
 
@@ -98,6 +114,8 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "wordpiece-on-unigram": ("nomic-bert-moe", ("plain",), _switched(_wordpiece_on_unigram), Kind.TOKENIZER_MODEL),
     "no-strip": ("phi-3", ("special",), _switched(_no_strip), Kind.SPECIAL_STRIP),
     "invalid-per-byte": ("gpt-2", ("plain",), _per_byte, Kind.INVALID_UTF8_REPLACED),
+    "spm-cut-valid": ("llama-spm", ("plain",), _switched(_cut_valid), Kind.INVALID_UTF8_CUT),
+    "contraction-ends-run": ("gpt-2", ("plain",), _switched(_contraction_ends_run), Kind.PRETOKENIZER_SPLIT),
     "invalid-maximal-subpart": ("gpt-2", ("plain",), _maximal_subpart, Kind.INVALID_UTF8_REPLACED),
 }  # fmt: skip
 
@@ -149,6 +167,11 @@ def test_each_cleaning_step_is_named_alone(name: str, step: str) -> None:
     assert isinstance(cause.mechanism, WordPieceCleaning) and cause.mechanism.off == {step}
 
 
+def test_the_split_rule_named_is_the_ports() -> None:
+    (cause,) = _explained("contraction-ends-run")[1].causes
+    assert "ends a run of symbols before a contraction" in cause.label
+
+
 def test_the_invalid_utf8_policy_named_is_the_ports() -> None:
     (per_byte,) = _explained("invalid-per-byte")[1].causes
     (subpart,) = _explained("invalid-maximal-subpart")[1].causes
@@ -161,7 +184,8 @@ def test_the_invalid_utf8_policy_named_is_the_ports() -> None:
     ("name", "absent"),
     [("space-prefix", Kind.INVALID_UTF8_REPLACED), ("accents-kept", Kind.BYTE_MAPPING),
      ("controls-kept", Kind.BYTE_MAPPING), ("wordpiece-on-unigram", Kind.SPACE_PREFIX),
-     ("no-strip", Kind.SPECIAL_NOT_PARSED)],
+     ("no-strip", Kind.SPECIAL_NOT_PARSED), ("spm-cut-valid", Kind.INVALID_UTF8_REPLACED),
+     ("invalid-per-byte", Kind.INVALID_UTF8_BYTES), ("contraction-ends-run", Kind.WHITESPACE_CONTEXT)],
 )  # fmt: skip
 def test_a_switch_is_refuted_on_a_port_without_its_fault(name: str, absent: Kind) -> None:
     """A switch that fits some minimal inputs of another fault is not named: GPT-2's byte mapping
