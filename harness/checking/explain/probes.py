@@ -48,10 +48,12 @@ class Probe:
 
 
 # The minimal input `m` in other contexts: around words, doubled, at the start and at the end,
-# after a newline, before a contraction, between digits, repeated (a rule bounded by length).
+# after a newline, before a contraction (an upper-case one too: Llama 3's regex takes `'S`, GPT-2's
+# does not), between digits, before four digits (Qwen2's `\p{N}` against Llama 3's `\p{N}{1,3}`),
+# repeated (a rule bounded by length).
 _AROUND = (
     (b"x ", b" y"), (b"a", b""), (b"", b"a"), (b" ", b""), (b"", b" "), (b"\n", b""), (b"", b"\n"),
-    (b"", b"'d"), (b"1", b"2"), (b"x", b"x"),
+    (b"", b"'d"), (b"", b"'S"), (b"1", b"2"), (b"", b" 1234"), (b"x", b"x"),
 )  # fmt: skip
 # One character `c` of it in other contexts: doubled between words, doubled at the start, before a
 # contraction after a letter and at the start, before a word, and beside punctuation (a character a
