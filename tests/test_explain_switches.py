@@ -96,6 +96,17 @@ def _contraction_ends_run(t: Tokenizer) -> None:
     t.encoder.regexes = rule.regexes(t.encoder.regexes)  # type: ignore[union-attr]
 
 
+def _regex_of(pre_type: str) -> Any:
+    def change(t: Tokenizer) -> None:
+        from reference_impl.bpe import PRE_REGEXES
+
+        t.encoder = copy.copy(t.encoder)
+        t.encoder.cache = {}
+        t.encoder.regexes = PRE_REGEXES[pre_type]  # type: ignore[union-attr]
+
+    return change
+
+
 def _maximal_subpart(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode(data.decode("utf-8", errors="replace").encode(), *flags))
 
@@ -116,6 +127,8 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "invalid-per-byte": ("gpt-2", ("plain",), _per_byte, Kind.INVALID_UTF8_REPLACED),
     "spm-cut-valid": ("llama-spm", ("plain",), _switched(_cut_valid), Kind.INVALID_UTF8_CUT),
     "contraction-ends-run": ("gpt-2", ("plain",), _switched(_contraction_ends_run), Kind.PRETOKENIZER_SPLIT),
+    "llama3-regex": ("deepseek-coder", ("plain",), _switched(_regex_of("llama3")), Kind.PRETOKENIZER_SPLIT),
+    "qwen2-regex": ("qwen35", ("plain",), _switched(_regex_of("qwen2")), Kind.PRETOKENIZER_SPLIT),
     "invalid-maximal-subpart": ("gpt-2", ("plain",), _maximal_subpart, Kind.INVALID_UTF8_REPLACED),
 }  # fmt: skip
 
@@ -167,9 +180,17 @@ def test_each_cleaning_step_is_named_alone(name: str, step: str) -> None:
     assert isinstance(cause.mechanism, WordPieceCleaning) and cause.mechanism.off == {step}
 
 
-def test_the_split_rule_named_is_the_ports() -> None:
-    (cause,) = _explained("contraction-ends-run")[1].causes
-    assert "ends a run of symbols before a contraction" in cause.label
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [("contraction-ends-run", "ends a run of symbols before a contraction"),
+     ("llama3-regex", "Llama 3's regex"), ("qwen2-regex", "Qwen2's regex")],
+)  # fmt: skip
+def test_the_split_rule_named_is_the_ports(name: str, said: str) -> None:
+    """The regex named is the port's, not another that fits its minimal input (GPT-2's and Llama 3's
+    part on `'S`); where no id tells two regexes apart (Llama 3's and Qwen2's on a vocabulary without
+    multi-digit tokens), the label names both."""
+    (cause,) = _explained(name)[1].causes
+    assert said in cause.label
 
 
 def test_the_invalid_utf8_policy_named_is_the_ports() -> None:

@@ -17,7 +17,7 @@ import copy
 import itertools
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, is_utf8
@@ -611,6 +611,16 @@ class Explainer:
                         other = Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=not mechanism.per_byte)
                         if self._holds_up(context, [other], minimal, mode, got):
                             mechanism.per_byte = None
+                    if isinstance(mechanism, Resplit) and mechanism.rule.pre_type:  # another model's regex alike
+                        mechanism.alike = tuple(
+                            rule
+                            for rule in SPLIT_RULES
+                            if rule.pre_type and rule is not mechanism.rule
+                            and rule.regexes(self.model.mutants.reference.encoder.regexes) is not None
+                            and self._holds_up(context, [replace(mechanism, rule=rule, alike=())], minimal, mode, got)
+                            and same(self.model.predict([*context, replace(mechanism, rule=rule)], whole.data, mode),
+                                     whole.actual)
+                        )  # fmt: skip
                     return mechanism
                 fitting = fitting or mechanism
         if fitting is not None:
@@ -960,6 +970,8 @@ def _folds(known: Mechanism, new: Mechanism) -> bool:
     in common (one fault met through two minimal inputs, `\\r'd` and `\\n't`)."""
     if isinstance(known, Character) and isinstance(new, Character):
         return bool(known.culprits & new.culprits)
+    if isinstance(known, Resplit) and isinstance(new, Resplit):  # one rule both fit: one regex fault
+        return bool(set(known.rules()) & set(new.rules()))
     return known.key() == new.key()
 
 

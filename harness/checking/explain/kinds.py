@@ -827,12 +827,28 @@ class Resplit(Mechanism):
 
     rule: SplitRule = SPLIT_RULES[0]
     pre: str = ""  # the vocabulary's pre-tokenizer type, for the label
+    alike: tuple[SplitRule, ...] = ()  # other rules the port's answers fit as well (no id tells them apart)
 
     def key(self) -> Hashable:
         return (self.kind, self.rule.name)
 
+    def rules(self) -> tuple[SplitRule, ...]:
+        """The rule named and those the port's answers fit as well."""
+        return (self.rule, *self.alike)
+
+    def absorb(self, other: Mechanism) -> None:
+        """Met again through another minimal input: the rules both fit."""
+        assert isinstance(other, Resplit)
+        both = [r for r in SPLIT_RULES if r in self.rules() and r in other.rules()]
+        if both:
+            self.rule, self.alike = both[0], tuple(both[1:])
+
     def label(self) -> str:
-        return f"{self.rule.description}; llama.cpp's {self.pre} pre-tokenizer does not"
+        said = self.rule.description
+        if self.alike:  # Llama 3's and Qwen2's regexes on a vocabulary without multi-digit tokens
+            others = " or ".join(r.description.removeprefix("splits words with ") for r in self.alike)
+            said += f" (or {others}: this vocabulary's ids do not tell them apart)"
+        return f"{said}; llama.cpp's {self.pre} pre-tokenizer does not"
 
 
 @dataclass
