@@ -505,10 +505,10 @@ class Explainer:
         first; all it applies to where the minimal input has none): replayed, it gives llama.cpp's
         answer there, wherever the known tokenizer switches alone do."""
         odd = [u for u in set(units(minimal)) if unusual(u)[0] > 0]
-        # judged with the tokenizer switches already known: a switch that only exists under another
+        # judged with the switches already known: a switch that only exists under another
         # (WordPiece's cleaning under WordPiece run on a Unigram vocabulary), a whitespace table under
         # the port's own regex (RE2's ASCII `\s` under Llama 3's regex on gpt-2)
-        under = [m for m in context if m.stage is Stage.TOKENIZER and not isinstance(m, Character)]
+        under = [m for m in context if m.stage is not Stage.VERDICT and not isinstance(m, Character)]
         key = repr((mechanism, under, sorted(odd)))
         if key not in self.sound:
             sample = [
@@ -671,9 +671,13 @@ class Explainer:
         trial = [*context, *candidates]
         if not same(self.model.predict(trial, minimal, mode), got, trial):
             return False
-        return all(self._sound(self._merged(m), minimal, context) for m in candidates) and not self._contradicted(
-            context, candidates, minimal, mode
+        # each candidate judged with the others of its set: two switches at once (a heap's merge order
+        # under a whole-word lookup) are sound together where neither is alone
+        sound = all(
+            self._sound(self._merged(m), minimal, [*context, *(o for o in candidates if o is not m)])
+            for m in candidates
         )
+        return sound and not self._contradicted(context, candidates, minimal, mode)
 
     def _merged(self, mechanism: Mechanism) -> Mechanism:
         """A candidate as the known cause of its key would become with it (the known letter numbers
