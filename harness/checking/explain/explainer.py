@@ -6,9 +6,12 @@ port's (`Model`), so no case is shrunk twice for one fault, and a case with two 
 BOS and a character in the wrong class) is under both. A case no set reproduces is shrunk by ddmin
 (`tokconf.core.shrink`) to a minimal input on which the port still answers other than the known
 causes predict ("explained again with the BOS put back"); the minimal input is classified by trying
-each kind's mechanism on it (`_candidates`), and the case is offered again. What no mechanism
-reproduces falls back to `character` (all its minimal inputs need one character), and what even
-that does not hold is listed as unexplained.
+each kind's mechanism on it (`_candidates`: most are switches of the reference tokenizer, llama.cpp's
+pipeline in Python, flipped one at a time, then two at a time where none alone reproduces it), and the
+case is offered again. What no switch reproduces falls back to `character` (all its minimal inputs need
+one character), the last resort: once every switch is known its cases are offered to them again and
+its characters to the switches over characters they widen (`_retire_characters`). What even that does
+not hold is listed as unexplained.
 """
 
 from __future__ import annotations
