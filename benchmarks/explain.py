@@ -32,6 +32,10 @@ has them, and `@huggingface/tokenizers`,
     mkdir /tmp/npm && (cd /tmp/npm && npm install @huggingface/tokenizers gpt-tokenizer llama3-tokenizer-js)
     python benchmarks/explain.py --real-only --real-python /tmp/real/bin/python --real-npm /tmp/npm/node_modules
 
+`--ollama BINARY` runs ollama's Go tokenizers (v0.24.0, the adapter built as benchmarks/real_libraries/README.md
+says) on its ten vocabularies, and memvanta runs where `--real-python`'s environment has it (gpt-2, llama-spm;
+a process per input: slow). Each run also prints the faults its causes fold into across vocabularies.
+
 There are no bugs to switch off in a real library: it prints each cause with its minimal input and both
 answers, to be checked by hand against the library's source.
 """
@@ -58,7 +62,8 @@ import real_ports  # noqa: E402 (tests/)
 from tokconf.checking.contract import Verdict  # noqa: E402
 from tokconf.checking.engine import CheckedFile, Selection, check_file  # noqa: E402
 from tokconf.checking.explain import explain_file  # noqa: E402
-from tokconf.checking.explain.explainer import Explanation  # noqa: E402
+from tokconf.checking.explain.causes import faults  # noqa: E402
+from tokconf.checking.explain.explainer import Cause, Explanation  # noqa: E402
 from tokconf.checking.xfail import ExpectedFailures  # noqa: E402
 from tokconf.implementations.resolve import resolve  # noqa: E402
 
@@ -67,6 +72,8 @@ ADAPTERS = ROOT / "benchmarks" / "real_libraries"
 SLOW_VOCABS = {"gemma-4"}
 # Runs besides each port on its own vocabulary: binding_bert's cls-from-add-bos bites only where add_bos is false.
 EXTRA = ["binding_bert@synthetic/variant-wpm-no-cls-sep"]
+OLLAMA_VOCABS = ("llama-spm", "phi-3", "bert-bge", "nomic-bert-moe", "gpt-2", "llama-bpe", "qwen2", "qwen35",
+                 "deepseek-coder", "refact")  # fmt: skip
 
 
 @dataclass
@@ -144,11 +151,16 @@ def show(measured: Measured, explanation_causes: list[tuple[str, str, dict[str, 
 # --- real libraries ---------------------------------------------------------------------------------------
 
 
-def real_libraries(python: str | None, npm: str | None) -> list[tuple[str, str, str]]:
+def real_libraries(python: str | None, npm: str | None, ollama: str | None = None) -> list[tuple[str, str, str]]:
     """(name, --impl value, vocab) for each real library that is installed; the others are said."""
     from npm_tokenizers import tokenizer_json
 
     found: list[tuple[str, str, str]] = []
+    if ollama:
+        found += [("ollama 0.24.0 (Go)", f"cmd:{ollama}", vocab) for vocab in OLLAMA_VOCABS]
+    if python and subprocess.run([python, "-c", "import memvanta"], capture_output=True).returncode == 0:
+        adapter = ADAPTERS / "memvanta_adapter.py"
+        found += [("memvanta 0.8.3 (PyPI)", f"cmd:{python} {adapter}", vocab) for vocab in ("gpt-2", "llama-spm")]
     jsons = {"llama-bpe": ("Llama 3.1 tokenizer.json", "llama3_1"), "gpt-2": ("GPT-2 tokenizer.json", "gpt2")}
     if python and subprocess.run([python, "-c", "import tokenizers"], capture_output=True).returncode == 0:
         for vocab, (what, pinned) in jsons.items():
@@ -187,7 +199,7 @@ def real_libraries(python: str | None, npm: str | None) -> list[tuple[str, str, 
     return found
 
 
-def measure_real(name: str, impl: str, vocab: str) -> None:
+def measure_real(name: str, impl: str, vocab: str) -> list[Cause]:
     checked, explanation, checking, explaining = run(impl, B11192 / f"{vocab}.yaml")
     failed = [r for r in checked.results if r.verdict is Verdict.FAILED]
     show(Measured(name, vocab, len(failed), checking, explaining, unexplained=len(explanation.unexplained),
@@ -196,6 +208,17 @@ def measure_real(name: str, impl: str, vocab: str) -> None:
         modes = ", ".join(f"{m} {c}" for m, c in sorted(Counter(r.section for r in cause.cases).items()))
         print(f"  cause {n}: {cause.kind.value} ({len(cause.cases)} cases: {modes}): {cause.label}")
         print(f"    minimal [{cause.mode}]: {cause.minimal!r}  llama.cpp {cause.expected}  library {cause.actual}")
+    return explanation.causes
+
+
+def show_faults(name: str, causes: list[Cause]) -> None:
+    """A library's causes over its vocabularies folded into faults (`explain.causes.faults`)."""
+    folded = faults(causes)
+    characters = sum(f.kind == "character" for f in folded)
+    print(f"{name}: {len(causes)} causes, {len(folded)} faults across vocabularies, {characters} of them character")
+    for fault in folded:
+        where = ", ".join(f"{v} {sum(m.values())}" for v, m in fault.cases.items())
+        print(f"  {fault.kind:22} {fault.label[:100]}  [{where}]")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -206,6 +229,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--real-only", action="store_true", help="only the real libraries")
     parser.add_argument("--real-python", default=os.environ.get("TOKCONF_REAL_PYTHON"))
     parser.add_argument("--real-npm", default=os.environ.get("TOKCONF_REAL_NPM"))
+    parser.add_argument("--ollama", help="the ollama adapter binary (benchmarks/real_libraries/README.md)")
     args = parser.parse_args(argv)
     if not args.real_only:
         for item in args.ports or [*real_ports.ALL_PORTS, *EXTRA]:
@@ -217,8 +241,11 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             show(measure(spec, vocab))
     if args.real or args.real_only:
-        for name, impl, vocab in real_libraries(args.real_python, args.real_npm):
-            measure_real(name, impl, vocab)
+        by_library: dict[str, list[Cause]] = {}
+        for name, impl, vocab in real_libraries(args.real_python, args.real_npm, args.ollama):
+            by_library.setdefault(name.split(",")[0], []).extend(measure_real(name, impl, vocab))
+        for name, causes in by_library.items():
+            show_faults(name, causes)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,11 @@ Each pre-tokenized word is byte-encoded (GPT-2's byte-to-unicode map, `unicode_b
 into UTF-8 characters, and merged pair by pair: the pair with the lowest merge rank first, the
 leftmost on ties (`llm_bigram_bpe::comparator`), through a priority queue so a long word costs
 n log n, not n². With `ignore_merges` (the llama3 family) a word that is a whole token is taken as
-it is. A final symbol that is not a token falls back to the tokens of its single bytes, and bytes
+it is. `tie_break` is a switch llama.cpp does not have, replayed by `tokconf check --explain` to name a
+port's merge order: "right" merges the rightmost of equal-rank pairs first, "heap" pops equal ranks in
+the order of a textbook binary heap comparing ranks alone (ollama's `binaryheap.NewWith` over
+`cmp.Compare(rank)`: `!!!!!!` is `!!!` `!!!` merged from the right in gpt-2).
+A final symbol that is not a token falls back to the tokens of its single bytes, and bytes
 without a token are dropped, as llama.cpp drops them. Words are cached: prose repeats them.
 """
 
@@ -206,6 +210,7 @@ class BytePairEncoder:
         self.newline_runs = newline_runs  # gemma4: a run of newlines that is a token is taken whole
         self.cache: dict[str, tuple[int, ...]] = {}
         self.classes = LLAMA_CLASSES  # what the regexes see of each code point (`pretokenize.reclassified`)
+        self.tie_break = "left"  # llm_bigram_bpe::comparator: the leftmost of equal ranks; "right" is a port's
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
@@ -227,7 +232,9 @@ class BytePairEncoder:
             # The first pairs are looked up at once, and llama_vocab::find_bpe_rank asserts that
             # neither side holds a space (byte-encoded or escaped text never does).
             raise MergeAbort("a space inside a raw-UTF-8 BPE word (llama.cpp: GGML_ASSERT in find_bpe_rank)")
-        if len(symbols) > SCAN_LIMIT:
+        if self.tie_break == "heap" and len(symbols) > 1:
+            symbols = _rank_heap_merge(symbols, self.ranks)
+        elif len(symbols) > SCAN_LIMIT:
             symbols = self._merge(symbols)
         elif len(symbols) > 1:
             symbols = self._merge_short(symbols)
@@ -255,7 +262,8 @@ class BytePairEncoder:
             best = min(ranks)
             if best == NO_MERGE:
                 break
-            at = ranks.index(best)  # the leftmost of the lowest rank
+            # the leftmost of the lowest rank (llama.cpp), or the rightmost (`tie_break`)
+            at = ranks.index(best) if self.tie_break == "left" else len(ranks) - 1 - ranks[::-1].index(best)
             merged = symbols[at] + symbols[at + 1]
             symbols[at : at + 2] = [merged]
             del ranks[at]  # only the two pairs beside the merge change
@@ -273,6 +281,7 @@ class BytePairEncoder:
         prv = list(range(-1, n - 1))
         heap: list[tuple[int, int, str, int]] = []
         ranks = self.ranks
+        side = 1 if self.tie_break == "left" else -1  # the position's sign in the queue's key
 
         def push(left: int) -> None:
             right = nxt[left]
@@ -280,12 +289,13 @@ class BytePairEncoder:
                 return
             rank = ranks.get((text[left], text[right]))
             if rank is not None:
-                heapq.heappush(heap, (rank, left, text[left] + text[right], right))
+                heapq.heappush(heap, (rank, side * left, text[left] + text[right], right))
 
         for i in range(n - 1):
             push(i)
         while heap:
-            _, left, merged, right = heapq.heappop(heap)
+            _, signed, merged, right = heapq.heappop(heap)
+            left = signed * side
             if not text[left] or not text[right] or nxt[left] != right or text[left] + text[right] != merged:
                 continue
             text[left] = merged
@@ -297,3 +307,57 @@ class BytePairEncoder:
                 push(prv[left])
             push(left)
         return [t for t in text if t]
+
+
+def _rank_heap_merge(symbols: list[str], ranks: dict[tuple[str, str], int]) -> list[str]:
+    """Merges popped from a binary heap that compares ranks alone (no position: equal ranks come
+    out in heap order), each pushed by appending and bubbling up while the parent's rank is greater,
+    popped by moving the last entry to the root and bubbling it down to the smaller child (the left
+    one on equal ranks). Not llama.cpp: the queue of gods' `binaryheap` as ollama's BPE uses it,
+    a port's `tie_break` ("heap") that `--explain` replays."""
+    text = symbols[:]
+    n = len(text)
+    nxt, prv = [*range(1, n), -1], list(range(-1, n - 1))
+    heap: list[tuple[int, int, int, str]] = []  # rank, left, right, merged
+
+    def push(left: int, right: int) -> None:
+        if left < 0 or right < 0:
+            return
+        rank = ranks.get((text[left], text[right]))
+        if rank is None:
+            return
+        heap.append((rank, left, right, text[left] + text[right]))
+        at = len(heap) - 1
+        while at > 0 and heap[(at - 1) >> 1][0] > heap[at][0]:
+            parent = (at - 1) >> 1
+            heap[at], heap[parent] = heap[parent], heap[at]
+            at = parent
+
+    def pop() -> tuple[int, int, int, str]:
+        top = heap[0]
+        heap[0] = heap[-1]
+        heap.pop()
+        at, size = 0, len(heap)
+        while 2 * at + 1 < size:
+            child = 2 * at + 1
+            if child + 1 < size and heap[child][0] > heap[child + 1][0]:
+                child += 1
+            if heap[at][0] <= heap[child][0]:
+                break
+            heap[at], heap[child] = heap[child], heap[at]
+            at = child
+        return top
+
+    for i in range(n - 1):
+        push(i, i + 1)
+    while heap:
+        _, left, right, merged = pop()
+        if not text[left] or not text[right] or text[left] + text[right] != merged:
+            continue
+        text[left], text[right] = merged, ""
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prv[nxt[right]] = left
+        push(prv[left], left)
+        push(left, nxt[left])
+    return [t for t in text if t]

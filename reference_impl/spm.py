@@ -9,6 +9,10 @@ at the bottom, becomes byte tokens `<0xXX>` (or the byte's own token).
 
 Where the vocabulary allows it (`word_wise`), valid UTF-8 is merged word by word through a cache:
 the same merges, since none can cross the start of a word.
+
+`cut_valid` is a switch llama.cpp does not have (`tokconf check --explain` replays it): a lead byte whose
+continuation bytes are not there is a symbol of one byte, the next symbol starting right after it
+(memvanta's SentencePiece); llama.cpp's symbol takes as many bytes as the lead byte says, whatever they are.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ class SentencePieceEncoder:
         # (a U+2581 after a non-U+2581): words merge alone, in the same order, and can be cached.
         self.word_wise = not any(ESCAPED_SPACE in t.lstrip(ESCAPED_SPACE) for t in tokens)
         self.cache: dict[bytes, tuple[int, ...]] = {}
+        self.cut_valid = False  # llama.cpp: unicode_len_utf8 alone decides a symbol's length
         self.scores = scores
         self.byte_tokens: list[int | None] = []
         for byte in range(256):
@@ -101,7 +106,10 @@ class SentencePieceEncoder:
         offs = 0
         while offs < len(text):
             starts.append(offs)
-            offs += min(_LEN[text[offs] >> 4], len(text) - offs)
+            length = min(_LEN[text[offs] >> 4], len(text) - offs)
+            if self.cut_valid and any(b & 0xC0 != 0x80 for b in text[offs + 1 : offs + length]):
+                length = 1  # the switch: a lead byte without its continuation bytes stands alone
+            offs += length
         n = len(starts)
         if n == 0:
             return []

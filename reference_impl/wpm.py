@@ -5,11 +5,16 @@ one code point for one) and lowercased (`unicode_tolower`) when the vocab lowerc
 ends a word; NUL, U+FFFD, controls and (when lowercasing) accent marks are dropped; punctuation,
 ASCII symbols and CJK ideographs are words of their own. Each word, prefixed with U+2581, is then
 matched greedily, longest token first; a word with an unmatched position becomes [UNK] whole.
+
+`Cleaning` holds BERT's text cleaning as switches, llama.cpp's values by default; the others are what a
+port may do instead (ollama's WordPiece: no accent stripping, controls kept, ASCII symbols inside words,
+a multi-byte punctuation mark cut off by its first byte), replayed by `tokconf check --explain`.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
+from dataclasses import dataclass
 
 from reference_impl import unicode_data_b11192 as data
 from reference_impl.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, flags
@@ -37,41 +42,67 @@ def is_chinese_char(cpt: int) -> bool:
     )  # fmt: skip
 
 
+@dataclass(frozen=True)
+class Cleaning:
+    """BERT's text cleaning in llm_tokenizer_wpm_session::preprocess, one switch per step a port
+    may leave out: accents stripped (NFD base, marks dropped; llama.cpp: when lowercasing), NUL,
+    U+FFFD and controls dropped, ASCII symbols (`$+<=>^`|~`) words of their own as punctuation is,
+    and a punctuation mark cut out whole (off: cut by bytes, its first byte a word and the rest
+    starting the next: Go's `strings.IndexFunc(w, unicode.IsPunct)` with a one-byte step)."""
+
+    strip_accents: bool | None = None  # None: as llama.cpp, when lowercasing
+    drop_controls: bool = True
+    ascii_symbols: bool = True
+    whole_punctuation: bool = True
+
+
+LLAMA_CLEANING = Cleaning()
+# Stand-ins (noncharacters) for a lone lead byte and a word starting with continuation bytes; read as such
+# only where `whole_punctuation` is off
+BYTE_WORD, BYTES_ON = "\ufdd0", "\ufdd1"
+
+
 class _WordMap(dict[int, str]):
     """preprocess as a `str.translate` table, each code point worked out on first sight: a space
     separates words, "" drops the code point, a character standing alone is put between spaces."""
 
-    def __init__(self, lowercase: bool) -> None:
+    def __init__(self, lowercase: bool, cleaning: Cleaning = LLAMA_CLEANING) -> None:
         super().__init__()
         self.lowercase = lowercase
+        self.cleaning = cleaning
 
     def __missing__(self, cpt: int) -> str:
         value = self[cpt] = self._map(cpt)
         return value
 
     def _map(self, cpt: int) -> str:
-        strip_accents = self.lowercase  # llama.cpp: strip_accents = lowercase
+        clean = self.cleaning
+        # llama.cpp: strip_accents = lowercase
+        strip_accents = self.lowercase if clean.strip_accents is None else clean.strip_accents
         if strip_accents:
             cpt = nfd_base(cpt)
         cat = flags(cpt)
         if cpt in WHITESPACE:
             return " "
-        if cpt == 0 or cpt == 0xFFFD or cat & CONTROL:
+        if clean.drop_controls and (cpt == 0 or cpt == 0xFFFD or cat & CONTROL):
             return ""
         if strip_accents and cat & ACCENT_MARK:
             return ""
         char = chr(data.LOWERCASE.get(cpt, cpt) if self.lowercase else cpt)
-        if cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL) or is_chinese_char(cpt):
+        if cat & PUNCTUATION and cpt > 0x7F and not clean.whole_punctuation:
+            return f" {BYTE_WORD} {BYTES_ON}"  # the first byte alone, the rest opening the next word
+        if cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL and clean.ascii_symbols) or is_chinese_char(cpt):
             return f" {char} "
         return char
 
 
 class WordPieceEncoder:
-    def __init__(self, tokens: list[bytes], unk_id: int, lowercase: bool) -> None:
+    def __init__(self, tokens: list[bytes], unk_id: int, lowercase: bool, cleaning: Cleaning = LLAMA_CLEANING) -> None:
         self.token_to_id = {text: i for i, text in enumerate(tokens)}
         self.max_len = max((len(t) for t in tokens), default=0)
         self.unk_id = unk_id
-        self.table = _WordMap(lowercase)
+        self.lowercase = lowercase
+        self.table = _WordMap(lowercase, cleaning)
         self.cache: dict[str, tuple[int, ...]] = {}
 
     def preprocess(self, text: str) -> list[str]:
@@ -83,6 +114,8 @@ class WordPieceEncoder:
 
     def _match(self, word: str) -> tuple[int, ...]:
         """Longest token first from each position, after U+2581; any position unmatched: [UNK]."""
+        if not self.table.cleaning.whole_punctuation and word[0] in (BYTE_WORD, BYTES_ON):  # bytes of a cut character
+            return (self.unk_id,)
         word1 = "\u2581".encode() + word.encode("utf-8", "surrogatepass")  # surrogates as llama.cpp writes them
         n = len(word1)
         out: list[int] = []

@@ -4,13 +4,17 @@
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs hf-tokenizers TOKENIZER_JSON   (@huggingface/tokenizers)
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs gpt-tokenizer r50k_base        (gpt-tokenizer)
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs llama3-tokenizer-js            (its baked-in Llama 3 vocabulary)
+//   cmd:node benchmarks/real_libraries/js_adapter.mjs gpt-3-encoder                  (its baked-in GPT-2 vocabulary)
+//   cmd:node benchmarks/real_libraries/js_adapter.mjs llama-tokenizer-js             (its baked-in LLaMA vocabulary)
 //
 // Strings in, so inputs that are not UTF-8 are declined (`invalid-utf8`), decoded strictly and
 // keeping a leading U+FEFF. @huggingface/tokenizers: parse_special off is `split_special_tokens`
 // in the tokenizer config, add_special is `add_special_tokens`. gpt-tokenizer: parse_special on is
 // `allowedSpecial: "all"`, off `disallowedSpecial: new Set()` (special texts encoded as text).
 // llama3-tokenizer-js: add_special is its default `{bos: true, eos: true}` (off: both false); parse_special
-// off passes a `specialTokenRegex` that matches nowhere.
+// off passes a `specialTokenRegex` that matches nowhere. gpt-3-encoder: `encode(text)`, which adds nothing and
+// parses no special token, whatever is asked. llama-tokenizer-js: `encode(text, add_bos_token, true)`
+// (add_special is its BOS; it always adds the preceding space) and parses no special token.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -47,6 +51,12 @@ if (library === "hf-tokenizers") {
       ...(addSpecial ? { bos: true, eos: true } : { bos: false, eos: false }), // add_special: its default, both
       ...(parseSpecial ? {} : { specialTokenRegex: nothing }),
     });
+} else if (library === "llama-tokenizer-js") {
+  const tokenizer = await load("llama-tokenizer-js");
+  encode = (text, addSpecial) => tokenizer.encode(text, addSpecial, true) ?? [];
+} else if (library === "gpt-3-encoder") {
+  const api = await load("gpt-3-encoder");
+  encode = (text) => api.encode(text);
 } else {
   throw new Error(`unknown library ${library}`);
 }

@@ -33,7 +33,17 @@ from ..recordings.pieces import pieces_of
 from .contract import DECODE, FACTS, INTERLEAVE, Decision, Verdict
 from .engine import CaseResult
 from .explain import Cause
-from .explain.causes import ReasonGroup, case_id, cause_record, document, other_failure, reasons_of
+from .explain.causes import (
+    Fault,
+    ReasonGroup,
+    case_id,
+    cause_record,
+    document,
+    fault_record,
+    faults,
+    other_failure,
+    reasons_of,
+)
 from .run import CheckRun
 from .summary import Summary
 
@@ -391,6 +401,34 @@ class RunReport:
             for g in group_problems(self.run.summary.problems)
         ]
 
+    def shown(self, budget: int) -> list[str]:
+        """The stories the terminal shows: the first `budget`, and every failed fact after them (a
+        wrong BOS id is one line among thousands of failed cases, and the one a porter fixes first)."""
+        groups = group_problems(self.run.summary.problems)
+        return [text for i, (text, g) in enumerate(zip(self.details, groups, strict=True))
+                if i < budget or g[0].section == FACTS]  # fmt: skip
+
+    @cached_property
+    def faults(self) -> list[Fault]:
+        """The causes folded across vocabularies (`explain.causes.faults`)."""
+        return faults(self.run.causes)
+
+    def fault_lines(self) -> list[str]:
+        """Where a run's causes hold on more than one vocabulary: each fault once, with the
+        vocabularies and modes it holds on and the causes it folds."""
+        if len({c.vocab for c in self.run.causes}) < 2:
+            return []
+        lines = [f"faults: {len(self.faults)} across {len({c.vocab for c in self.run.causes})} vocabularies "
+                 f"({len(self.run.causes)} causes)"]  # fmt: skip
+        for n, fault in enumerate(self.faults, 1):
+            where = ", ".join(
+                f"{printable(vocab)} ({', '.join(f'{m} {k}' for m, k in sorted(modes.items()))})"
+                for vocab, modes in fault.cases.items()
+            )
+            causes = ", ".join(str(i + 1) for i in fault.causes)
+            lines.append(f"fault {n}: {fault.kind} — {printable(fault.label)}\n  holds on: {where}; causes {causes}")
+        return lines
+
     @cached_property
     def causes(self) -> list[str]:
         run = self.run
@@ -476,4 +514,5 @@ class RunReport:
         ]
         records = [cause_record(c) for c in run.causes]
         errors = reasons_of(run.results, Verdict.ERROR)
-        return document(records, [case_id(r) for r in run.unexplained], errors, self.unsupported, others)
+        folded = [fault_record(f) for f in self.faults]
+        return document(records, [case_id(r) for r in run.unexplained], errors, self.unsupported, others, folded)

@@ -158,13 +158,15 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     def say(text: str) -> None:
         console.print(text, soft_wrap=True)  # a repro command must stay one line
 
-    shown = report.details[: args.details]  # on the terminal; the report files hold every one
+    shown = report.shown(args.details)  # on the terminal, with every failed fact; the report files hold every one
     for text in shown:
         say(text + "\n")
     if len(report.details) > len(shown):
         say(f"... and {len(report.details) - len(shown)} more failing cases (--details N shows more)")
     for text in report.causes:
         say(text + "\n")
+    for line in report.fault_lines():
+        say(line)
     for line in report.notes(each=full):
         say(line)
     table = Table(title=report.title)

@@ -1,4 +1,5 @@
-"""`tokconf vocab synth`: the synthetic vocabularies (`tokconf.synth`), listed or written out."""
+"""`tokconf vocab list`: every vocabulary the recordings hold, with its tokenizer model and pre name;
+`tokconf vocab synth`: the synthetic vocabularies (`tokconf.synth`), listed or written out."""
 
 from __future__ import annotations
 
@@ -6,10 +7,20 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from ..core.files import recordings_arg
+
 
 def add_parser(commands: Any) -> None:
-    vocab = commands.add_parser("vocab", help="the synthetic vocabularies recorded beside the shipped ones")
+    vocab = commands.add_parser("vocab", help="the vocabularies recorded: listed, or the synthetic ones written out")
     sub = vocab.add_subparsers(dest="vocab_command", metavar="COMMAND", required=True)
+    listing = sub.add_parser(
+        "list",
+        help="every vocabulary name the recordings hold (what --vocab takes), its tokenizer model and pre name",
+    )
+    listing.set_defaults(run=run_list)
+    listing.add_argument(
+        "--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder"
+    )
     synth = sub.add_parser(
         "synth",
         help="write the synthetic GGUF vocabularies (deterministic: the recordings pin their sha256)",
@@ -33,4 +44,17 @@ def run_synth(args: argparse.Namespace) -> int:
         else:
             path = synthesize(recipe, args.out)
             print(f"{path}  {sha256_file(path)}")
+    return 0
+
+
+def run_list(args: argparse.Namespace) -> int:
+    """One line per recording: its vocabulary name, `tokenizer.ggml.model` and `tokenizer.ggml.pre`
+    (`-` where the file has none), from the heads of the files alone (the cases are megabytes)."""
+    from ..core.files import BUNDLED_RECORDINGS
+    from ..core.printable import printable
+    from ..recordings.coverage import vocab_heads
+    from ..recordings.format import recording_files
+
+    for name, model, pre in vocab_heads(recording_files(args.recordings or [BUNDLED_RECORDINGS])):
+        print(f"{printable(name):40} {printable(model or '-'):10} {printable(pre or '-')}")
     return 0

@@ -61,10 +61,11 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import Program, ProgramExited, ProgramFailed
+from .transport import Program, ProgramExited, ProgramFailed, ProgramTimedOut
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)
+SLOW_INPUT_BYTES = 1024  # a timeout on an input this long is slowness, that case's error, not breakage
 PIECES_PER_REQUEST = 4096
 BATCH = 256  # inputs per encode_batch request: few round trips, and a crash costs a restart, not the batch
 IN_FLIGHT = 2  # batches sent before their answers are read
@@ -251,11 +252,14 @@ class CommandSession:
                          + ", ".join(differences))  # fmt: skip
         self.loaded = answer
 
-    def ask(self, op: Op, fields: Mapping[str, Any], llama_aborts: bool = False) -> dict[str, Any]:
+    def ask(self, op: Op, fields: Mapping[str, Any], llama_aborts: bool = False, size: int = 0) -> dict[str, Any]:
         """One request for this vocabulary. A failure (the process has ended) restarts it and reloads
         the vocabulary, or gives up on the vocabulary, and is raised as ProgramFailed. `llama_aborts`:
         the recording holds llama.cpp's abort for this input, so a process that dies on it agrees with
-        llama.cpp: it is restarted, and not counted toward the give-up."""
+        llama.cpp: it is restarted, and not counted toward the give-up. A timeout on an input of at
+        least `SLOW_INPUT_BYTES` (`size`) is the port being slow there (a WordPiece cubic in a word's
+        length): that case's error, saying which `--timeout` would do, not counted either; a program
+        hanging on short inputs still is."""
         if self.dead is None and not self.conversation.running:  # a process shared by handles ended on
             self._restart()  # another vocabulary's request: this one's answers start again in a new one
         if self.dead is not None:
@@ -269,6 +273,16 @@ class CommandSession:
             self.breakage.note(False)
             self._restart()
             raise
+        except ProgramTimedOut as slow:
+            if size < SLOW_INPUT_BYTES:
+                self._broke(slow)
+                raise
+            self.breakage.note(False)
+            self._restart()
+            raise ProgramTimedOut(
+                f"{slow} on an input of {size} bytes: slow there, not broken (not counted toward giving up "
+                "the vocabulary); a longer --timeout SECONDS lets it finish"
+            ) from None
         except ProgramFailed as failure:
             self._broke(failure)
             raise
@@ -301,7 +315,8 @@ class CommandSession:
     def encode_one(self, request: Request, llama_aborts: bool = False) -> Outcome:
         """One input's answer; a process that died on it is `DIED` (agreement where llama.cpp aborts)."""
         try:
-            return self._outcome(self.ask(Op.ENCODE, encode_fields(request), llama_aborts), request)
+            answer = self.ask(Op.ENCODE, encode_fields(request), llama_aborts, len(request[0]))
+            return self._outcome(answer, request)
         except ProgramExited as died:
             return Refusal(str(died), RefusalKind.DIED)
         except (ProgramFailed, BadAnswer) as failure:
@@ -367,7 +382,10 @@ class CommandSession:
                 todo.extendleft(reversed([(start, end) for _, start, end in sent]))
                 sent.clear()
                 in_flight = range(len(out), written)
-                if isinstance(failure, ProgramExited) and any(i in llama_aborts for i in in_flight):
+                slow = isinstance(failure, ProgramTimedOut) and any(
+                    len(requests[i][0]) >= SLOW_INPUT_BYTES for i in in_flight
+                )  # the batch's long inputs are asked again one at a time, each timing out alone
+                if slow or (isinstance(failure, ProgramExited) and any(i in llama_aborts for i in in_flight)):
                     self._restart()
                 else:
                     self._broke(failure)

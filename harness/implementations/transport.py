@@ -101,6 +101,10 @@ class ProgramExited(ProgramFailed):
     llama.cpp itself aborts (`tokconf.implementations.command` tells the two apart with the recording)."""
 
 
+class ProgramTimedOut(ProgramFailed):
+    """The program gave no answer within the timeout (and was killed): slow, or hanging."""
+
+
 class StderrRing:
     """The last `STDERR_KEPT` bytes of the program's standard error, read as they come by a daemon
     thread: a program that logs a lot never blocks on a full pipe, and the memory it costs is bounded."""
@@ -300,7 +304,7 @@ class Program:
     def _remaining(self, deadline: float) -> float:
         left = deadline - time.monotonic()
         if left <= 0:
-            raise ProgramFailed(f"no answer within {self._waiting.describe()}{self._stderr_said()}")
+            raise ProgramTimedOut(f"no answer within {self._waiting.describe()}{self._stderr_said()}")
         return left
 
     def _refuse_unasked(self) -> None:

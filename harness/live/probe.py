@@ -73,7 +73,15 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
         raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix)
     if frame[:1] != b"O":
         why = frame[1:].decode(errors="replace")
-        if why.startswith("it does not export"):  # libggml*.so, libllama-common.so, another library
+        if why.startswith("it does not export") and ("llama_vocab_" in why or "llama_model_get_vocab" in why):
+            # a fork's libllama (a Python package's) that keeps the model-pointer API llama_vocab replaced
+            fix = (
+                "this libllama has no llama_vocab API (a fork or an older llama.cpp keeping the model-pointer "
+                "calls, llama_tokenize(model, …)): check it through a `cmd:` adapter that calls it and declares "
+                '"llama_cpp": true in its hello (docs/line-protocol.md), or give a tree whose llama.h has '
+                "llama_model_get_vocab"
+            )
+        elif why.startswith("it does not export"):  # libggml*.so, libllama-common.so, another library
             fix = "give the libllama.so of a llama.cpp build (the libllama, not another of its libraries)"
         elif why.startswith(PARAMS_SAID):  # libllama.ParamsMismatch: bound with another version's llama.h
             fix = (

@@ -72,6 +72,15 @@ class Coverage:
         return found
 
 
+def vocab_heads(recordings: list[Path]) -> list[tuple[str, str | None, str | None]]:
+    """Each recording's vocabulary name, tokenizer model and pre name, from its head alone."""
+    out = []
+    for path in recordings:
+        vocab = read_head(path, b"cases:", "recording")["provenance"]["vocab"]
+        out.append((str(vocab["name"]), vocab.get("model"), vocab.get("pre")))
+    return out
+
+
 def coverage(recordings: list[Path], known: Known) -> Coverage:
     """Which of what `known` lists the recordings exercise (their heads only are read)."""
     result = Coverage(known, {m: [] for m in known.models}, {n: [] for n in sorted(known.pre_types)})

@@ -6,9 +6,12 @@ port's (`Model`), so no case is shrunk twice for one fault, and a case with two 
 BOS and a character in the wrong class) is under both. A case no set reproduces is shrunk by ddmin
 (`tokconf.core.shrink`) to a minimal input on which the port still answers other than the known
 causes predict ("explained again with the BOS put back"); the minimal input is classified by trying
-each kind's mechanism on it (`_candidates`), and the case is offered again. What no mechanism
-reproduces falls back to `character` (all its minimal inputs need one character), and what even
-that does not hold is listed as unexplained.
+each kind's mechanism on it (`_candidates`: most are switches of the reference tokenizer, llama.cpp's
+pipeline in Python, flipped one at a time, then two at a time where none alone reproduces it), and the
+case is offered again. What no switch reproduces falls back to `character` (all its minimal inputs need
+one character), the last resort: once every switch is known its cases are offered to them again and
+its characters to the switches over characters they widen (`_retire_characters`). What even that does
+not hold is listed as unexplained.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import copy
 import itertools
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, is_utf8
@@ -36,6 +39,7 @@ from .kinds import (
     ContextRule,
     Kind,
     Mechanism,
+    MergeOrder,
     MergesIgnored,
     Normalized,
     NulTruncated,
@@ -47,12 +51,17 @@ from .kinds import (
     Renumbered,
     Replaced,
     Resplit,
+    SpacePrefix,
     SpecialIsolated,
     SpecialsCut,
     SpecialStartOnly,
+    SpecialStrip,
     Stage,
     Substituted,
+    SymbolCut,
+    TokenizerModel,
     Widening,
+    WordPieceCleaning,
 )
 from .model import Model
 from .probes import plain, probes, unusual
@@ -62,6 +71,7 @@ SHRINKS = 60  # shrinks per vocabulary at most: what is left then is listed as u
 PASSED_CHECKED = 400  # passed cases holding the minimal input's characters a candidate is replayed on, at most
 SPARED_NAMED = 4  # members of a class a `character` cause may leave out and still name the class
 HELD_CHECKED = 8  # variants of `character` causes a case holds that the port is asked about, at most
+PAIRED = 8  # candidates that change a minimal input's answer tried two at a time, at most
 MASKING = frozenset({Kind.NUL_TRUNCATED, Kind.TOO_LONG_REFUSED, Kind.REFUSED, Kind.INVALID_UTF8_REFUSED})
 LOOKUP_BOUNDS = (8, 12, 15, 16, 24, 31, 32, 48, 63, 64, 127, 128, 255, 256)  # key buffer sizes ports use
 FailsFn = Callable[[list[bytes]], list[bool]]
@@ -170,10 +180,114 @@ class Explainer:
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
             if not self._place(result):
                 unexplained.append(result)
+        self._retire_characters()
+        unexplained = self._placed_again(unexplained)
         self._consolidate()
         self._unmask()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
+
+    def _placed_again(self, unexplained: list[CaseResult]) -> list[CaseResult]:
+        """The cases left unexplained offered once more to the causes as they ended (a case placed
+        before the cause it needs was found, once the shrinking budget was spent, is theirs now);
+        those still left."""
+        left = []
+        for result in unexplained:
+            found = self._reproducing(self._replayable(result.data, mode_of(result)), result)
+            for cause in found or []:
+                _join(cause, [result])
+            if not found:
+                left.append(result)
+        return left
+
+    def _retire_characters(self) -> None:
+        """`character` is the last resort: once every switch cause is known, a case under a
+        `character` cause that the named causes reproduce is theirs (it was placed before the
+        switch that holds it was found or widened), culprits a named cause's characters cover
+        leave the `character` cause, and a `character` cause left with no case is dropped."""
+        self._absorb_characters()
+        named = [c for c in self.causes if not isinstance(c.mechanism, Character)]
+        covered: set[bytes] = set()
+        for cause in named:
+            if isinstance(cause.mechanism, Widening):
+                covered |= {chr(p).encode() for p in cause.mechanism.points}
+            elif isinstance(cause.mechanism, Reclassed):
+                covered |= {chr(p).encode() for p in cause.mechanism.flips}
+            elif isinstance(cause.mechanism, Substituted):
+                covered |= set(cause.mechanism.chars)
+        for cause in [c for c in self.causes if isinstance(c.mechanism, Character)]:
+            kept: list[CaseResult] = []
+            for result in cause.cases:
+                known = [c for c in named if c.mechanism.applies(result.data, mode_of(result))]
+                found = self._reproducing(known, result) if known else None
+                if found:
+                    for other in found:
+                        _join(other, [result])
+                else:
+                    kept.append(result)
+            cause.cases = kept
+            character = cause.mechanism
+            assert isinstance(character, Character)
+            if character.culprits - covered != character.culprits and character.culprits - covered:
+                character.culprits -= covered
+                character.spared = [c for c in character.spared if c not in covered]
+            if not cause.cases:
+                self.causes.remove(cause)
+
+    def _absorb_characters(self) -> None:
+        """A named switch over characters (a whitespace table, a class of numbers) widened by the
+        culprits of `character` causes (and the characters of a rule broken after whitespace), where
+        the widened switch, with the other named causes, reproduces every case of those causes and
+        leaves the passed cases as they are: one fault, found before the switch that holds it was
+        complete (RE2's ASCII `\\s` met as U+2005 first, U+205F and U+000B later). All such causes
+        at once first (their cases often hold two of their characters), then one at a time."""
+        absorbable = [c for c in self.causes if isinstance(c.mechanism, (Character, ContextRule))]
+        if len(absorbable) > 1 and self._absorbed(absorbable):
+            return
+        for cause in absorbable:
+            self._absorbed([cause])
+
+    def _absorbed(self, group: list[Cause]) -> bool:
+        """Whether one named switch over characters, widened by the group's characters, took the
+        group's cases (the group's causes then dropped)."""
+        points: set[int] = set()
+        for cause in group:
+            mechanism = cause.mechanism
+            if isinstance(mechanism, Character):
+                culprits = mechanism.culprits
+            else:
+                assert isinstance(mechanism, ContextRule)
+                culprits = {chr(p).encode() for p in mechanism.points}
+            points |= {ord(t) for c in culprits if len(t := c.decode("utf-8", "replace")) == 1}
+        held = {id(c) for c in group}
+        targets = [c for c in self.causes if id(c) not in held and isinstance(c.mechanism, (Reclassed, Widening))]
+        for named in targets:
+            wider = copy.deepcopy(named.mechanism)
+            if isinstance(wider, Reclassed):  # only points whose class the flip changes
+                space = next(iter(wider.flips.values()))
+                wider.flips.update({p: space for p in points if (p in _whitespace()) != space})
+            else:
+                assert isinstance(wider, Widening)
+                wider.points |= points
+            known = [c.mechanism for c in self.causes if c is not named and id(c) not in held]
+            known = [m for m in known if not isinstance(m, Character)]
+            if not self._sound(wider, b"".join(chr(p).encode() for p in sorted(points)), known):
+                continue
+            narrower, named.mechanism = named.mechanism, wider
+            kept = list(self.causes)
+            self.causes = [c for c in self.causes if id(c) not in held]  # the group's cases held without it
+            cases = [r for cause in group for r in cause.cases]
+            found = [self._reproducing(self._replayable(r.data, mode_of(r)), r) for r in cases]
+            if not all(found):
+                named.mechanism, self.causes = narrower, kept
+                continue
+            for result, holding in zip(cases, found, strict=True):
+                for other in holding or []:
+                    _join(other, [result])
+            for cause in group:
+                cause.cases = []
+            return True
+        return False
 
     def _consolidate(self) -> None:
         """Fold a cause into another that explains all its cases as well, the smaller into the
@@ -388,13 +502,17 @@ class Explainer:
                 moved.update((id(r), r) for r in cause.cases)
         return mechanism, list(moved.values())
 
-    def _sound(self, mechanism: Mechanism, minimal: bytes) -> bool:
+    def _sound(self, mechanism: Mechanism, minimal: bytes, context: Sequence[Mechanism] = ()) -> bool:
         """Whether the mechanism leaves as they are the passed cases it applies to that hold the
         minimal input's unusual characters (every one of them, up to `PASSED_CHECKED`, shortest
         first; all it applies to where the minimal input has none): replayed, it gives llama.cpp's
-        answer there."""
+        answer there, wherever the known tokenizer switches alone do."""
         odd = [u for u in set(units(minimal)) if unusual(u)[0] > 0]
-        key = repr((mechanism, sorted(odd)))
+        # judged with the switches already known: a switch that only exists under another
+        # (WordPiece's cleaning under WordPiece run on a Unigram vocabulary), a whitespace table under
+        # the port's own regex (RE2's ASCII `\s` under Llama 3's regex on gpt-2)
+        under = [m for m in context if m.stage is not Stage.VERDICT and not isinstance(m, Character)]
+        key = repr((mechanism, under, sorted(odd)))
         if key not in self.sound:
             sample = [
                 r
@@ -404,9 +522,15 @@ class Explainer:
             verdict = True
             for mode in MODES:
                 of_mode = [r for r in sample if r.section == mode]
-                predicted = self.model.predict_many([mechanism], [r.data for r in of_mode], mode)
-                if not all(same(p, r.expected, [mechanism]) for p, r in zip(predicted, of_mode, strict=True)):
-                    verdict = False
+                predicted = self.model.predict_many([*under, mechanism], [r.data for r in of_mode], mode)
+                known = self.model.predict_many(under, [r.data for r in of_mode], mode) if under else None
+                for i, (p, r) in enumerate(zip(predicted, of_mode, strict=True)):
+                    # a passed case the known switches alone mispredict passes by two faults cancelling
+                    # (a tie-break and a split that happen to agree): no evidence either way
+                    if not same(p, r.expected, [mechanism]) and (known is None or same(known[i], r.expected, under)):
+                        verdict = False
+                        break
+                if not verdict:
                     break
             self.sound[key] = verdict
         return self.sound[key]
@@ -417,25 +541,40 @@ class Explainer:
         context alone (the filler), which the known causes predict, they predict a change the port
         does not make. Where mechanisms fit a minimal input by accident (a whitespace class flipped
         that happens to give a missing contraction's ids), the port answers as its real fault does.
-        A filler the known causes do not predict meets another fault: no evidence either way."""
+        A filler the known causes do not predict meets another fault: no evidence either way.
+
+        Where the candidates' answer on the minimal input holds the vocabulary's unknown token, that
+        agreement is no evidence (any mechanism that makes a word unknown to the vocabulary gives
+        `[UNK]`: GPT-2's byte mapping on a WordPiece vocabulary does, for a port that fails to strip
+        accents): a probe must then confirm them, answered as they predict where their answer differs
+        from llama.cpp's and holds more than unknown and boundary tokens (`x é y` is `x [UNK] y` to a
+        port keeping accents, one `[UNK]` to one mapping bytes)."""
         trial = [*context, *candidates]
         found = probes(minimal)
         fillers = [p.filler for p in found]
         predicted = self.model.predict_many(trial, [p.data for p in found] + fillers, mode)
-        known = self.model.predict_many(context, fillers, mode)
+        known = self.model.predict_many(context, [p.data for p in found] + fillers, mode)
         actual = self._port([p.data for p in found] + fillers, mode)
         half = len(found)
+        unknown = self.model.mutants.unknown
+        head, tail = self.model.edges(True)
+        bare = {unknown, *head, *tail}
+        confirmed = False
         for i in range(half):
             filler = actual[half + i]
             if not _answered(filler):
                 continue
             if not same(predicted[half + i], filler, trial):
-                if same(known[i], filler, context):
+                if same(known[half + i], filler, context):
                     return True  # a change where the port makes none
                 continue
             if _answered(actual[i]) and not same(predicted[i], actual[i], trial):
                 return True
-        return False
+            answer = predicted[i]
+            if isinstance(answer, list) and answer != known[i] and any(t not in bare for t in answer):
+                confirmed = True
+        (on_minimal,) = self.model.predict_many(trial, [minimal], mode)
+        return unknown >= 0 and isinstance(on_minimal, list) and unknown in on_minimal and not confirmed
 
     def _fits(self, mechanisms: Sequence[Mechanism], result: CaseResult) -> bool:
         """Whether replaying these mechanisms gives the port's answer on a case."""
@@ -471,10 +610,27 @@ class Explainer:
         for mechanism in self._candidates(minimal, mode, want, got):
             if self._holds_up(context, [mechanism], minimal, mode, got):
                 if same(self.model.predict([*context, mechanism], whole.data, mode), whole.actual, [mechanism]):
+                    if isinstance(mechanism, Replaced):  # the other policy too: then the answers cannot tell
+                        other = Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=not mechanism.per_byte)
+                        if self._holds_up(context, [other], minimal, mode, got):
+                            mechanism.per_byte = None
+                    if isinstance(mechanism, Resplit) and mechanism.rule.pre_type:  # another model's regex alike
+                        mechanism.alike = tuple(
+                            rule
+                            for rule in SPLIT_RULES
+                            if rule.pre_type and rule is not mechanism.rule
+                            and rule.regexes(self.model.mutants.reference.encoder.regexes) is not None
+                            and self._holds_up(context, [replace(mechanism, rule=rule, alike=())], minimal, mode, got)
+                            and same(self.model.predict([*context, replace(mechanism, rule=rule)], whole.data, mode),
+                                     whole.actual)
+                        )  # fmt: skip
                     return mechanism
                 fitting = fitting or mechanism
         if fitting is not None:
             return fitting
+        pair = self._two_switches(minimal, mode, context, want, got, whole)
+        if pair is not None:
+            return pair
         bounds = [m for m in self._cheap_candidates(minimal, mode, want, got) if isinstance(m, Boundary)]
         for first, second in itertools.combinations(bounds, 2):
             if first.at_start != second.at_start and self._holds_up(context, [first, second], minimal, mode, got):
@@ -484,6 +640,32 @@ class Explainer:
             return None
         return self._generalized(minimal, mode, context, culprits[0])
 
+    def _two_switches(
+        self, minimal: bytes, mode: Mode, context: list[Mechanism], want: Outcome, got: Outcome, whole: CaseResult
+    ) -> Mechanism | None:
+        """Where no switch alone reproduces the minimal input, the smallest set of two: each of the
+        candidates that changes llama.cpp's answer on it (at most `PAIRED`) with any other candidate
+        (Go's per-byte U+FFFD and ollama's whole-word lookup give `���` one token: the lookup alone
+        changes nothing there). The first of the pair is named; the second is found with it replayed,
+        as its own cause."""
+        moving: list[Mechanism] = []
+        others: list[Mechanism] = []
+        for mechanism in self._candidates(minimal, mode, want, got):
+            if isinstance(mechanism, (Boundary, Character)) or mechanism.stage is Stage.VERDICT:
+                continue
+            changes = not same(self.model.predict([*context, mechanism], minimal, mode), want, [mechanism])
+            (moving if changes and len(moving) < PAIRED else others).append(mechanism)
+        for first in moving:
+            for second in [m for m in moving if m is not first] + others:
+                if _folds(first, second) or type(first) is type(second):
+                    continue
+                trial = [*context, first, second]
+                if not same(self.model.predict(trial, minimal, mode), got, trial):
+                    continue
+                if self._holds_up(context, [first, second], minimal, mode, got):
+                    return first
+        return None
+
     def _holds_up(
         self, context: list[Mechanism], candidates: list[Mechanism], minimal: bytes, mode: Mode, got: Outcome
     ) -> bool:
@@ -492,9 +674,13 @@ class Explainer:
         trial = [*context, *candidates]
         if not same(self.model.predict(trial, minimal, mode), got, trial):
             return False
-        return all(self._sound(self._merged(m), minimal) for m in candidates) and not self._contradicted(
-            context, candidates, minimal, mode
+        # each candidate judged with the others of its set: two switches at once (a heap's merge order
+        # under a whole-word lookup) are sound together where neither is alone
+        sound = all(
+            self._sound(self._merged(m), minimal, [*context, *(o for o in candidates if o is not m)])
+            for m in candidates
         )
+        return sound and not self._contradicted(context, candidates, minimal, mode)
 
     def _merged(self, mechanism: Mechanism) -> Mechanism:
         """A candidate as the known cause of its key would become with it (the known letter numbers
@@ -538,6 +724,9 @@ class Explainer:
         a few, which the label lists); else the failing members are listed."""
         mechanism = Character(Kind.CHARACTER, Stage.VERDICT, culprit=culprit, culprits={culprit})
         mechanism.templates.add((minimal, culprit))
+        if minimal != culprit and not self._fails(mode, context)([culprit])[0]:
+            mechanism.alone = False  # the label names the input, not a character the port gets right alone
+            return mechanism
         family = class_of(culprit)
         if family is None:
             return mechanism
@@ -655,7 +844,11 @@ class Explainer:
         if not is_utf8(minimal):
             yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
+            yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=True)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
+            reference = self.model.mutants.reference
+            if reference is not None and reference.kind == "spm":
+                yield SymbolCut(Kind.INVALID_UTF8_CUT, Stage.TOKENIZER)
         whitespace = _whitespace()
         chars = sorted({u for u in units(minimal) if _spacelike(u, whitespace)}, key=unusual, reverse=True)
         for char in chars:
@@ -675,6 +868,7 @@ class Explainer:
                     yield Substituted(Kind.WHITESPACE_CLASS, Stage.INPUT, chars={char: target}, target=target)
             if bpe_char:
                 yield Reclassed(Kind.WHITESPACE_CLASS, Stage.TOKENIZER, flips={ord(text): ord(text) not in whitespace})
+        yield from self._switches(mode)
         if self.model.mutants.is_bpe:
             for point in sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)}):
                 if _is_number(point):
@@ -693,6 +887,30 @@ class Explainer:
             if not ignore:  # the lookup bounded by a buffer's size: the longest bound that holds up
                 for over in sorted((b for b in LOOKUP_BOUNDS if b < len(minimal)), reverse=True):
                     yield MergesIgnored(Kind.IGNORE_MERGES, Stage.TOKENIZER, ignore=False, over=over)
+
+    def _switches(self, mode: Mode) -> Iterator[Mechanism]:
+        """The reference tokenizer's switches for this vocabulary's model, each flipped alone:
+        SentencePiece's space prefix, BPE's merge order, WordPiece's cleaning steps (also where a
+        known cause already runs WordPiece on another model's vocabulary), and WordPiece in place
+        of a Unigram model."""
+        reference = self.model.mutants.reference
+        if reference is None:
+            return
+        from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+
+        if any(attr & (ATTR_LSTRIP | ATTR_RSTRIP) for attr in reference.attrs):
+            yield SpecialStrip(Kind.SPECIAL_STRIP, Stage.TOKENIZER)
+        if reference.kind in ("spm", "ugm"):
+            yield SpacePrefix(Kind.SPACE_PREFIX, Stage.TOKENIZER, add=not reference.add_space_prefix)
+        if self.model.mutants.is_bpe:
+            for tie_break in ("heap", "right"):
+                yield MergeOrder(Kind.MERGE_ORDER, Stage.TOKENIZER, tie_break=tie_break)
+        wordpiece = reference.kind == "wpm" or any(c.kind is Kind.TOKENIZER_MODEL for c in self.causes)
+        if wordpiece:
+            for step in ("strip_accents", "drop_controls", "ascii_symbols", "whole_punctuation"):
+                yield WordPieceCleaning(Kind.WORDPIECE_CLEANING, Stage.TOKENIZER, off={step})
+        if reference.kind == "ugm":
+            yield TokenizerModel(Kind.TOKENIZER_MODEL, Stage.TOKENIZER, model="wpm", vocab_model="ugm")
 
     def _longest_taken(self, minimal: bytes, mode: Mode) -> int | None:
         """The longest input the port takes, where its refusing the minimal input may be its length
@@ -759,6 +977,8 @@ def _folds(known: Mechanism, new: Mechanism) -> bool:
     in common (one fault met through two minimal inputs, `\\r'd` and `\\n't`)."""
     if isinstance(known, Character) and isinstance(new, Character):
         return bool(known.culprits & new.culprits)
+    if isinstance(known, Resplit) and isinstance(new, Resplit):  # one rule both fit: one regex fault
+        return bool(set(known.rules()) & set(new.rules()))
     return known.key() == new.key()
 
 

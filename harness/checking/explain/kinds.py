@@ -47,6 +47,7 @@ class Kind(enum.Enum):
     INVALID_UTF8_REFUSED = "invalid-utf8-refused"
     INVALID_UTF8_REPLACED = "invalid-utf8-replaced"
     INVALID_UTF8_BYTES = "invalid-utf8-bytes"
+    INVALID_UTF8_CUT = "invalid-utf8-cut"
     REFUSED = "refused"
     TOO_LONG_REFUSED = "too-long-refused"
     NOT_REFUSED = "not-refused"
@@ -55,6 +56,7 @@ class Kind(enum.Enum):
     SPECIAL_PARSED = "special-parsed"
     SPECIAL_START_ONLY = "special-start-only"
     SPECIAL_ISOLATED = "special-isolated"
+    SPECIAL_STRIP = "special-strip"
     NORMALIZED_NFC = "normalized-nfc"
     NORMALIZED_NFD = "normalized-nfd"
     NORMALIZED_NFKC = "normalized-nfkc"
@@ -64,6 +66,10 @@ class Kind(enum.Enum):
     NUMBER_CLASS = "number-class"
     PRETOKENIZER_SPLIT = "pretokenizer-split"
     IGNORE_MERGES = "ignore-merges"
+    MERGE_ORDER = "merge-order"
+    SPACE_PREFIX = "space-prefix"
+    WORDPIECE_CLEANING = "wordpiece-cleaning"
+    TOKENIZER_MODEL = "tokenizer-model"
     NUL_TRUNCATED = "nul-truncated"
     BYTE_MAPPING = "byte-mapping"
     VOCAB_MISMATCH = "vocab-mismatch"
@@ -258,17 +264,37 @@ class Substituted(Mechanism):
 
 @dataclass
 class Replaced(Mechanism):
-    """Bytes that are not UTF-8 read as U+FFFD (a port decoding with `errors="replace"`, or a library
-    that does so inside); llama.cpp tokenizes each such byte by itself."""
+    """Bytes that are not UTF-8 read as U+FFFD before tokenizing, by one of two policies: one U+FFFD
+    per maximal subpart of an invalid sequence (Python's and Rust's `errors="replace"`/lossy decoders,
+    Unicode's recommended practice), or one per byte that does not start a valid sequence (Go's
+    `[]rune(s)` and `range s`: an overlong `C0 80` or a surrogate is two or three U+FFFD). llama.cpp
+    reads each byte it cannot decode as U+FFFD but decodes overlong forms and surrogates
+    (unicode_cpts_from_utf8), and SentencePiece takes the raw bytes."""
+
+    per_byte: bool | None = False  # Go's policy; else Python's; None: the port's answers cannot tell
+
+    def key(self) -> Hashable:
+        return self.kind
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, Replaced)
+        if self.per_byte is None:
+            self.per_byte = other.per_byte
 
     def applies(self, data: bytes, mode: Mode) -> bool:
         return not is_utf8(data)
 
     def transform(self, data: bytes) -> bytes:
-        return data.decode("utf-8", errors="replace").encode()
+        if self.per_byte is False:
+            return data.decode("utf-8", errors="replace").encode()
+        text = data.decode("utf-8", errors="surrogateescape")  # each invalid byte its own surrogate
+        return "".join("\ufffd" if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text).encode()
 
     def label(self) -> str:
-        return "reads bytes that are not valid UTF-8 as U+FFFD; llama.cpp tokenizes the bytes themselves"
+        how = "U+FFFD (per byte or per maximal subpart: its answers do not tell)"
+        if self.per_byte is not None:
+            how = "one U+FFFD per byte (Go's decoding)" if self.per_byte else "U+FFFD (one per maximal subpart)"
+        return f"reads bytes that are not valid UTF-8 as {how}; llama.cpp tokenizes the bytes themselves"
 
 
 @dataclass
@@ -512,6 +538,108 @@ _INVALID_RUN = re.compile("([\udc80-\udcff]+)")
 
 
 @dataclass
+class SpacePrefix(Mechanism):
+    """SentencePiece's dummy prefix: llama.cpp puts a space (U+2581) before the first text fragment
+    and after each special token where the vocabulary's add_space_prefix says so (llm_tokenizer_spm
+    via llama_tokenize_impl's `is_prev_special`, UGM's normalize); the port does not (ollama's
+    sentencepiece.go escapes spaces and never adds one), or adds it where llama.cpp does not."""
+
+    add: bool = False  # what the port does
+
+    def key(self) -> Hashable:
+        return (self.kind, self.add)
+
+    def label(self) -> str:
+        if self.add:
+            return "adds a space prefix (U+2581) before the text; llama.cpp adds none for this vocabulary"
+        return "does not add SentencePiece's space prefix (U+2581); llama.cpp adds it (add_space_prefix)"
+
+
+@dataclass
+class SpecialStrip(Mechanism):
+    """The LSTRIP/RSTRIP attributes of special tokens not applied: llama.cpp's tokenizer_st_partition
+    eats the ASCII whitespace left of an LSTRIP token and right of an RSTRIP one (phi-3's specials,
+    `<mask>` of jina-v2 and nomic-bert-moe: llama_vocab::impl::load sets them by model name); a port
+    cutting special texts out without them keeps that whitespace as text."""
+
+    def label(self) -> str:
+        return (
+            "keeps the whitespace beside special tokens that llama.cpp strips (their lstrip/rstrip attributes, "
+            "tokenizer_st_partition)"
+        )
+
+
+@dataclass
+class SymbolCut(Mechanism):
+    """SentencePiece's symbols cut at valid UTF-8 only: a lead byte whose continuation bytes are not
+    there is a symbol of its own and the next one starts right after it (memvanta). llama.cpp's
+    llm_tokenizer_spm_session takes `unicode_len_utf8(lead)` bytes whatever they are (`\\xe0 `
+    is one symbol, the escaped space's bytes with it). Replayed on the reference's `cut_valid`."""
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return not is_utf8(data)
+
+    def label(self) -> str:
+        return (
+            "cuts a lead byte without its continuation bytes as a symbol of its own; llama.cpp's SentencePiece "
+            "takes as many bytes as the lead byte says (unicode_len_utf8), whatever follows"
+        )
+
+
+@dataclass
+class MergeOrder(Mechanism):
+    """Equal-rank BPE merges taken in another order than llama.cpp's leftmost first
+    (llm_bigram_bpe::comparator breaks rank ties by position): the rightmost first, or the order a
+    binary heap comparing ranks alone pops them in (ollama's gods `binaryheap` over `cmp.Compare(rank)`:
+    `!!!!!!` is merged from the right). Replayed on the reference's `tie_break` switch."""
+
+    tie_break: str = "heap"
+
+    def label(self) -> str:
+        how = {"right": "the rightmost first", "heap": "in the order of a heap comparing ranks alone"}[self.tie_break]
+        return f"merges equal-rank BPE pairs {how}; llama.cpp merges the leftmost first"
+
+
+@dataclass
+class WordPieceCleaning(Mechanism):
+    """Steps of BERT's text cleaning (llm_tokenizer_wpm_session::preprocess) the port leaves out:
+    `off` names them (`reference_impl.wpm.Cleaning`'s switches), one cause for all of them."""
+
+    off: set[str] = field(default_factory=set)
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, WordPieceCleaning)
+        self.off |= other.off
+
+    def cleaning(self) -> Any:
+        from reference_impl.wpm import Cleaning
+
+        return Cleaning(**dict.fromkeys(self.off, False))
+
+    def label(self) -> str:
+        said = {
+            "strip_accents": "strip accents", "drop_controls": "drop controls and U+FFFD",
+            "ascii_symbols": "split ASCII symbols off as punctuation",
+            "whole_punctuation": "cut multi-byte punctuation out whole (it cuts it by bytes)",
+        }  # fmt: skip
+        steps = " or ".join(said[name] for name in sorted(self.off))
+        return f"does not {steps} in WordPiece's text cleaning; llama.cpp does"
+
+
+@dataclass
+class TokenizerModel(Mechanism):
+    """Another tokenizer model run on the vocabulary: WordPiece's greedy longest match where the file
+    says Unigram (ollama's nomicbert model tokenizes nomic-bert-moe's `t5` vocabulary with WordPiece)."""
+
+    model: str = "wpm"
+    vocab_model: str = ""
+
+    def label(self) -> str:
+        model, vocab = self.model.upper(), self.vocab_model.upper()
+        return f"tokenizes this {vocab} vocabulary with {model}; llama.cpp uses the vocabulary's model"
+
+
+@dataclass
 class Reclassed(Mechanism):
     """Characters in the wrong whitespace class of the pre-tokenizer (unicode_regex_split's `\\s`):
     one whitespace table of the port's own (JavaScript's `\\s` leaves U+0085 out and takes U+FEFF
@@ -646,6 +774,7 @@ class SplitRule:
     find: str = ""  # a regex over the regexes' source, and what each match becomes
     replace: str = ""
     pre_type: str = ""  # or: the whole regex list of another pre-tokenizer type
+    across: bool = False  # `find` may span `[...]` classes (it is matched on the whole source)
 
     def regexes(self, current: list[str]) -> list[str] | None:
         """The port's regexes, or None where the rule changes nothing for this vocabulary."""
@@ -654,7 +783,10 @@ class SplitRule:
         if self.pre_type:
             other = PRE_REGEXES[self.pre_type]
             return None if other == current else list(other)
-        changed = [_outside_classes(r, self.find, self.replace) for r in current]
+        if self.across:
+            changed = [re.sub(self.find, lambda _: self.replace, r) for r in current]
+        else:
+            changed = [_outside_classes(r, self.find, self.replace) for r in current]
         return None if changed == current else changed
 
 
@@ -676,6 +808,13 @@ SPLIT_RULES = (
         re.escape("\\s+(?!\\S)"),
         "\\s+",
     ),
+    SplitRule(
+        "contraction-ends-run",
+        "ends a run of symbols before a contraction (`>'d` is `>`, `'d`)",
+        re.escape("[^\\s\\p{L}\\p{N}]+"),
+        "[^\\s\\p{L}\\p{N}](?:(?!'(?:s|t|re|ve|m|ll|d))[^\\s\\p{L}\\p{N}])*",
+        across=True,
+    ),
     SplitRule("gpt2", "splits words with GPT-2's regex", pre_type="gpt2"),
     SplitRule("llama3", "splits words with Llama 3's regex", pre_type="llama3"),
     SplitRule("qwen2", "splits words with Qwen2's regex", pre_type="qwen2"),
@@ -688,12 +827,28 @@ class Resplit(Mechanism):
 
     rule: SplitRule = SPLIT_RULES[0]
     pre: str = ""  # the vocabulary's pre-tokenizer type, for the label
+    alike: tuple[SplitRule, ...] = ()  # other rules the port's answers fit as well (no id tells them apart)
 
     def key(self) -> Hashable:
         return (self.kind, self.rule.name)
 
+    def rules(self) -> tuple[SplitRule, ...]:
+        """The rule named and those the port's answers fit as well."""
+        return (self.rule, *self.alike)
+
+    def absorb(self, other: Mechanism) -> None:
+        """Met again through another minimal input: the rules both fit."""
+        assert isinstance(other, Resplit)
+        both = [r for r in SPLIT_RULES if r in self.rules() and r in other.rules()]
+        if both:
+            self.rule, self.alike = both[0], tuple(both[1:])
+
     def label(self) -> str:
-        return f"{self.rule.description}; llama.cpp's {self.pre} pre-tokenizer does not"
+        said = self.rule.description
+        if self.alike:  # Llama 3's and Qwen2's regexes on a vocabulary without multi-digit tokens
+            others = " or ".join(r.description.removeprefix("splits words with ") for r in self.alike)
+            said += f" (or {others}: this vocabulary's ids do not tell them apart)"
+        return f"{said}; llama.cpp's {self.pre} pre-tokenizer does not"
 
 
 @dataclass
@@ -813,6 +968,7 @@ class Character(Mechanism):
     family: str = ""
     spared: list[bytes] = field(default_factory=list)
     templates: set[tuple[bytes, bytes]] = field(default_factory=set)
+    alone: bool = True  # whether the culprit fails alone: a label never blames one the port gets right alone
 
     def key(self) -> Hashable:
         return (self.kind, self.family or self.culprit, frozenset(self.culprits))
@@ -836,12 +992,17 @@ class Character(Mechanism):
 
     def label(self) -> str:
         if not self.culprit:
-            return "fails on the empty input; no known mechanism reproduces the port's ids"
+            return "fails on the empty input; no switch of the tokenizer reproduces the port's ids"
+        shortest = min((t for t, _ in self.templates), key=lambda t: (len(t), t), default=self.culprit)
+        if not self.alone:
+            return (
+                f"fails on inputs like '{visible(shortest)}' (each character alone passes); no switch of the "
+                "tokenizer reproduces the port's ids"
+            )
         if self.family:
             but = f" but {_some([char_name(c) for c in self.spared], 3)}" if self.spared else ""
             what = f"any {self.family}{but}"
         else:
             what = _some([char_name(c) for c in sorted(self.culprits | {self.culprit})])
-        shortest = min((t for t, _ in self.templates), key=lambda t: (len(t), t), default=self.culprit)
         where = f" (as in '{visible(shortest)}')" if shortest != self.culprit else ""
-        return f"fails on inputs holding {what}{where}; no known mechanism reproduces the port's ids"
+        return f"fails on inputs holding {what}{where}; no switch of the tokenizer reproduces the port's ids"

@@ -20,6 +20,7 @@ from ...core.outcome import MODES, Mode, Outcome, Refusal, Request
 from .kinds import (
     Kind,
     Mechanism,
+    MergeOrder,
     MergesIgnored,
     Piece,
     RawRun,
@@ -27,9 +28,14 @@ from .kinds import (
     Refusing,
     Resplit,
     Segmenting,
+    SpacePrefix,
     SpecialsCut,
+    SpecialStrip,
     Stage,
+    SymbolCut,
+    TokenizerModel,
     Widening,
+    WordPieceCleaning,
 )
 
 Backend = Callable[[list[Request]], list[Outcome]]
@@ -100,10 +106,20 @@ class Mutants:
         self.made[key] = backend
         return backend
 
+    @property
+    def unknown(self) -> int:
+        """The vocabulary's unknown token (WordPiece's [UNK], else the first typed unknown), or -1."""
+        from reference_impl.wpm import WordPieceEncoder
+
+        if self.reference is None:
+            return -1
+        encoder = self.reference.encoder
+        return encoder.unk_id if isinstance(encoder, WordPieceEncoder) else _unknown(self.reference, -1)
+
     def raw_word(self, data: bytes) -> list[int] | None:
         """The ids of raw bytes merged as one word by the vocabulary's byte-level BPE (each byte its
         printable stand-in, as unicode_byte_encoding_process maps it), or None where the vocabulary
-        has no byte-level BPE."""
+        has no byte-level BPE or no token for one of them (refact has none for some bytes)."""
         from reference_impl.bpe import SCAN_LIMIT, byte_level
 
         encoder = self.reference.encoder if self.is_bpe else None
@@ -112,7 +128,8 @@ class Mutants:
         symbols = list(byte_level(data))
         if len(symbols) > 1:
             symbols = encoder._merge(symbols) if len(symbols) > SCAN_LIMIT else encoder._merge_short(symbols)
-        return [encoder.token_to_id[symbol] for symbol in symbols]
+        ids = [encoder.token_to_id.get(symbol) for symbol in symbols]
+        return [i for i in ids if i is not None] if None not in ids else None  # a byte without a token: not replayed
 
     def words(self, text: bytes) -> list[bytes] | None:
         """The vocabulary's pre-tokenizer words of a valid UTF-8 text (the reference's regexes), or
@@ -133,7 +150,23 @@ class Mutants:
         flips: dict[int, bool] = {}
         table: dict[int, str] = {}
         bound = -1
+        if not self._retokenized(mutant, mechanisms):
+            return None
         for mechanism in sorted(mechanisms, key=repr):  # the same mutant whatever the order
+            if isinstance(mechanism, (SpacePrefix, TokenizerModel, WordPieceCleaning)):
+                continue  # set by _retokenized
+            if isinstance(mechanism, SymbolCut):
+                if self.reference.kind != "spm":
+                    return None
+                mutant.encoder = copy.copy(self.reference.encoder)
+                mutant.encoder.cache = {}
+                mutant.encoder.cut_valid = True
+                continue
+            if isinstance(mechanism, SpecialStrip):
+                from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+
+                mutant.attrs = [attr & ~(ATTR_LSTRIP | ATTR_RSTRIP) for attr in mutant.attrs]
+                continue
             if isinstance(mechanism, SpecialsCut):
                 mutant.cut, mutant.cut_rank = dict(mutant.cut), dict(mutant.cut_rank)
                 mutant.any_special, mutant.by_head = dict(mutant.any_special), dict(mutant.by_head)
@@ -158,6 +191,8 @@ class Mutants:
             elif isinstance(mechanism, MergesIgnored):
                 encoder_changes["ignore_merges"] = mechanism.ignore
                 bound = mechanism.over
+            elif isinstance(mechanism, MergeOrder):
+                encoder_changes["tie_break"] = mechanism.tie_break
         if flips or table:
             base = reclassified(flips) if flips else LLAMA_CLASSES
             collapse, plain = list(base.collapse), dict(base.plain)
@@ -174,6 +209,41 @@ class Mutants:
             if bound >= 0:
                 mutant.encoder.encode_word = _bounded_lookup(mutant.encoder, bound)
         return mutant
+
+    def _retokenized(self, mutant: Any, mechanisms: Sequence[Mechanism]) -> bool:
+        """The switches outside the BPE encoder: SentencePiece's space prefix, another tokenizer model
+        on the vocabulary (WordPiece on a Unigram one) and WordPiece's cleaning steps. False where
+        the vocabulary's model has no such switch."""
+        from reference_impl.wpm import WordPieceEncoder
+
+        cleaning = next((m for m in mechanisms if isinstance(m, WordPieceCleaning)), None)
+        model = next((m for m in mechanisms if isinstance(m, TokenizerModel)), None)
+        for mechanism in mechanisms:
+            if isinstance(mechanism, SpacePrefix):
+                if self.reference.kind not in ("spm", "ugm"):
+                    return False
+                mutant.add_space_prefix = mechanism.add
+                if self.reference.kind == "ugm":  # the Unigram encoder reads its own copy
+                    mutant.encoder = copy.copy(mutant.encoder)
+                    mutant.encoder.add_space_prefix = mechanism.add
+        if model is not None or cleaning is not None:
+            base = self.reference.encoder
+            if model is None and not isinstance(base, WordPieceEncoder):
+                return False
+            unk = base.unk_id if isinstance(base, WordPieceEncoder) else _unknown(self.reference)
+            lowercase = base.lowercase if isinstance(base, WordPieceEncoder) else True
+            tokens = [t.encode("utf-8", "surrogateescape") for t in self.reference.tokens]
+            mutant.encoder = WordPieceEncoder(tokens, unk, lowercase)
+            if cleaning is not None:
+                mutant.encoder = WordPieceEncoder(tokens, unk, lowercase, cleaning.cleaning())
+        return True
+
+
+def _unknown(reference: Any, default: int = 0) -> int:
+    """The vocabulary's unknown token: the first typed unknown, else `default`."""
+    from reference_impl.tokenizer import ATTR_UNKNOWN
+
+    return next((t for t, attr in enumerate(reference.attrs) if attr & ATTR_UNKNOWN), default)
 
 
 def _bounded_lookup(encoder: Any, over: int) -> Callable[[str], tuple[int, ...]]:

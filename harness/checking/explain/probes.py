@@ -48,10 +48,12 @@ class Probe:
 
 
 # The minimal input `m` in other contexts: around words, doubled, at the start and at the end,
-# after a newline, before a contraction, between digits, repeated (a rule bounded by length).
+# after a newline, before a contraction (an upper-case one too: Llama 3's regex takes `'S`, GPT-2's
+# does not), between digits, before four digits (Qwen2's `\p{N}` against Llama 3's `\p{N}{1,3}`),
+# repeated (a rule bounded by length).
 _AROUND = (
     (b"x ", b" y"), (b"a", b""), (b"", b"a"), (b" ", b""), (b"", b" "), (b"\n", b""), (b"", b"\n"),
-    (b"", b"'d"), (b"1", b"2"), (b"x", b"x"),
+    (b"", b"'d"), (b"", b"'S"), (b"1", b"2"), (b"", b" 1234"), (b"x", b"x"),
 )  # fmt: skip
 # One character `c` of it in other contexts: doubled between words, doubled at the start, before a
 # contraction after a letter and at the start, before a word, and beside punctuation (a character a
@@ -63,9 +65,16 @@ _CHAR: tuple[Callable[[bytes], bytes], ...] = (
 )  # fmt: skip
 
 
+# An invalid byte of it replaced by invalid sequences on which the policies for invalid UTF-8 part: a
+# truncated three- and four-byte sequence (one U+FFFD per maximal subpart, as Python and Rust decode,
+# or one per byte, as Go does) and an overlong `/` (llama.cpp decodes it: unicode_cpts_from_utf8).
+_INVALID = (b"\xe4\xb8", b"\xf0\x9f\x98", b"\xc0\xaf")
+
+
 def probes(minimal: bytes) -> list[Probe]:
-    """The probes of a minimal input: it in other contexts, twice, four times, and its two most
-    unusual characters each in contexts of their own. No probe is the minimal input itself."""
+    """The probes of a minimal input: it in other contexts, twice, four times, its two most
+    unusual characters each in contexts of their own, and its first invalid byte replaced by other
+    invalid sequences. No probe is the minimal input itself."""
     parts = units(minimal)
     filled = b"".join(plain(p) for p in parts)
     found = [Probe(before + minimal + after, before + filled + after) for before, after in _AROUND]
@@ -73,5 +82,9 @@ def probes(minimal: bytes) -> list[Probe]:
     odd = sorted({p for p in parts if unusual(p)[0] > 0}, key=unusual, reverse=True)[:2]
     for char in odd:
         found += [Probe(place(char), place(plain(char))) for place in _CHAR]
+    invalid = next((p for p in parts if len(p) == 1 and p[0] > 0x7F), None)
+    for other in _INVALID if invalid is not None else ():
+        swapped = [other if p == invalid else p for p in parts]
+        found.append(Probe(b"".join(swapped), b"".join(plain(p) for p in swapped)))
     unique = {p.data: p for p in found if p.data != minimal}
     return list(unique.values())
