@@ -106,7 +106,6 @@ class SandboxPolicy:
             raise TokconfError(f"--sandbox bwrap: {missing}", f"{INSTALL}, or run with --sandbox auto")
         return Confiner(Confinement.KEPT, missing, self.writable, self.network)
 
-
     def keep_out_of(self, judged: Iterable[Path]) -> None:
         """A TokconfError where a granted folder overlaps one of `judged` (a recording, a decoding,
         tokconf's cache, an output file): the port could write it while the run lasts, or swap it for a
@@ -267,7 +266,9 @@ class Confiner:
         if SOCKET_FILTER is None:
             return subprocess.Popen([*bwrap, "--", *argv], **options)
         with _filter_pipe() as descriptor:
-            return subprocess.Popen([*bwrap, "--seccomp", str(descriptor), "--", *argv], pass_fds=(descriptor,), **options)
+            return subprocess.Popen(
+                [*bwrap, "--seccomp", str(descriptor), "--", *argv], pass_fds=(descriptor,), **options
+            )
 
     @overload
     def status(self, code: int) -> int: ...

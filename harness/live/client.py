@@ -126,7 +126,9 @@ class LibllamaOracle:
         # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
         env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
         start = subprocess.Popen if self.confiner is None else self.confiner.popen
-        self._proc = start(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env)
+        self._proc = start(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env
+        )
         try:
             ready = self._read(self.load_wait)
         except WorkerHung as hung:
