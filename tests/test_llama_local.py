@@ -200,6 +200,24 @@ def test_a_failing_build_shows_its_log_and_resumes_and_a_non_libllama_is_refused
     assert "give the libllama.so of a llama.cpp build" in str(refused.value)
 
 
+def test_a_fork_without_the_llama_vocab_api_is_told_to_use_an_adapter(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A libllama that keeps the model-pointer calls (`llama_tokenize(model, …)`, as forks bundled by
+    Python packages do) but has none of the llama_vocab API: told to check it through a `cmd:` adapter
+    declaring `llama_cpp`, not to give another library (it is the libllama)."""
+    monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
+    tree = _fake_tree(tmp_path)
+    kept = ("llama_backend_init", "llama_model_default_params", "llama_tokenize", "llama_token_to_piece")
+    (tree / "include" / "llama.h").write_text("".join(f"void {name}(void);\n" for name in kept), encoding="utf-8")
+    (tree / "src" / "fake.c").write_text("".join(f"void {name}(void) {{}}\n" for name in kept), encoding="utf-8")
+    local_build(tree)
+    with pytest.raises(TokconfError, match=r"cannot be the oracle: it does not export llama_model_load") as refused:
+        resolve(f"llama.cpp:{tree}", None)
+    assert "this libllama has no llama_vocab API" in str(refused.value)
+    assert "a `cmd:` adapter that calls it" in str(refused.value)
+
+
 def test_an_interrupted_build_resumes_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TOKCONF_CACHE", str(tmp_path / "cache"))
     tree = _fake_tree(tmp_path)

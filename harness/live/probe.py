@@ -73,8 +73,9 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
         raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix)
     if frame[:1] != b"O":
         why = frame[1:].decode(errors="replace")
-        if why.startswith("it does not export") and ("llama_vocab_" in why or "llama_model_get_vocab" in why):
-            # a fork's libllama (a Python package's) that keeps the model-pointer API llama_vocab replaced
+        if why.startswith("it does not export") and "llama_backend_init" not in why:
+            # a libllama (llama_backend_init is in every one), a fork's (a Python package's) that keeps the
+            # model-pointer API llama_vocab replaced: the missing are the llama_vocab calls
             fix = (
                 "this libllama has no llama_vocab API (a fork or an older llama.cpp keeping the model-pointer "
                 "calls, llama_tokenize(model, …)): check it through a `cmd:` adapter that calls it and declares "
