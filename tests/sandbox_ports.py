@@ -9,6 +9,7 @@ does one thing a port must not be able to do to a run. What it acts on comes fro
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import os
 import signal
@@ -101,8 +102,10 @@ def starts_a_daemon_and_kills_its_keeper(path: Path) -> ReferencePort:
 def reaches_the_host(path: Path) -> ReferencePort:
     """Right where it can reach nothing of the host beyond files, wrong (`Wrong`) where it can: on load
     it opens the kernel's core-dump setting (`/proc/sys/kernel/core_pattern`, whose program a root port
-    could make the kernel run as root on the host) for writing, writing nothing, and connects to the Unix
-    socket `SOCKET` names (as it would to Docker's or a root tmux's)."""
+    could make the kernel run as root on the host) for writing, writing nothing; connects to the Unix
+    socket `SOCKET` names (as it would to Docker's or a root tmux's); sends a datagram there from a
+    socket pair's end (which needs no `socket` call); and makes a user namespace of its own (whose
+    capabilities would let it mount the host's cgroup hierarchies read-write)."""
     reached = []
     with contextlib.suppress(OSError):
         os.close(os.open("/proc/sys/kernel/core_pattern", os.O_WRONLY))
@@ -110,7 +113,26 @@ def reaches_the_host(path: Path) -> ReferencePort:
     with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as connection:
         connection.connect(os.environ[SOCKET])
         reached.append("a host socket")
+    with contextlib.suppress(OSError):
+        one, other = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        with one, other:
+            one.sendto(b"hello", os.environ[SOCKET] + ".dgram")
+        reached.append("a host datagram socket")
+    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000) == 0:  # CLONE_NEWUSER
+        reached.append("a user namespace")
     return Wrong(from_gguf(path).tokenizer) if reached else from_gguf(path)
+
+
+def traces_the_judge(path: Path) -> ReferencePort:
+    """Right where it cannot trace the judge, wrong where it can: on load it opens the judge's memory
+    (`/proc/PID/mem` of its keeper's parent, kept with `--sandbox off`) for reading, which takes what
+    ptrace takes, and through which it could write code into the judge."""
+    keeper = int(Path(f"/proc/{os.getppid()}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    try:
+        os.close(os.open(f"/proc/{keeper}/mem", os.O_RDONLY))
+    except OSError:
+        return from_gguf(path)
+    return Wrong(from_gguf(path).tokenizer)
 
 
 def hangs(path: Path) -> ReferencePort:

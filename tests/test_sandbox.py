@@ -140,18 +140,33 @@ def test_a_port_run_by_root_reaches_neither_the_kernel_settings_nor_a_host_socke
 ) -> None:
     """Sandboxed, a port that tokconf's user runs as root was root in a fresh /proc: it could open
     `/proc/sys/kernel/core_pattern` for writing (a core-dump program the kernel runs as root on the
-    host), and connect to any Unix socket on the read-only file system (Docker's, a root tmux's). The
-    port answers wrong where it reaches either: PASS, and the socket saw no one."""
-    with socket.socket(socket.AF_UNIX) as listener:
-        path = tmp_path / "host.sock"
+    host), connect to any Unix socket on the read-only file system (Docker's, a root tmux's), send to a
+    datagram one from a socket pair, and make a user namespace whose capabilities mounted the host's
+    cgroups read-write. The port answers wrong where it reaches any: PASS, and the sockets saw no one."""
+    path = tmp_path / "host.sock"
+    with socket.socket(socket.AF_UNIX) as listener, socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as datagrams:
         listener.bind(str(path))
         listener.listen(8)
         listener.setblocking(False)
+        datagrams.bind(f"{path}.dgram")
+        datagrams.setblocking(False)
         done = _check("sandbox_ports:reaches_the_host", recordings, tmp_path / "v.json", TOKCONF_TEST_SOCKET=str(path))
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
         with pytest.raises(BlockingIOError):
             listener.accept()
+        with pytest.raises(BlockingIOError):
+            datagrams.recv(16)
     assert _verdict(tmp_path / "v.json")["sandbox"] == {"kind": "bwrap", "about": "bubblewrap"}
+
+
+def test_a_kept_port_cannot_trace_the_judge(recordings: Path, tmp_path: Path) -> None:
+    """Kept (`--sandbox off`), a port of the judge's user (root here) could attach to the judge with
+    ptrace, or write its `/proc/PID/mem`, and run code in it that passed a port wrong everywhere. The
+    judge is not dumpable, and a root port has no `CAP_SYS_PTRACE`: the port answers wrong where it can
+    open the judge's memory, and passes."""
+    done = _check("sandbox_ports:traces_the_judge", recordings, tmp_path / "v.json", "--sandbox", "off")
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "NOT SANDBOXED (--sandbox off)" in done.stdout.splitlines()[-1]
 
 
 def test_a_port_rewriting_the_next_recording_does_not_pass(recordings: Path, tmp_path: Path) -> None:
@@ -251,8 +266,10 @@ def test_a_daemon_whose_port_killed_its_keeper_does_not_outlive_the_run(
 
 def test_a_grant_over_what_the_judge_reads_or_writes_is_refused(recordings: Path, tmp_path: Path) -> None:
     """`--sandbox-write` over the folder of `--json` let a port put a FIFO or a link where the verdict
-    goes; over the recordings or tokconf's cache, rewrite what it is judged by. Each is refused before
-    any port starts, saying what to grant instead; a folder of the port's own is granted."""
+    goes; over the recordings or tokconf's cache, rewrite what it is judged by; one grant inside another
+    let a port rename the inner's mount point and link its path to the outputs' folder, bound read-write
+    for the next vocabulary's port. Each is refused before any port starts, saying what to grant
+    instead; a folder of the port's own is granted."""
     own = tmp_path / "own"
     own.mkdir()
     verdict = tmp_path / "out" / "verdict.json"
@@ -264,6 +281,10 @@ def test_a_grant_over_what_the_judge_reads_or_writes_is_refused(recordings: Path
         assert "grant a folder of the port's own" in done.stderr and _verdict(verdict)["passed"] is False
     with pytest.raises(tokconf.TokconfError, match="the port could write"):
         tokconf.check("sandbox_ports:wrong", recordings, sandbox_write=[recordings])
+    (own / "inner").mkdir()  # the outer grant could move the inner's mount point, and link its path anywhere
+    done = _check("sandbox_ports:wrong", recordings, verdict, "--sandbox-write", str(own), "--sandbox-write",
+                  str(own / "inner"))  # fmt: skip
+    assert done.returncode == 2 and f"--sandbox-write {own} and {own / 'inner'}: one holds the other" in done.stderr
     done = _check("sandbox_ports:wrong", recordings, verdict, "--sandbox-write", str(own))
     assert done.returncode == 1 and _verdict(verdict)["sandbox"]["about"] == f"bubblewrap (granted: writes {own})"  # type: ignore[index]
 

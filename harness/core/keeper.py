@@ -26,7 +26,10 @@ import sys
 from collections.abc import Callable, Iterator
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PR_SET_DUMPABLE = 4
+PR_CAPBSET_DROP = 24
 PR_SET_CHILD_SUBREAPER = 36
+CAP_SYS_PTRACE = 19  # linux/capability.h
 NOT_STARTED = 127  # as a shell says a program that could not be run
 
 
@@ -76,8 +79,12 @@ def adopting() -> Iterator[None]:
     ended when the block ends: a kept port can SIGKILL its keeper, the one end a keeper cannot act
     on, and what it started would then be adopted by init and outlive the run; so it is adopted by the
     judge instead, and ended before any output is written. Only where nothing else of the process has
-    children to wait for: `end_all` reaps every child (the port processes are closed by then)."""
+    children to wait for: `end_all` reaps every child (the port processes are closed by then). The
+    judge is also made not dumpable: a kept port of the same user could otherwise attach to it with
+    ptrace (or write its /proc/PID/mem) and run code in it; one run by root loses `CAP_SYS_PTRACE`,
+    which would let it anyway (`_run`)."""
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    _prctl(PR_SET_DUMPABLE, 0)  # and no kept port may trace it (see `_run`)
     try:
         yield
     finally:
@@ -132,6 +139,11 @@ def keep(start: Callable[[], None], parent: int) -> None:
 
 def _run(argv: list[str]) -> Callable[[], None]:
     def start() -> None:
+        """The program, without `CAP_SYS_PTRACE` in its bounding set (so not after `exec` either, a root
+        user's program too): tracing the judge is what a not-dumpable judge (`adopting`) refuses to all
+        but that capability. Without `CAP_SETPCAP` (not root) there is nothing to drop."""
+        with contextlib.suppress(OSError):
+            _prctl(PR_CAPBSET_DROP, CAP_SYS_PTRACE)
         try:
             os.execvp(argv[0], argv)
         except OSError as error:

@@ -97,6 +97,11 @@ class SandboxPolicy:
         for folder in self.writable:
             if not folder.is_dir():
                 raise TokconfError(f"--sandbox-write {folder}: not a folder", "give a folder that exists")
+        for one, other in itertools.combinations(self.writable, 2):  # the outer could move the inner's
+            if one.resolve().is_relative_to(other.resolve()) or other.resolve().is_relative_to(one.resolve()):
+                raise TokconfError(  # mount point and put a link to any folder at its path for the next port
+                    f"--sandbox-write {one} and {other}: one holds the other", "grant the outer folder alone"
+                )
         if self.mode is SandboxMode.OFF:
             return Confiner(Confinement.KEPT, "--sandbox off", self.writable, self.network)
         missing = bwrap_missing()
@@ -196,39 +201,72 @@ def _filter_pipe() -> Iterator[int]:
 
 
 def _socket_filter() -> bytes | None:
-    """A seccomp program (classic BPF, as bubblewrap's `--seccomp FD` reads it) that refuses a port
-    `socket(AF_UNIX, …)` and `io_uring_setup` (EACCES): a read-only file system still lets a process
-    connect to the sockets in it (a Unix socket is not written by connecting), and a port run by root
-    would pass their permission checks: Docker's, the D-Bus system bus, a tmux or ssh-agent socket in
-    /tmp. io_uring can open and connect sockets without the `socket` call, so it goes too (Docker's own
-    seccomp profile refuses it as well). `socketpair` is left (it reaches nothing outside). Any other
-    architecture of system call (a 32-bit program on x86-64, x32) is refused outright. None on a
-    machine this knows no numbers for: there the port keeps Unix sockets, and `describe` says so."""
+    """A seccomp program (classic BPF, as bubblewrap's `--seccomp FD` reads it) for a port's processes,
+    each refusal EACCES unless said:
+
+    - `socket(AF_UNIX, …)`, and `socketpair(AF_UNIX, SOCK_DGRAM)`: a read-only file system still lets
+      a process connect or send to the sockets in it (a Unix socket is not written by connecting), and
+      a port run by root passes their permission checks: Docker's, the D-Bus system bus, syslog's, a
+      tmux or ssh-agent socket in /tmp. A datagram socket of a pair still sends to any path
+      (`sendto`); a stream pair reaches nothing but its peer, so it stays (Python's `socketpair`,
+      asyncio);
+    - `io_uring_setup`: io_uring can open and connect sockets without those calls (Docker's own seccomp
+      profile refuses it too);
+    - `unshare` and `clone` with `CLONE_NEWUSER`, and `clone3` (ENOSYS, whose flags a filter cannot
+      read; the C library then uses `clone`): in a user namespace of its own a port holds every
+      capability there, and as root's uid could mount the host's cgroup hierarchies read-write over
+      the sandbox (Flatpak refuses the same);
+    - a system call of another architecture (a 32-bit program on x86-64, x32): ENOSYS, all of them.
+
+    None on a machine this knows no numbers for: there the port keeps them, and `describe` says so."""
     import platform
     import struct
 
-    known = {"x86_64": (0xC000003E, 41, True), "aarch64": (0xC00000B7, 198, False)}
+    # (AUDIT_ARCH, socket, socketpair, unshare, clone, clone3, io_uring_setup, x32's first number)
+    known = {
+        "x86_64": (0xC000003E, 41, 53, 272, 56, 435, 425, 0x40000000),
+        "aarch64": (0xC00000B7, 198, 199, 97, 220, 435, 425, None),
+    }
     if platform.machine() not in known:
         return None
-    arch, socket_call, x32 = known[platform.machine()]
-    load, equal, at_least, give = 0x20, 0x15, 0x35, 0x06  # BPF_LD|W|ABS, BPF_JMP|JEQ|K, BPF_JMP|JGE|K, BPF_RET|K
-    allow, refuse = 0x7FFF0000, 0x00050000 | 13  # SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO | EACCES
-    unknown = 0x00050000 | 38  # ENOSYS
-    # (code, jump if true, jump if false, k); a jump counts instructions after the next one
-    program = [
-        (load, 0, 0, 4),  # seccomp_data.arch
-        (equal, 0, 8, arch),  # else: unknown
-        (load, 0, 0, 0),  # seccomp_data.nr
-        (at_least, 6, 0, 0x40000000) if x32 else (at_least, 6, 0, 0xFFFFFFFF),  # x32's numbers: unknown
-        (equal, 4, 0, 425),  # io_uring_setup: refuse
-        (equal, 0, 2, socket_call),  # else: allow
-        (load, 0, 0, 16),  # seccomp_data.args[0], its low 32 bits (little-endian)
-        (equal, 1, 0, 1),  # AF_UNIX: refuse
-        (give, 0, 0, allow),
-        (give, 0, 0, refuse),
-        (give, 0, 0, unknown),
+    arch, socket, pair, unshare, clone, clone3, uring, x32 = known[platform.machine()]
+    load, equal, at_least, any_bit, mask, give = 0x20, 0x15, 0x35, 0x45, 0x54, 0x06  # BPF_LD|W|ABS, BPF_JMP|
+    # JEQ|K, BPF_JMP|JGE|K, BPF_JMP|JSET|K, BPF_ALU|AND|K, BPF_RET|K
+    arg0, arg1 = 16, 24  # seccomp_data.args[N], the low 32 bits (little-endian)
+    unix, datagram, new_user = 1, 2, 0x10000000  # AF_UNIX, SOCK_DGRAM, CLONE_NEWUSER
+    # Each instruction (code, k, label if true, label if false); None goes on to the next.
+    program: list[tuple[int, int, str | None, str | None, str | None]] = [
+        (load, 4, None, None, None),  # seccomp_data.arch
+        (equal, arch, None, "unknown", None),
+        (load, 0, None, None, None),  # seccomp_data.nr
+        *([(at_least, x32, "unknown", None, None)] if x32 is not None else []),
+        (equal, uring, "refuse", None, None),
+        (equal, clone3, "unknown", None, None),
+        (equal, socket, "socket", None, None),
+        (equal, pair, "pair", None, None),
+        (equal, unshare, "flags", None, None),
+        (equal, clone, "flags", "allow", None),
+        (load, arg0, None, None, "socket"),
+        (equal, unix, "refuse", "allow", None),
+        (load, arg0, None, None, "pair"),
+        (equal, unix, None, "allow", None),
+        (load, arg1, None, None, None),
+        (mask, 0xF, None, None, None),  # the type, its flags (SOCK_CLOEXEC, SOCK_NONBLOCK) aside
+        (equal, datagram, "refuse", "allow", None),
+        (load, arg0, None, None, "flags"),
+        (any_bit, new_user, "refuse", "allow", None),
+        (give, 0x7FFF0000, None, None, "allow"),  # SECCOMP_RET_ALLOW
+        (give, 0x00050000 | 13, None, None, "refuse"),  # SECCOMP_RET_ERRNO | EACCES
+        (give, 0x00050000 | 38, None, None, "unknown"),  # SECCOMP_RET_ERRNO | ENOSYS
     ]
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+    at = {label: n for n, (*_, label) in enumerate(program) if label is not None}
+
+    def jump(n: int, label: str | None) -> int:  # a jump counts the instructions after the next one
+        return 0 if label is None else at[label] - n - 1
+
+    return b"".join(
+        struct.pack("=HBBI", code, jump(n, yes), jump(n, no), k) for n, (code, k, yes, no, _) in enumerate(program)
+    )
 
 
 SOCKET_FILTER = _socket_filter()
