@@ -16,6 +16,7 @@ import json
 import sys
 
 import tiktoken
+from line_protocol import Request, serve
 
 PATTERNS = {
     "GPT2": r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+""",
@@ -53,37 +54,22 @@ def encoding(path: str, pattern: str) -> tiktoken.Encoding:
 
 def main() -> None:
     enc = encoding(sys.argv[1], sys.argv[2])
-    for line in sys.stdin:
-        request = json.loads(line)
-        rid, op = request["id"], request["op"]
-        if op == "hello":
-            answer = {
-                "protocol": 2,
-                "name": "tiktoken",
-                "version": tiktoken.__version__ if hasattr(tiktoken, "__version__") else "?",
-                "vocab_types": ["bpe"],
-            }
-        elif op == "load":
-            answer = {"ok": True, "ops": []}
-        elif op == "encode":
-            data = base64.b64decode(request["text_b64"])
+
+    def encode(request: Request) -> Request:
+        data = base64.b64decode(request["text_b64"])
+        try:
             try:
-                try:
-                    text = data.decode("utf-8")
-                except UnicodeDecodeError:
-                    ids = enc._encode_bytes(data)
-                else:
-                    if request["parse_special"]:
-                        ids = enc.encode(text, allowed_special="all")
-                    else:
-                        ids = enc.encode(text, disallowed_special=())
-                answer = {"ids": list(ids)}
-            except Exception as error:  # the library broke on it: a fault, not a refusal
-                answer = {"fault": f"{type(error).__name__}: {error}"}
-        else:
-            answer = {"fault": f"unknown op {op}"}
-        sys.stdout.write(json.dumps({"id": rid, **answer}) + "\n")
-        sys.stdout.flush()
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return {"ids": list(enc._encode_bytes(data))}
+            if request["parse_special"]:
+                return {"ids": enc.encode(text, allowed_special="all")}
+            return {"ids": enc.encode(text, disallowed_special=())}
+        except Exception as error:  # the library broke on it: a fault, not a refusal
+            return {"fault": f"{type(error).__name__}: {error}"}
+
+    version = tiktoken.__version__ if hasattr(tiktoken, "__version__") else "?"
+    serve({"name": "tiktoken", "version": version, "vocab_types": ["bpe"]}, encode)
 
 
 if __name__ == "__main__":
