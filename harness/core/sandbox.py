@@ -325,6 +325,7 @@ class Confiner:
         if self.sandboxed:
             granted = [f"writes {', '.join(map(str, self.writable))}"] * bool(self.writable)
             granted += ["network"] * self.network
+            granted += ["Unix sockets, user namespaces (no seccomp numbers here)"] * (SOCKET_FILTER is None)
             return "bubblewrap" + (f" (granted: {'; '.join(granted)})" if granted else "")
         return self.reason
 
