@@ -98,7 +98,7 @@ class SandboxPolicy:
             if not folder.is_dir():
                 raise TokconfError(f"--sandbox-write {folder}: not a folder", "give a folder that exists")
         for one, other in itertools.combinations(self.writable, 2):  # the outer could move the inner's
-            if one.resolve().is_relative_to(other.resolve()) or other.resolve().is_relative_to(one.resolve()):
+            if _overlap(one, other):
                 raise TokconfError(  # mount point and put a link to any folder at its path for the next port
                     f"--sandbox-write {one} and {other}: one holds the other", "grant the outer folder alone"
                 )
@@ -116,17 +116,20 @@ class SandboxPolicy:
         tokconf's cache, an output file): the port could write it while the run lasts, or swap it for a
         FIFO or a link before tokconf writes it. `--sandbox-write` is for what a port keeps of its own (a
         build or model cache), never for what the judge reads or writes."""
-        for folder in self.writable:
-            granted = {Path(os.path.abspath(folder)), folder.resolve()}
-            for path in judged:
-                for one, other in itertools.product(granted, {Path(os.path.abspath(path)), path.resolve()}):
-                    if one.is_relative_to(other) or other.is_relative_to(one):
-                        raise TokconfError(
-                            f"--sandbox-write {folder}: the port could write {path} there, which tokconf judges "
-                            "from or writes",
-                            "grant a folder of the port's own, apart from the recordings, tokconf's cache and "
-                            "the output files",
-                        )
+        for folder, path in itertools.product(self.writable, judged):
+            if _overlap(folder, path):
+                raise TokconfError(
+                    f"--sandbox-write {folder}: the port could write {path} there, which tokconf judges from or writes",
+                    "grant a folder of the port's own, apart from the recordings, tokconf's cache and the output files",
+                )
+
+
+def _overlap(one: Path, other: Path) -> bool:
+    """Whether one path holds the other, as given (absolute, links not followed) or as resolved."""
+    return any(
+        a.is_relative_to(b) or b.is_relative_to(a)
+        for a, b in itertools.product(*({Path(os.path.abspath(p)), p.resolve()} for p in (one, other)))
+    )
 
 
 DEFAULT_POLICY = SandboxPolicy()  # `--sandbox auto`, nothing granted
