@@ -22,8 +22,9 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.files import recordings_arg as resolve_recordings
 from tokconf.core.outcome import Refusal, RefusalKind
+from tokconf.core.sandbox import INSTALL, SandboxPolicy
 from tokconf.core.timeouts import Wait
-from tokconf.live.client import LibllamaOracle
+from tokconf.live.client import LibllamaOracle, LoadHung
 from tokconf.llama.build import Build
 from tokconf.recordings.format import load
 from tokconf.synth.files import recorded_vocab
@@ -94,3 +95,36 @@ def test_the_python_api_names_its_own_arguments() -> None:
     late = tokconf.check("llama.cpp@11192", vocabs=["gpt-2"], cases=["edge/hello-world"], load_timeout=0.001)
     assert not late.decision.passed and {r.verdict for r in late.results} == {Verdict.ERROR}
     assert "(the tokconf.check load_timeout= option)" in late.results[0].reason
+
+
+def _holding(marker: str) -> list[int]:
+    """The processes whose command line holds `marker`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and marker.encode() in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def test_a_sandboxed_llama_cpp_killed_while_it_starts_leaves_no_process(llama_build: Build, tmp_path: Path) -> None:
+    """bubblewrap's child waits on an eventfd until its parent has set it up; killed with its parent in
+    that window it waited for ever, adopted by init (2 of 25 runs left one; on the old code this fails). The worker's whole group is
+    killed now."""
+    confiner = SandboxPolicy().confiner()
+    if not confiner.sandboxed:
+        pytest.fail(f"bubblewrap is needed here ({confiner.reason}): {INSTALL}")
+    vocab = tmp_path / "leak-probe-vocab.gguf"
+    vocab.write_bytes(b"GGUF")  # never read: the load deadline passes first
+    for _ in range(40):
+        with pytest.raises(LoadHung):
+            LibllamaOracle(llama_build, vocab, load_timeout=1e-9, confiner=confiner)
+    deadline = time.monotonic() + 30
+    while _holding(str(vocab)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    left = _holding(str(vocab))
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert not left

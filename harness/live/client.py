@@ -14,6 +14,7 @@ import os
 import re
 import select
 import shlex
+import signal
 import struct
 import subprocess
 import tempfile
@@ -126,8 +127,16 @@ class LibllamaOracle:
         # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
         env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
         start = subprocess.Popen if self.confiner is None else self.confiner.popen
+        # A group of its own, killed whole (`_kill`): bubblewrap's child, killed with its parent before it
+        # is told to go on, would otherwise wait on its eventfd for ever, adopted by init.
         self._proc = start(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr, bufsize=0, env=env
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._stderr,
+            bufsize=0,
+            env=env,
+            start_new_session=True,
         )
         try:
             ready = self._read(self.load_wait)
@@ -209,8 +218,8 @@ class LibllamaOracle:
             proc.terminate()  # a keeper ends what it holds on SIGTERM, and cannot on SIGKILL
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(KEEPER_GRACE)
-        if proc.poll() is None:
-            proc.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)  # the group: a fork server's children, bubblewrap's own
         for pipe in (proc.stdin, proc.stdout):
             if pipe is not None:
                 pipe.close()
