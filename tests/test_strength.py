@@ -295,3 +295,36 @@ def test_checks_fall_in_tiers_llama_cpps_inputs_the_rest_then_fuzz() -> None:
     assert tier_of("bos", "whitespace/u3000") is Tier.RECORDED
     assert tier_of("facts", "eog_ids") is Tier.RECORDED and tier_of("decode", "pieces-plain") is Tier.RECORDED
     assert tier_of("special", "fuzz/0042") is Tier.FUZZ
+
+
+def test_a_table_mutant_is_asked_only_the_cases_holding_a_code_point_it_changes() -> None:
+    """The tables are read a code point at a time, so only those cases can see a table mutant (every kill
+    of the first full campaign's table mutants was by one); any other mutant, or one changing U+FFFD
+    (which llama.cpp also makes of bytes that are not UTF-8), is asked every case."""
+    from collections import Counter
+
+    from tokconf.core.files import recordings_arg
+    from tokconf.recordings.format import load
+    from tokconf.strength.campaign import changed_text, ordered
+    from tokconf.strength.mutants import Mutant, Shape
+
+    recording = load(recordings_arg("bundled/gpt-2.yaml"))
+
+    def table(cp: int) -> Mutant:
+        return Mutant("t", UNICODE_DATA, 3, 1, Operator.TABLE, "unicode_set_whitespace", 0, 1, Shape.EXPRESSION,
+                      "x", (cp,))  # fmt: skip
+
+    assert changed_text(table(0x3000)) == frozenset({"\u3000"})
+    asked = ordered(recording, table(0x3000), Counter()).cases
+    assert asked and all("\u3000" in case.data.decode("utf-8", errors="replace") for case in asked)
+    holding = [c for c in recording.cases if "\u3000".encode() in c.data]
+    assert sorted(c.id for c in asked) == sorted(c.id for c in holding) and len(asked) < len(recording.cases)
+    for everything in (table(0xFFFD), Mutant("c", VOCAB, 12, 5, Operator.CONSTANT, "f", 0, 1, Shape.EXPRESSION, "0")):
+        assert changed_text(everything) is None
+        assert len(ordered(recording, everything, Counter()).cases) == len(recording.cases)
+    # within a tier, the cases that killed earlier mutants first
+    from tokconf.strength.campaign import tier_of
+
+    recorded = [c.id for c in holding if tier_of("plain", c.id) is Tier.RECORDED]
+    again = [c.id for c in ordered(recording, table(0x3000), Counter({recorded[-1]: 3})).cases]
+    assert [c for c in again if c in recorded] == [recorded[-1], *recorded[:-1]]

@@ -6,12 +6,13 @@ per vocabulary, crash-isolated), judged by the check engine (`check_recording`),
 
 - **selection by coverage**: a mutant is asked only of the vocabularies whose coverage run reached one
   of its lines (tokconf.strength.coverage); a table mutant, of those that reached the functions that
-  read the tables. Another vocabulary runs none of its code, so cannot see it. A mutant no
+  read the tables, and of their cases holding a code point it changes (`changed_text`): the tables are
+  read a code point at a time, so no other input sees it (every kill of the first full campaign's table
+  mutants was by such a case). Another vocabulary runs none of its code, so cannot see it. A mutant no
   vocabulary reaches is `unreached`: a survivor, and a gap in coverage.
 - **ordering**: cases in three tiers, llama.cpp's own test inputs (`llama.cpp/*`), the rest but the
   fuzz strings (facts and decoding with them), then the fuzz strings; within a tier, the cases that
-  killed earlier mutants of this campaign first; for a table mutant, the cases holding a code point
-  it changes first.
+  killed earlier mutants of this campaign first.
 - **stopping early**: a mutant is asked no more once its score is known in every tier and THIN
   problems were found (so a thin kill, under THIN, is told apart); usually a few cases.
 - **a time limit** per mutant, from llama.cpp's own time on the same vocabularies (the campaign's
@@ -160,6 +161,32 @@ def function_lines(source: str, name: str) -> range:
     return range(first, source.count("\n", 0, end) + 3)
 
 
+def changed_text(mutant: Mutant) -> frozenset[str] | None:
+    """The characters whose table entry a table mutant changes: only an input holding one can see it
+    (unicode_cpt_flags_from_cpt, unicode_tolower and the NFD lookup in unicode.cpp each read one code
+    point's entry). None for any other mutant, and for one changing U+FFFD or a surrogate, which
+    llama.cpp also reads from bytes that are not UTF-8 (unicode_cpts_from_utf8): every input may."""
+    if mutant.operator is not Operator.TABLE or any(cp == 0xFFFD or 0xD800 <= cp <= 0xDFFF for cp in mutant.codepoints):
+        return None
+    return frozenset(map(chr, mutant.codepoints))
+
+
+def ordered(recording: Recording, mutant: Mutant, learned: Counter[str]) -> Recording:
+    """`recording` with the cases `mutant` is asked, in the campaign's order (the module's docstring);
+    `learned`: how many earlier mutants each case killed."""
+    changed = changed_text(mutant)
+    kept = [
+        (index, case) for index, case in enumerate(recording.cases)
+        if changed is None or not changed.isdisjoint(case.data.decode("utf-8", errors="replace"))
+    ]  # fmt: skip
+
+    def rank(item: tuple[int, RecordedCase]) -> tuple[int, int, int]:
+        index, case = item
+        return tier_of("plain", case.id), -learned[case.id], index
+
+    return dataclasses.replace(recording, cases=[case for _, case in sorted(kept, key=rank)])
+
+
 def reaching(mutant: Mutant, hits: dict[str, LineHits], table_lines: frozenset[int]) -> list[str]:
     """The vocabularies whose coverage reached the mutant's lines (a line gcov does not count as code is
     taken by the code line before it)."""
@@ -236,18 +263,7 @@ class Campaign:
     # -- one mutant
 
     def ordered(self, name: str, mutant: Mutant) -> Recording:
-        """The recording of `name` with its cases in the campaign's order (the module's docstring)."""
-        recording = self.data.recordings[name]
-        learned = self.learned.get(name, Counter())
-        wanted = tuple(chr(cp).encode("utf-8", "surrogatepass") for cp in mutant.codepoints[:64])
-
-        def rank(item: tuple[int, RecordedCase]) -> tuple[int, int, int, int]:
-            index, case = item
-            holds = any(w in case.data for w in wanted) if wanted else False
-            return tier_of("plain", case.id), not holds, -learned[case.id], index
-
-        cases = [case for _, case in sorted(enumerate(recording.cases), key=rank)]
-        return dataclasses.replace(recording, cases=cases)
+        return ordered(self.data.recordings[name], mutant, self.learned.get(name, Counter()))
 
     def run_mutant(self, number: int, mutant: Mutant, report: Callable[[dict[str, Any]], None]) -> Outcome:
         """Check one mutant (in this process: `run` forks one for it), `report`ing each problem found."""

@@ -560,7 +560,7 @@ def table_mutants(tree: Path, sample: int = TABLE_SAMPLE) -> list[Mutant]:
             else:
                 last = int(entry[2], 16)
                 start, end, new = entry.start(3), entry.end(3), entry[1].decode()
-                cps = tuple(range(first, min(last, first + 63) + 1))
+                cps = tuple(range(first, last + 1))
             key = _key(UNICODE_DATA, line, 1, Operator.TABLE, f"{table.name}:{table.change}:{entry[1].decode()}")
             found.append(Mutant(key, UNICODE_DATA, line, 1, Operator.TABLE, table.name, start, end, Shape.EXPRESSION,
                                 new, cps))  # fmt: skip
