@@ -4,7 +4,9 @@ mutation score = killed / (mutants - equivalent), a `timeout` counted as killed 
 per file, per region (a tokenizer model's own code, unicode, the tables, shared code) and per
 operator; and the same score for the three tiers of the recordings (tokconf.strength.campaign.Tier),
 side by side. A survivor is a gap unless the reviewed list (equivalent.yaml beside this module) names
-it with a reason; an entry the campaign killed is stale, and said so. Coverage: gcov's lines and
+it with a reason; an entry the campaign killed is stale, and said so. A survivor stays a gap, but
+survivors.yaml may say why (most need a vocabulary none of the bundled ones is), and an input found
+to kill it is shown until it is recorded. Coverage: gcov's lines and
 branches (throw branches left out) of llama-vocab.cpp and unicode.cpp, over every bundled
 vocabulary and per tokenizer model, every line no vocabulary reaches listed by function, each with
 its reason: an arid line (logging, an error), an API the oracle never calls, or the reviewed reason
@@ -36,7 +38,7 @@ def _data_file(name: str) -> Path:
 
 
 def reviewed(name: str) -> list[dict[str, Any]]:
-    """A reviewed list beside this module (equivalent.yaml, uncovered.yaml): entries of a `key`, a
+    """A reviewed list beside this module (equivalent.yaml, survivors.yaml, uncovered.yaml): entries of a `key`, a
     non-empty `reason` and, in uncovered.yaml, whether a bundled vocabulary could reach the lines
     (`reachable`, default false)."""
     path = _data_file(name)
@@ -246,17 +248,22 @@ def render(data: dict[str, Any]) -> str:
     for key in s["survivors"]:
         out += [f"- `{printable(key)}`: reached by {printable(data['reach'].get(key, 'no vocabulary'), None)}"]
         if key in data.get("hunted", {}):
-            found = data["hunted"][key]
-            text = bytes.fromhex(found["hex"]).decode("utf-8", errors="backslashreplace")
-            where = f"{printable(found['vocab'])}, {printable(found['mode'])}"
-            out.append(f"  killed by `{printable(text, None)}` (hex {found['hex']}) on {where}:"
-                       " found by `tokconf strength hunt`, not yet in the corpus")  # fmt: skip
+            out.append(f"  killed by {_found(data['hunted'][key])}: found against the mutant (llama.cpp the oracle),"
+                       " not yet in the corpus")  # fmt: skip
+        if key in data.get("surviving", {}):
+            why = printable(data["surviving"][key], None)
+            out.append(f"  why it survives (reviewed: harness/strength/survivors.yaml): {why}")
         out += ["", "  ~~~~diff"]
         out += [f"  {printable(line, None)}" for line in data["diffs"][key].splitlines()] + ["  ~~~~", ""]
     if not s["survivors"]:
         out.append("None.")
     out += ["", "## Thin kills", ""]
-    out += [f"- `{printable(k)}`: {data['kills'][k]} checks" for k in s["thin"]] or ["None."]
+    for key in s["thin"]:
+        out.append(f"- `{printable(key)}`: {data['kills'][key]} checks")
+        if key in data.get("hunted", {}):
+            out[-1] += f"; a new input kills it: {_found(data['hunted'][key])} (not yet in the corpus)"
+    if not s["thin"]:
+        out.append("None.")
     out += ["", "## Equivalent mutants (reviewed: harness/strength/equivalent.yaml)", ""]
     out += [f"- `{printable(k)}`: {printable(data['equivalent'][k], None)}" for k in s["equivalent"]] or ["None."]
     if s["stale_equivalent"]:
@@ -281,6 +288,14 @@ def render(data: dict[str, Any]) -> str:
             out.append(f"- {Path(file).name} `{printable(group.function)}` lines {_ranges(group.lines)}{gap}:"
                        f" {printable(group.reason, None)}")  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+def _found(found: dict[str, str]) -> str:
+    """A killing input as the page shows it: the text, its bytes, the vocabulary and the mode."""
+    text = bytes.fromhex(found["hex"]).decode("utf-8", errors="backslashreplace")
+    shown = printable(text if len(text) <= 200 else f"{text[:80]}… ({len(found['hex']) // 2:,} bytes)", None)
+    hexed = found["hex"] if len(found["hex"]) <= 64 else f"{found['hex'][:64]}…"
+    return f"`{shown}` (hex {hexed}) on {printable(found['vocab'])}, {printable(found['mode'])}"
 
 
 def _ranges(numbers: list[int]) -> str:
@@ -337,6 +352,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
         "kills": {k: outcomes[k].kills for k in data["thin"]},
         "killers": {k: outcomes[k].killers for k in data["thin"]},
         "equivalent": equivalent,
+        "surviving": {e["key"]: e["reason"] for e in reviewed("survivors.yaml")},
         "coverage": {
             f: {
                 "lines": _percent(c.covered, c.code),
@@ -351,7 +367,8 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
 
 
 def hunted(work: Path) -> dict[str, dict[str, str]]:
-    """The killing inputs `tokconf strength hunt` found, by mutant key (not in the corpus until recorded)."""
+    """The killing inputs found against a mutant (by `tokconf strength hunt`, or by hand and checked the
+    same way, saved in its shape), by mutant key: not in the corpus until recorded."""
     found = {}
     for path in sorted((work / "hunt").glob("*.json")):
         entry = json.loads(path.read_text(encoding="utf-8"))
