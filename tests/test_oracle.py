@@ -128,6 +128,15 @@ def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
         assert again.answers == kept.answers and again.disagreements == []
 
 
+def test_a_cross_check_sample_holds_k_distinct_cases_the_first_among_them() -> None:
+    """A draw that repeats a case is drawn again (falcon's sample of 4 once held 3 after the corpus grew)."""
+    cases = list(range(10))
+    for seed in range(300):
+        picked = crosscheck_sample(cases, 4, seed)  # type: ignore[arg-type]
+        assert len(set(picked)) == 4 and picked[0] == 0 and picked == sorted(picked)
+    assert crosscheck_sample(cases[:2], 4, 1) == [0, 1]  # type: ignore[arg-type]
+
+
 def test_record_backend_cli_save_writes_the_bundled_evidence(
     llama_full_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], evidence: Evidence
 ) -> None:

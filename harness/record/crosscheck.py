@@ -82,10 +82,13 @@ class Evidence:
 
 
 def sample(cases: list[Case], k: int, seed: int) -> list[Case]:
-    """K cases spread deterministically over the list, always including the first."""
+    """K distinct cases spread deterministically over the list, always including the first (a draw
+    that repeats one is drawn again: falcon's sample once held 3)."""
     rng = SplitMix64(seed)
-    picked = {0} | {rng.below(len(cases)) for _ in range(max(0, k - 1))}
-    return [cases[i] for i in sorted(picked)][:k]
+    picked = {0}
+    while len(picked) < min(k, len(cases)):
+        picked.add(rng.below(len(cases)))
+    return [cases[i] for i in sorted(picked)]
 
 
 def _same(a: Outcome, b: Outcome) -> bool:
