@@ -178,7 +178,7 @@ def test_a_change_of_facts_alone_is_bisected_unless_cases_are_chosen(
     assert main(args) == 0
     out = capsys.readouterr().out
     assert "first build answering otherwise:     b11195" in out
-    assert "changed between them: 0 outcomes of 12708 and 1 facts, pieces or detokenized texts, in qwen2" in out
+    assert "changed between them: 0 outcomes of 12789 and 1 facts, pieces or detokenized texts, in qwen2" in out
     assert 'qwen2 [facts]\n    b11194: {"add_eos": false}\n    b11195: {"add_eos": true}' in out
     assert main([*args, "--case", "edge/hello-world"]) == 2  # the cases' ids and text alone: nothing changed
     assert "nothing to bisect" in capsys.readouterr().err

@@ -80,17 +80,17 @@ def test_the_synthetic_recordings_show_b11434s_tokenizer_changes() -> None:
     diffs = {d.name: d for d in diff(before, after) if not isinstance(d, str)}
     plamo = diffs["model-plamo2"]
     assert plamo.facts["eog_ids"] == ([2, 4, 261], [2, 4])
-    assert {c.mode for c in plamo.changes} == {"bos"} and len(plamo.changes) == 900
+    assert {c.mode for c in plamo.changes} == {"bos"} and len(plamo.changes) == 914
     assert all(c.after == [1, *c.before] for c in plamo.changes if isinstance(c.before, list))  # BOS first
     for name in ("pre-glm5", "pre-mmbert"):
         assert diffs[name].facts["load_error"] == (f"unknown pre-tokenizer type: '{name[4:]}'", None)
         load = Refusal(f"load: unknown pre-tokenizer type: '{name[4:]}'")
         assert all(c.before == load for c in diffs[name].changes)
         assert sum(isinstance(c.after, list) for c in diffs[name].changes) > 2350  # (the rest: inputs that abort)
-        assert len(diffs[name].changes) == diffs[name].compared == 2382
+        assert len(diffs[name].changes) == diffs[name].compared == 2424
     assert not diffs["pre-glm4"].changes and not diffs["model-rwkv"].changes and not diffs["model-rwkv"].facts
     # glm4's ignore_merges (b11292): tokens no merge reaches, never used by b11192, are used whole
     unmerged = diffs["variant-glm4-unmerged"]
-    assert unmerged.facts == {} and len(unmerged.changes) == 588 and unmerged.compared == 2457
+    assert unmerged.facts == {} and len(unmerged.changes) == 588 and unmerged.compared == 2499
     appended = 50257  # gpt-2's size: the first of the tokens no merge reaches
     assert all(max(c.before, default=0) < appended <= max(c.after) for c in unmerged.changes)

@@ -155,7 +155,7 @@ def test_explain_cli_writes_every_case_per_cause(tmp_path: Path, capsys: pytest.
     text = report.read_text(encoding="utf-8")
     assert all(case in text for record in doc["causes"] for case in record["cases"])
     bodies = [f.text or "" for f in ET.parse(junit).getroot().iter("failure")]
-    assert len(bodies) == 3033 and all("explained by: cause" in body for body in bodies)
+    assert len(bodies) == 3039 and all("explained by: cause" in body for body in bodies)
 
 
 @pytest.mark.oracle

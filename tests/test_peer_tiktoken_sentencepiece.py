@@ -46,7 +46,7 @@ def _one(results: list[CaseResult], section: str, case: str) -> CaseResult:
 # tiktoken-gguf
 
 
-@pytest.mark.parametrize(("name", "passed"), [("gpt-2", 2322), ("llama-bpe", 3801)])
+@pytest.mark.parametrize(("name", "passed"), [("gpt-2", 2349), ("llama-bpe", 3828)])
 def test_tiktoken_agrees_on_every_utf8_input_of_gpt2_and_llama_bpe(llama_build: Build, name: str, passed: int) -> None:
     results = _results(llama_build, "tiktoken-gguf", name, PLAIN)
     assert _counts(results) == {("plain", P): passed, ("plain", U): 397, ("facts", P): 4, ("facts", U): 2}
@@ -61,10 +61,10 @@ def test_tiktoken_agrees_on_every_utf8_input_of_gpt2_and_llama_bpe(llama_build: 
 def test_tiktoken_qwen2_user_defined_tokens_and_eog_text_are_measured_divergences(llama_build: Build) -> None:
     results = _results(llama_build, "tiktoken-gguf", "qwen2", PLAIN_SPECIAL)
     assert _counts(results) == {
-        ("plain", P): 2492,  # 64.91%
+        ("plain", P): 2519,  # 65.16%
         ("plain", F): 1347,
         ("plain", U): 397,
-        ("special", P): 3769,
+        ("special", P): 3796,
         ("special", F): 70,
         ("special", U): 397,
         ("facts", P): 4,
@@ -88,8 +88,8 @@ def test_tiktoken_decoding_of_gpt2(llama_build: Build) -> None:
         "pieces-special": (P, ""),
         "pieces-plain": (P, ""),
         # llama.cpp cleans up spaces before punctuation (`, '` → `,'`); tiktoken returns the bytes.
-        "remove-special": (F, "19 of 2715 differ"),
-        "unparse-special": (F, "19 of 2715 differ"),
+        "remove-special": (F, "22 of 2742 differ"),
+        "unparse-special": (F, "22 of 2742 differ"),
     }
 
 
@@ -122,9 +122,9 @@ def test_tiktoken_declines_tables_it_cannot_hold() -> None:
 def test_sentencepiece_llama_spm_agrees_on_every_utf8_input_in_plain_mode(llama_build: Build) -> None:
     results = _results(llama_build, "sentencepiece-gguf", "llama-spm", PLAIN_SPECIAL)
     assert _counts(results) == {
-        ("plain", P): 2350,
+        ("plain", P): 2377,
         ("plain", F): 397,
-        ("special", P): 2191,
+        ("special", P): 2218,
         ("special", F): 556,
         ("facts", P): 4,
         ("facts", U): 2,
@@ -143,9 +143,9 @@ def test_sentencepiece_llama_spm_agrees_on_every_utf8_input_in_plain_mode(llama_
 def test_sentencepiece_phi3_user_defined_and_control_pieces_diverge(llama_build: Build) -> None:
     results = _results(llama_build, "sentencepiece-gguf", "phi-3", PLAIN_SPECIAL)
     assert _counts(results) == {
-        ("plain", P): 2605,
+        ("plain", P): 2632,
         ("plain", F): 467,
-        ("special", P): 2083,
+        ("special", P): 2110,
         ("special", F): 989,
         ("facts", P): 4,
         ("facts", U): 2,
@@ -160,7 +160,7 @@ def test_sentencepiece_phi3_user_defined_and_control_pieces_diverge(llama_build:
 
 def test_sentencepiece_unigram_nomic_bert_moe(llama_build: Build) -> None:
     results = _results(llama_build, "sentencepiece-gguf", "nomic-bert-moe", PLAIN)
-    assert _counts(results) == {("plain", P): 2748, ("plain", F): 7, ("facts", P): 4, ("facts", U): 2}
+    assert _counts(results) == {("plain", P): 2775, ("plain", F): 7, ("facts", P): 4, ("facts", U): 2}
 
 
 @pytest.mark.parametrize(("name", "model"), [("gpt-2", "gpt2"), ("bert-bge", "bert"), ("gemma-4", "gemma4")])
