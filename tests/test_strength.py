@@ -265,13 +265,13 @@ def test_the_report_scores_each_tier_leaves_out_the_equivalent_and_lists_survivo
     }  # fmt: skip
     page = render(data)
     assert f"`{keys[5]}`: reached by no vocabulary" in page and f"`{keys[1]}`: 3 checks" in page
-    assert "why it survives" not in page and "after this campaign ran" not in page
+    assert "why it survives" not in page and "not in the recordings" not in page
     # a survivor's reviewed reason, and an input found to kill it that is not recorded yet, are shown with it
     data["surviving"] = {keys[5]: "needs a vocabulary with no byte tokens"}
     data["hunted"] = {keys[5]: {"key": keys[5], "vocab": "gpt-2", "mode": "plain", "hex": "6869"}}
     page = render(data)
     assert "why it survives (reviewed: harness/strength/survivors.yaml): needs a vocabulary with no byte tokens" in page
-    assert "killed by `hi` (hex 6869) on gpt-2, plain: found against the mutant (llama.cpp the oracle) after" in page
+    assert "killed by `hi` (hex 6869) on gpt-2, plain: an input found against the mutant (llama.cpp the" in page
     assert "| the whole recordings | 80.0% |" in page
 
 

@@ -6,7 +6,7 @@ operator; and the same score for the three tiers of the recordings (tokconf.stre
 side by side. A survivor is a gap unless the reviewed list (equivalent.yaml beside this module) names
 it with a reason; an entry the campaign killed is stale, and said so. A survivor stays a gap, but
 survivors.yaml may say why (most need a vocabulary none of the bundled ones is), and an input found
-to kill it after the campaign ran is shown with it (to be recorded, or recorded since). Coverage: gcov's lines and
+to kill it that the recordings the campaign checked do not hold is shown with it. Coverage: gcov's lines and
 branches (throw branches left out) of llama-vocab.cpp and unicode.cpp, over every bundled
 vocabulary and per tokenizer model, every line no vocabulary reaches listed by function, each with
 its reason: an arid line (logging, an error), an API the oracle never calls, or the reviewed reason
@@ -248,8 +248,8 @@ def render(data: dict[str, Any]) -> str:
     for key in s["survivors"]:
         out += [f"- `{printable(key)}`: reached by {printable(data['reach'].get(key, 'no vocabulary'), None)}"]
         if key in data.get("hunted", {}):
-            out.append(f"  killed by {_found(data['hunted'][key])}: found against the mutant (llama.cpp the oracle)"
-                       " after this campaign ran")  # fmt: skip
+            out.append(f"  killed by {_found(data['hunted'][key])}: an input found against the mutant (llama.cpp the"
+                       " oracle), not in the recordings this campaign checked")  # fmt: skip
         if key in data.get("surviving", {}):
             why = printable(data["surviving"][key], None)
             out.append(f"  why it survives (reviewed: harness/strength/survivors.yaml): {why}")
@@ -261,7 +261,7 @@ def render(data: dict[str, Any]) -> str:
     for key in s["thin"]:
         out.append(f"- `{printable(key)}`: {data['kills'][key]} checks")
         if key in data.get("hunted", {}):
-            out[-1] += f"; a new input kills it: {_found(data['hunted'][key])} (found after this campaign ran)"
+            out[-1] += f"; a new input kills it: {_found(data['hunted'][key])}, not in the recordings checked"
     if not s["thin"]:
         out.append("None.")
     out += ["", "## Equivalent mutants (reviewed: harness/strength/equivalent.yaml)", ""]
@@ -368,7 +368,7 @@ def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: di
 
 def hunted(work: Path) -> dict[str, dict[str, str]]:
     """The killing inputs found against a mutant (by `tokconf strength hunt`, or by hand and checked the
-    same way, saved in its shape), by mutant key: found after the campaign's run."""
+    same way, saved in its shape), by mutant key: inputs the recordings the campaign checked do not hold."""
     found = {}
     for path in sorted((work / "hunt").glob("*.json")):
         entry = json.loads(path.read_text(encoding="utf-8"))
