@@ -267,6 +267,8 @@ def test_the_report_scores_each_tier_leaves_out_the_equivalent_and_lists_survivo
     assert f"`{keys[5]}`: reached by no vocabulary" in page and f"`{keys[1]}`: 3 checks" in page
     assert "why it survives" not in page and "not in the recordings" not in page
     # a survivor's reviewed reason, and an input found to kill it that is not recorded yet, are shown with it
+    data["killers"] = {keys[1]: ["gpt-2/plain/strength/dna-spans", "gpt-2/bos/strength/dna-spans", "gpt-2/plain/x/y"]}
+    assert "`strength/dna-spans`: added for it (corpora/strength.yaml)" in render(data)
     data["surviving"] = {keys[5]: "needs a vocabulary with no byte tokens"}
     data["hunted"] = {keys[5]: {"key": keys[5], "vocab": "gpt-2", "mode": "plain", "hex": "6869"}}
     page = render(data)

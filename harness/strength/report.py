@@ -260,6 +260,11 @@ def render(data: dict[str, Any]) -> str:
     out += ["", "## Thin kills", ""]
     for key in s["thin"]:
         out.append(f"- `{printable(key)}`: {data['kills'][key]} checks")
+        added = sorted({k.split("/", 2)[2] for k in data.get("killers", {}).get(key, []) if f"/{ADDED}/" in k})
+        if added:
+            out[-1] += f", held by {', '.join(f'`{printable(c)}`' for c in added)}: added for it (corpora/{ADDED}.yaml)"
+        if key in data.get("surviving", {}):
+            out[-1] += f"; why (reviewed: harness/strength/survivors.yaml): {printable(data['surviving'][key], None)}"
         if key in data.get("hunted", {}):
             out[-1] += f"; a new input kills it: {_found(data['hunted'][key])}, not in the recordings checked"
     if not s["thin"]:
@@ -288,6 +293,9 @@ def render(data: dict[str, Any]) -> str:
             out.append(f"- {Path(file).name} `{printable(group.function)}` lines {_ranges(group.lines)}{gap}:"
                        f" {printable(group.reason, None)}")  # fmt: skip
     return "\n".join(out) + "\n"
+
+
+ADDED = "strength"  # the theme of the cases added to kill mutants (corpora/strength.yaml)
 
 
 def _found(found: dict[str, str]) -> str:
