@@ -111,8 +111,8 @@ def _holding(marker: str) -> list[int]:
 
 def test_a_sandboxed_llama_cpp_killed_while_it_starts_leaves_no_process(llama_build: Build, tmp_path: Path) -> None:
     """bubblewrap's child waits on an eventfd until its parent has set it up; killed with its parent in
-    that window it waited for ever, adopted by init (2 of 25 runs left one; on the old code this fails). The worker's whole group is
-    killed now."""
+    that window it waited for ever, adopted by init (2 of 25 runs left one; on the old code this fails).
+    The worker's whole group is killed now."""
     confiner = SandboxPolicy().confiner()
     if not confiner.sandboxed:
         pytest.fail(f"bubblewrap is needed here ({confiner.reason}): {INSTALL}")
