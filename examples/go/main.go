@@ -10,9 +10,9 @@
 // token_to_piece and detokenize. Standard output is for protocol answers only; log to stderr.
 //
 // Letter and number classes come from Go's `unicode` tables (`unicode.IsLetter` is \p{L},
-// `unicode.IsNumber` is \p{N}), whose Unicode version may be older than llama.cpp's: a character
-// assigned since would not be a letter here. With Go 1.19 (Unicode 13) it still passes every
-// case of the gpt-2 recording.
+// `unicode.IsNumber` is \p{N}), whose Unicode version may be older than llama.cpp's: the letters
+// and numbers assigned since Unicode 13 (Go 1.19) are taken from llama.cpp's tables instead
+// (newerClasses), or a port on Go 1.19 fails the gpt-2 recording's U+1E7E8.
 //
 // `--plant-bug nel-not-space` plants the bug a port using a language's own whitespace class has
 // (U+0085 is not whitespace), so tokconf's tests can show the gate catches it.
@@ -217,7 +217,57 @@ func classOf(cpts []rune, i int) classes {
 	}
 	c := cpts[i]
 	space := whitespace[c] && !(*plantBug == "nel-not-space" && c == 0x85)
-	return classes{letter: unicode.IsLetter(c), number: unicode.IsNumber(c), space: space, any: true}
+	letter, number := unicode.IsLetter(c), unicode.IsNumber(c)
+	if class, ok := sinceUnicode13(c); ok {
+		letter, number = class == letterClass, class == numberClass
+	}
+	return classes{letter: letter, number: number, space: space, any: true}
+}
+
+const (
+	letterClass = iota
+	numberClass
+)
+
+// The code points llama.cpp b11192's tables (unicode-data.cpp) class as letters or numbers that
+// Unicode 13 (Go 1.19's `unicode`, Java 17's Character) leaves unassigned: scripts and letters
+// added in Unicode 14 and 15. tokconf's recordings hold one (U+1E7E8 before a contraction, in
+// corpora/strength.yaml), which Go 1.19's tables alone got wrong. Made by comparing every code
+// point's class under Go 1.19 with llama.cpp's table; a newer Go agrees with them.
+var newerClasses = []struct {
+	first, last rune
+	class       int
+}{
+	{0x870, 0x887, letterClass}, {0x889, 0x88E, letterClass}, {0x8B5, 0x8B5, letterClass},
+	{0x8C8, 0x8C9, letterClass}, {0xC5D, 0xC5D, letterClass}, {0xCDD, 0xCDD, letterClass},
+	{0x170D, 0x170D, letterClass}, {0x171F, 0x171F, letterClass}, {0x1B4C, 0x1B4C, letterClass},
+	{0x2C2F, 0x2C2F, letterClass}, {0x2C5F, 0x2C5F, letterClass}, {0x9FFD, 0x9FFF, letterClass},
+	{0xA7C0, 0xA7C1, letterClass}, {0xA7D0, 0xA7D1, letterClass}, {0xA7D3, 0xA7D3, letterClass},
+	{0xA7D5, 0xA7D9, letterClass}, {0xA7F2, 0xA7F4, letterClass}, {0x10570, 0x1057A, letterClass},
+	{0x1057C, 0x1058A, letterClass}, {0x1058C, 0x10592, letterClass}, {0x10594, 0x10595, letterClass},
+	{0x10597, 0x105A1, letterClass}, {0x105A3, 0x105B1, letterClass}, {0x105B3, 0x105B9, letterClass},
+	{0x105BB, 0x105BC, letterClass}, {0x10780, 0x10785, letterClass}, {0x10787, 0x107B0, letterClass},
+	{0x107B2, 0x107BA, letterClass}, {0x10F70, 0x10F81, letterClass}, {0x11071, 0x11072, letterClass},
+	{0x11075, 0x11075, letterClass}, {0x1123F, 0x11240, letterClass}, {0x11740, 0x11746, letterClass},
+	{0x11AB0, 0x11ABF, letterClass}, {0x11F02, 0x11F02, letterClass}, {0x11F04, 0x11F10, letterClass},
+	{0x11F12, 0x11F33, letterClass}, {0x11F50, 0x11F59, numberClass}, {0x12F90, 0x12FF0, letterClass},
+	{0x1342F, 0x1342F, letterClass}, {0x13441, 0x13446, letterClass}, {0x16A70, 0x16ABE, letterClass},
+	{0x16AC0, 0x16AC9, numberClass}, {0x1AFF0, 0x1AFF3, letterClass}, {0x1AFF5, 0x1AFFB, letterClass},
+	{0x1AFFD, 0x1AFFE, letterClass}, {0x1B11F, 0x1B122, letterClass}, {0x1B132, 0x1B132, letterClass},
+	{0x1B155, 0x1B155, letterClass}, {0x1D2C0, 0x1D2D3, numberClass}, {0x1DF00, 0x1DF1E, letterClass},
+	{0x1DF25, 0x1DF2A, letterClass}, {0x1E030, 0x1E06D, letterClass}, {0x1E290, 0x1E2AD, letterClass},
+	{0x1E4D0, 0x1E4EB, letterClass}, {0x1E4F0, 0x1E4F9, numberClass}, {0x1E7E0, 0x1E7E6, letterClass},
+	{0x1E7E8, 0x1E7EB, letterClass}, {0x1E7ED, 0x1E7EE, letterClass}, {0x1E7F0, 0x1E7FE, letterClass},
+	{0x2A6DE, 0x2A6DF, letterClass}, {0x2B735, 0x2B739, letterClass}, {0x2EBF0, 0x2EE5D, letterClass},
+	{0x31350, 0x323AF, letterClass},
+}
+
+func sinceUnicode13(c rune) (int, bool) {
+	i := sort.Search(len(newerClasses), func(i int) bool { return newerClasses[i].last >= c })
+	if i < len(newerClasses) && newerClasses[i].first <= c {
+		return newerClasses[i].class, true
+	}
+	return 0, false
 }
 
 // unicode_regex_split_custom_gpt2: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+

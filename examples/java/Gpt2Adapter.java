@@ -22,8 +22,9 @@
 // request's error, and the program goes on; an `error` is kept for what llama.cpp refuses too (a
 // code point above U+10FFFF), since an `error` passes wherever llama.cpp refuses.
 //
-// Letter and number classes come from Character.getType, whose Unicode version (Java 17: 13) may be
-// older than llama.cpp's; whitespace is Unicode White_Space, as llama.cpp has it, not
+// Letter and number classes come from Character.getType, whose Unicode version (Java 17: 13) is
+// older than llama.cpp's, so the letters and numbers assigned since come from llama.cpp's tables
+// (Gpt2Tokenizer.NEWER_CLASSES); whitespace is Unicode White_Space, as llama.cpp has it, not
 // Character.isWhitespace.
 //
 // `--plant-bug NAME` plants a bug a real port could have, so tokconf's tests can show the gate

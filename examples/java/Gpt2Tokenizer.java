@@ -124,13 +124,17 @@ final class Gpt2Tokenizer {
 
     /**
      * \p{L} and \p{N} from Character.getType, whose tables are the JDK's Unicode version (Java 17:
-     * Unicode 13), which may be older than llama.cpp's: a character assigned since is no letter
-     * here. It still passes every case of the gpt-2 recording. Above U+10FFFF getType says
-     * UNASSIGNED: such a code point is "other", as in llama.cpp, until encoding refuses it.
+     * Unicode 13), older than llama.cpp's: the letters and numbers assigned since are taken from
+     * llama.cpp's tables instead (NEWER_CLASSES), or Java 17 fails the gpt-2 recording's U+1E7E8.
+     * Above U+10FFFF getType says UNASSIGNED: such a code point is "other", as in llama.cpp, until
+     * encoding refuses it.
      */
     private int classOf(int cpt) {
         int classes = ANY;
-        switch (Character.getType(cpt)) {
+        int newer = newerClass(cpt);
+        if (newer != 0) {
+            classes |= newer;
+        } else switch (Character.getType(cpt)) {
             case Character.UPPERCASE_LETTER:
             case Character.LOWERCASE_LETTER:
             case Character.TITLECASE_LETTER:
@@ -150,6 +154,51 @@ final class Gpt2Tokenizer {
             classes |= SPACE;
         }
         return classes;
+    }
+
+    /**
+     * The code points llama.cpp b11192's tables (unicode-data.cpp) class as letters or numbers that
+     * Unicode 13 (Java 17's Character, Go 1.19's unicode) leaves unassigned: scripts and letters added
+     * in Unicode 14 and 15, as first, last, class. tokconf's recordings hold one (U+1E7E8 before a
+     * contraction, in corpora/strength.yaml). Made by comparing every code point's class under
+     * Java 17 with llama.cpp's table; a newer JDK agrees with them.
+     */
+    private static final int[] NEWER_CLASSES = {
+        0x870, 0x887, LETTER, 0x889, 0x88E, LETTER, 0x8B5, 0x8B5, LETTER, 0x8C8, 0x8C9, LETTER,
+        0xC5D, 0xC5D, LETTER, 0xCDD, 0xCDD, LETTER, 0x170D, 0x170D, LETTER, 0x171F, 0x171F, LETTER,
+        0x1B4C, 0x1B4C, LETTER, 0x2C2F, 0x2C2F, LETTER, 0x2C5F, 0x2C5F, LETTER, 0x9FFD, 0x9FFF, LETTER,
+        0xA7C0, 0xA7C1, LETTER, 0xA7D0, 0xA7D1, LETTER, 0xA7D3, 0xA7D3, LETTER, 0xA7D5, 0xA7D9, LETTER,
+        0xA7F2, 0xA7F4, LETTER, 0x10570, 0x1057A, LETTER, 0x1057C, 0x1058A, LETTER, 0x1058C, 0x10592, LETTER,
+        0x10594, 0x10595, LETTER, 0x10597, 0x105A1, LETTER, 0x105A3, 0x105B1, LETTER,
+        0x105B3, 0x105B9, LETTER, 0x105BB, 0x105BC, LETTER, 0x10780, 0x10785, LETTER,
+        0x10787, 0x107B0, LETTER, 0x107B2, 0x107BA, LETTER, 0x10F70, 0x10F81, LETTER,
+        0x11071, 0x11072, LETTER, 0x11075, 0x11075, LETTER, 0x1123F, 0x11240, LETTER,
+        0x11740, 0x11746, LETTER, 0x11AB0, 0x11ABF, LETTER, 0x11F02, 0x11F02, LETTER,
+        0x11F04, 0x11F10, LETTER, 0x11F12, 0x11F33, LETTER, 0x11F50, 0x11F59, NUMBER,
+        0x12F90, 0x12FF0, LETTER, 0x1342F, 0x1342F, LETTER, 0x13441, 0x13446, LETTER,
+        0x16A70, 0x16ABE, LETTER, 0x16AC0, 0x16AC9, NUMBER, 0x1AFF0, 0x1AFF3, LETTER,
+        0x1AFF5, 0x1AFFB, LETTER, 0x1AFFD, 0x1AFFE, LETTER, 0x1B11F, 0x1B122, LETTER,
+        0x1B132, 0x1B132, LETTER, 0x1B155, 0x1B155, LETTER, 0x1D2C0, 0x1D2D3, NUMBER,
+        0x1DF00, 0x1DF1E, LETTER, 0x1DF25, 0x1DF2A, LETTER, 0x1E030, 0x1E06D, LETTER,
+        0x1E290, 0x1E2AD, LETTER, 0x1E4D0, 0x1E4EB, LETTER, 0x1E4F0, 0x1E4F9, NUMBER,
+        0x1E7E0, 0x1E7E6, LETTER, 0x1E7E8, 0x1E7EB, LETTER, 0x1E7ED, 0x1E7EE, LETTER,
+        0x1E7F0, 0x1E7FE, LETTER, 0x2A6DE, 0x2A6DF, LETTER, 0x2B735, 0x2B739, LETTER,
+        0x2EBF0, 0x2EE5D, LETTER, 0x31350, 0x323AF, LETTER,
+    };
+
+    private static int newerClass(int cpt) {
+        int low = 0, high = NEWER_CLASSES.length / 3 - 1;
+        while (low <= high) {
+            int middle = (low + high) >>> 1;
+            if (cpt < NEWER_CLASSES[3 * middle]) {
+                high = middle - 1;
+            } else if (cpt > NEWER_CLASSES[3 * middle + 1]) {
+                low = middle + 1;
+            } else {
+                return NEWER_CLASSES[3 * middle + 2];
+            }
+        }
+        return 0;
     }
 
     private static boolean isOther(int classes) {
