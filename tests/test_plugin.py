@@ -103,8 +103,10 @@ def test_facts_unsupported_and_modes(sandbox: pytest.Pytester, llama_build: Buil
         "--tokconf-recordings", str(spm), "--tokconf-impl", "fake_impls:bpe_only", "--tokconf-mode", "plain", JUNIT
     )
     cases = len(load(spm).cases)
-    result.assert_outcomes(skipped=cases)
-    assert _verdicts(sandbox, "synthetic") == {"variant-spm-eos-only plain unsupported": cases}
+    result.assert_outcomes(skipped=cases + 1)  # and the facts, checked with any mode as `tokconf check` checks them
+    verdicts = _verdicts(sandbox, "synthetic")
+    assert verdicts.pop("variant-spm-eos-only plain unsupported") == cases
+    assert set(verdicts) == {"variant-spm-eos-only facts unsupported"}
 
 
 def test_xdist_spreads_vocabs_over_workers(sandbox: pytest.Pytester, llama_build: Build) -> None:
@@ -229,7 +231,7 @@ def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.P
         "-p", "no:cacheprovider", "--tokconf-impl", "fake_impls:normalizes_nfc", "--tokconf-recordings",
         str(recording), "--tokconf-mode", "plain", "--tokconf-explain", "-n", "2", "--dist", "loadgroup", JUNIT,
     )  # fmt: skip
-    result.assert_outcomes(failed=159, passed=674)
+    result.assert_outcomes(failed=159, passed=675)  # 674 cases and the facts
     root = ET.parse(sandbox.path / "report.xml").getroot()
     notes = [json.loads(p.get("value", "")) for p in root.iter("property") if p.get("name") == "tokconf-cause"]
     assert len(notes) == 159 and len({n["key"] for n in notes}) == 1 and len({n["case"] for n in notes}) == 159

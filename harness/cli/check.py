@@ -121,7 +121,8 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from ..checking.explain.causes import write_causes
     from ..checking.junit import write_junit
     from ..checking.report import COLUMNS, Invocation, RunReport, summary_rows, table_rows
-    from ..checking.run import check_paths, selected_recordings
+    from ..checking.run import check_paths
+    from ..checking.session import selected_recordings
     from ..checking.verdict_json import write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError

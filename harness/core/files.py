@@ -23,6 +23,7 @@ import stat
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, BinaryIO, Literal, TextIO, overload
 
@@ -388,8 +389,10 @@ def open_bounded(path: Path, kind: FileKind | None) -> BinaryIO:
 
 
 def read_bounded(path: Path, kind: FileKind) -> bytes:
-    """The bytes of a file from elsewhere, at most `kind.cap` of them (see `open_bounded`); a file a run
-    pinned must be as it was when the run began (`pinned`)."""
+    """The bytes of a file from elsewhere, at most `kind.cap` of them (see `open_bounded`); of a file a
+    run pinned, the bytes it held since the run began (`pinned`), read once."""
+    if (pin := _held(path)) is not None:
+        return pin.raw
     try:
         with open_bounded(path, kind) as handle:
             raw = handle.read()
@@ -399,29 +402,68 @@ def read_bounded(path: Path, kind: FileKind) -> bytes:
     return raw
 
 
-_PINNED: dict[Path, str] = {}  # what `pinned` holds: the files a run judges from, and their sha256 then
+@dataclass(frozen=True)
+class _Pin:
+    """A file a run judges from, as the run began: its bytes, their sha256, and what `stat` said of it."""
+
+    raw: bytes
+    sha256: str
+    status: tuple[int, ...]
+
+
+_PINNED: dict[Path, _Pin] = {}  # what `pinned` holds: the files a run judges from, by `_keys`
+
+
+def _status(path: Path) -> tuple[int, ...]:
+    """What changes when a file is written, replaced or a link on its path pointed elsewhere (its
+    ctime, which no writer can set back, included); () for a path that no longer stats."""
+    try:
+        found = os.stat(path)
+    except OSError:
+        return ()
+    return (found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns, found.st_ctime_ns)
 
 
 @contextlib.contextmanager
 def pinned(files: Iterable[tuple[Path, FileKind]]) -> Iterator[None]:
-    """Hash every file a run will judge from (its recordings and their decodings) before any port
-    process starts, and, while the run lasts, refuse any read of one whose bytes are no longer those
-    hashed. With the sandbox (`tokconf.core.sandbox`) no port can write them; kept instead, one could
-    rewrite and re-seal the next vocabulary's recording while an earlier one is checked, and that must
-    end the run with an error, never a verdict on the rewritten file. Forked processes of the run
-    (`--jobs`) hold the same pins."""
+    """Read every file a run will judge from (its recordings and their decodings) once, before any
+    port process starts, and hold its bytes and sha256 while the run lasts: every later read of it
+    (its provenance, its cases, a decoding naming its digest) is of those bytes, not the disk again,
+    and one whose file is no longer those bytes is refused. With the sandbox (`tokconf.core.sandbox`)
+    no port can write them; kept instead, one could rewrite and re-seal the next vocabulary's recording
+    while an earlier one is checked, and that must end the run with an error, never a verdict on the
+    rewritten file. Forked processes of the run (`--jobs`) hold the same pins."""
     added = []
     try:
         for path, kind in files:
-            digest = sha256_file(path, kind)
+            status = _status(path)
+            raw = read_bounded(path, kind)
+            pin = _Pin(raw, hashlib.sha256(raw).hexdigest(), status)
             for key in _keys(path):
                 if key not in _PINNED:
-                    _PINNED[key] = digest
+                    _PINNED[key] = pin
                     added.append(key)
         yield
     finally:
         for key in added:
             _PINNED.pop(key, None)
+
+
+def _held(path: Path) -> _Pin | None:
+    """A pinned file's pin (None for any other), once its file is still the one pinned: what `stat` says
+    of it unchanged, or, where it changed (a `touch`), its bytes hashed again and still those pinned."""
+    pin = next((_PINNED[key] for key in _keys(path) if key in _PINNED), None) if _PINNED else None
+    if pin is None or _status(path) == pin.status:
+        return pin
+    digest = hashlib.sha256()
+    try:
+        with open_bounded(path, None) as handle:
+            for chunk in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(chunk)
+    except (OSError, TokconfError):
+        digest.update(b"unreadable")  # gone, or no regular file now: not the bytes pinned
+    _as_pinned(path, digest.hexdigest())
+    return pin
 
 
 def _keys(path: Path) -> tuple[Path, ...]:
@@ -432,13 +474,21 @@ def _keys(path: Path) -> tuple[Path, ...]:
 
 
 def _as_pinned(path: Path, sha256: str) -> None:
-    was = next((_PINNED[key] for key in _keys(path) if key in _PINNED), None) if _PINNED else None
+    pin = next((_PINNED[key] for key in _keys(path) if key in _PINNED), None) if _PINNED else None
+    was = pin.sha256 if pin is not None else None
     if was is not None and was != sha256:
         raise TokconfError(
             f"{path} changed during the run: its sha256 was {was[:16]}… when the run began, it is {sha256[:16]}… now",
             "something wrote it while the check ran (a port kept with --sandbox off, or NOT SANDBOXED, can): "
             "restore it and run the check again",
         )
+
+
+def held_bytes(path: Path) -> bytes | None:
+    """The bytes of a file the run pinned (`pinned`), still the file's, or None when it pinned none at
+    that path: a reader of part of a file (a recording's head) reads the pinned bytes, not the disk."""
+    pin = _held(path)
+    return pin.raw if pin is not None else None
 
 
 def regular_file(path: Path, kind: FileKind) -> Path:
@@ -453,7 +503,9 @@ def regular_file(path: Path, kind: FileKind) -> Path:
 def sha256_file(path: Path, kind: FileKind | None = None) -> str:
     """The sha256 of a file, read in chunks so a 100 MB vocab does not sit in memory twice. Only a
     regular file is hashed (a FIFO would block, `/dev/zero` never end), and with `kind`, one within its
-    cap (see `open_bounded`)."""
+    cap (see `open_bounded`). A pinned file's is the one taken when the run began (`pinned`)."""
+    if (pin := _held(path)) is not None:
+        return pin.sha256
     digest = hashlib.sha256()
     try:
         with open_bounded(path, kind) as handle:

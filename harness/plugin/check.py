@@ -11,7 +11,6 @@ worker. The end-of-run summary prints the table `tokconf check` prints.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
 import json
@@ -26,7 +25,7 @@ from ..checking.contract import DECODE, FACTS, Claim, Decision, Gate, Section, S
 from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, check_file
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
-from ..checking.interleave import interleave, sample
+from ..checking.interleave import sample
 from ..checking.report import (
     Invocation,
     abort_lines,
@@ -36,12 +35,11 @@ from ..checking.report import (
     describe_cause,
     text_table,
 )
-from ..checking.run import judged_files
-from ..checking.summary import Summary, agreed_abort
+from ..checking.session import CheckSession
+from ..checking.summary import agreed_abort
 from ..checking.verdict_json import write_unfinished, write_verdict
-from ..checking.xfail import Entry, ExpectedFailures
+from ..checking.xfail import ExpectedFailures
 from ..core.errors import TokconfError
-from ..core.files import pinned
 from ..core.outcome import MODES, InputClass, Mode, RefusalKind
 from ..core.printable import printable
 from ..core.sandbox import SandboxPolicy
@@ -51,8 +49,7 @@ from ..implementations.resolve import confiner_of, resolve
 from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
 from ..recordings.decoding import path_for as decoding_path
-from ..recordings.format import Recording, VocabGroup, load, named_recordings, recording_files
-from ..synth.files import recorded_vocab
+from ..recordings.format import Recording, VocabGroup, load, recording_files
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON
@@ -186,28 +183,31 @@ class CheckPlugin:
         self.spec = spec
         self.paths = paths
         claim = Claim(claims, config.getoption("tokconf_min_coverage"))
-        self.gate = Gate(
+        gate = Gate(
             claim,
             bool(config.getoption("tokconf_strict")),
             bool(config.getoption("tokconf_strict_xfail")),
             claimable=True,
             granted=granted,
         )
-        self.selection = Selection(
+        selection = Selection(
             frozenset(config.getoption("tokconf_vocab")),
             frozenset(config.getoption("tokconf_mode")),
             frozenset(config.getoption("tokconf_case")),
             claim=claim,
         )
-        self.xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
-        self.strict = self.gate.strict
-        self.vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
+        xfails = ExpectedFailures.load(config.getoption("tokconf_xfail"))
+        vocab_dir: Path | None = config.getoption("tokconf_vocab_dir")
+        # the run's recordings, counts and verdict: workers only count what they report in it
+        self.session = CheckSession(paths, selection, xfails, gate, vocab_dir, "--tokconf-vocab")
+        self.selection = selection
+        self.xfails = xfails
+        self.strict = gate.strict
         self.timeout: float | None = config.getoption("tokconf_timeout")
         self.load_timeout: float | None = config.getoption("tokconf_load_timeout")
         self.in_process = bool(config.getoption("tokconf_in_process"))
         self.sandbox = SandboxPolicy.of(config.getoption("tokconf_sandbox"), config.getoption("tokconf_sandbox_write"),
                                       bool(config.getoption("tokconf_sandbox_network")))  # fmt: skip
-        self._pins = contextlib.ExitStack()  # the recordings and decodings judged, hashed at collection
         # given on the command line (not only in an ini file): a run that then judges nothing must fail
         self.asked_for = bool(config.getoption("tokconf_impl"))
         self.collect_only = bool(config.getoption("collectonly"))
@@ -217,7 +217,7 @@ class CheckPlugin:
             write_unfinished(self.json, spec)
         self.passed: dict[str, set[tuple[str, str]]] = {}  # recording -> (mode, case) that passed: interleave
         self.interleaved: list[CaseResult] = []
-        xfail, vocab_dir = config.getoption("tokconf_xfail"), self.vocab_dir
+        xfail = config.getoption("tokconf_xfail")
         self.how = Invocation.of(spec, given, self.timeout, xfail, vocab_dir, self.load_timeout)
         self.collected_cases: set[str] = set()  # every case id collected, for a --tokconf-case typo
         self.decision: Decision | None = None
@@ -228,7 +228,7 @@ class CheckPlugin:
         self._groups: dict[Path, VocabGroup] = {}  # each collected recording's table group
         self._kept: dict[Path, frozenset[tuple[Section, str]]] = {}  # the items the run kept, by recording
         self.vocab_paths: dict[str, Path] = {}
-        self.summary = Summary()
+        self.summary = self.session.summary
         self.explain = bool(config.getoption("tokconf_explain"))
         self.causes_file: Path | None = config.getoption("tokconf_causes")
         self.explain = self.explain or self.causes_file is not None
@@ -272,7 +272,7 @@ class CheckPlugin:
                 self._impl = self._resolve()
             loaded = self._collected.pop(path, None)  # read once, at collection
             selection = dataclasses.replace(self.selection, only=self._kept.get(path))
-            checked = check_file(path, self._impl, selection, self.xfails, self.vocab_dir, recording=loaded)
+            checked = check_file(path, self._impl, selection, self.xfails, self.session.vocab_dir, recording=loaded)
             self.vocab_paths[checked.recording.vocab_name] = checked.vocab
             self._results[path] = {(r.section, r.case): r for r in checked.results}
             if self.explain:
@@ -304,7 +304,7 @@ class CheckPlugin:
         for case in recording.cases:
             modes: list[Mode] = list(case.outcomes)
             wanted += [(mode, case.id) for mode in modes if self.selection.wants(name, mode, case.id)]
-        if self.selection.wants_facts and not self.selection.sections:
+        if self.selection.wants_facts:  # with every mode selection, as `check_file` checks them
             wanted.append((FACTS, ALL_FACTS))
         if self.selection.wants_decoding and decoding_path(path).is_file():
             wanted += [
@@ -325,14 +325,11 @@ class CheckPlugin:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         try:
-            files = named_recordings(self.paths, self.selection.vocabs, "--tokconf-vocab")
-            wanted = [path for path in files if self.selection.wants_vocab(path.stem)]
-            self._pins.enter_context(pinned(judged_files(wanted)))  # before any port process starts
+            wanted = self.session.recordings()
+            self.session.pin(wanted)  # before any port process starts
         except TokconfError as error:
             raise pytest.UsageError(str(error)) from None
-        for path in files:
-            if not self.selection.wants_vocab(path.stem):
-                continue
+        for path in wanted:
             try:
                 recording = load(path)
             except TokconfError as error:
@@ -387,9 +384,6 @@ class CheckPlugin:
             self.cause_stories[note["story"]] = None
             entry.update(note["record"])
 
-    def _stale(self) -> list[Entry]:
-        return self.xfails.unmatched({vocab for vocab, _ in self.summary.counts})
-
     def _interleave(self, session: pytest.Session) -> None:
         """The interleaving check (`tokconf.checking.interleave`), as `tokconf check` makes it, here in
         the process that counts every worker's items; not after `-x` or an interrupted run."""
@@ -399,17 +393,14 @@ class CheckPlugin:
         for path in recording_files(self.paths):
             if str(path) in self.passed:
                 recording = load(path)
-                vocab = recorded_vocab(recording.provenance["vocab"], recording.build, self.vocab_dir)
+                vocab = self.session.vocab(recording.provenance)
                 if (replay := sample(recording, vocab, self.passed[str(path)])) is not None:
                     replays.append(replay)
         if len(replays) < 2:
             return
         impl = self._impl or self._resolve()
         self._impl = impl
-        self.interleaved = interleave(impl, replays)
-        groups = {replay.vocab_name: replay.group for replay in replays}
-        for result in self.interleaved:
-            self.summary.add([result], groups[result.vocab])
+        self.interleaved = self.session.interleave(impl, replays)
 
     @staticmethod
     def _interrupted(session: pytest.Session) -> bool:
@@ -437,14 +428,8 @@ class CheckPlugin:
             self._interleave(session)
         finally:
             self._end()
-        stale = [entry.pattern for entry in self._stale()]
-        unmatched = sorted(self.selection.cases - self.collected_cases)
-        decision = self.summary.decide(self.gate, stale, unmatched)
-        if self._interrupted(session):  # Ctrl-C, a CI job cancelled: what did not run was not judged
-            decision = dataclasses.replace(
-                decision, passed=False, reasons=("the run was interrupted", *decision.reasons)
-            )
-        self.decision = dataclasses.replace(decision, confiner=confiner_of(self.spec, self.in_process, self.sandbox))
+        confiner = confiner_of(self.spec, self.in_process, self.sandbox)
+        self.decision = self.session.decide(self.collected_cases, confiner, self._interrupted(session))
         self._write_json(self.decision)
         if self.causes_file is not None:
             errors, unsupported = (
@@ -490,7 +475,7 @@ class CheckPlugin:
         """Every port process of this process ended, and the judged files no longer pinned."""
         if self._impl is not None:
             self._impl.close()
-        self._pins.close()
+        self.session.close()
 
     def pytest_unconfigure(self) -> None:
         self._end()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import marshal
 import os
 import re
@@ -26,7 +27,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import TokconfError
-from ..core.files import FileKind, atomic_write, cache_root, open_bounded, read_bounded
+from ..core.files import FileKind, atomic_write, cache_root, held_bytes, open_bounded, read_bounded
 from ..core.plain_yaml import parse_yaml, shown
 from ..core.render import INVISIBLE
 
@@ -222,9 +223,10 @@ def read_head(path: Path, stop: bytes, what: str) -> dict[str, Any]:
     """The top-level keys before the line that starts with `stop` (`facts:`, `pieces:`), parsed alone:
     a recording's or decoding's provenance without reading the megabytes that follow it."""
     head: list[bytes] = []
+    held = held_bytes(path)  # a file the run pinned: the bytes it judges, not the disk again
     try:
-        with open_bounded(path, _kind(what)) as handle:  # a regular file, within the cap: lines end
-            for line in handle:
+        with io.BytesIO(held) if held is not None else open_bounded(path, _kind(what)) as handle:
+            for line in handle:  # a regular file, within the cap: lines end
                 if line.startswith(stop):
                     break
                 head.append(line)
