@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 from tokconf.cli.main import main
+from tokconf.checking.session import judged_files
 from tokconf.core.errors import TokconfError
+from tokconf.core.files import pinned
 from tokconf.core.outcome import Refusal
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.recordings import decoding, yaml_io
-from tokconf.recordings.format import RecordedCase, Recording, dumps, load, write
+from tokconf.recordings.format import RecordedCase, Recording, dumps, load, read_provenance, write
 from tokconf.recordings.yaml_io import CorruptRecording, load_untrusted, seal
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
@@ -404,3 +406,34 @@ def test_an_unwritable_cache_only_costs_the_speed_up(tmp_path: Path, monkeypatch
     recording = _recording(list(fuzz_strings(count=2000)))
     write(path, recording)
     assert load(path).cases == recording.cases == load(path).cases
+
+
+def test_a_pinned_recording_and_its_decoding_are_read_from_disk_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run reads each file it judges when it pins it (`tokconf.core.files.pinned`), once: its
+    provenance, its cases and its digest, which its decoding names, come from those bytes. A file
+    touched (its bytes unchanged) is still served; one rewritten is refused."""
+    recording, beside = tmp_path / "model-rwkv.yaml", tmp_path / "model-rwkv.decoding.yaml"
+    for path in (recording, beside):
+        path.write_bytes((BUNDLED / "synthetic" / path.name).read_bytes())
+    opened: list[Path] = []
+    real = os.open
+
+    def counted(path: str | os.PathLike[str], *args: int) -> int:
+        opened.append(Path(path))
+        return real(path, *args)
+
+    monkeypatch.setattr(os, "open", counted)
+    with pinned(judged_files([recording])):
+        assert opened == [recording, beside]
+        provenance = read_provenance(recording)
+        cases = load(recording).cases
+        assert decoding.load_for(recording) is not None
+        assert opened == [recording, beside]
+        os.utime(recording, ns=(1, 1))  # touched: its bytes are those pinned
+        assert load(recording).cases == cases
+        recording.write_bytes(recording.read_bytes().replace(b"model-rwkv", b"model-rwkw", 1))
+        with pytest.raises(TokconfError, match="changed during the run"):
+            read_provenance(recording)
+    assert provenance["vocab"] and read_provenance(recording) != provenance  # unpinned: the disk again
