@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from tokconf.cli.main import main
 from tokconf.checking.session import judged_files
+from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import pinned
 from tokconf.core.outcome import Refusal
