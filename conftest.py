@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tokconf.builds.build import Build, require_build
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.checking import run as check_run
 from tokconf.checking.run import CheckRun
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import cache_root
-from tokconf.llama.build import Build, require_build
-from tokconf.llama.pins import DEFAULT_BUILD
 
 pytest_plugins = ["pytester"]
 CACHE = cache_root()  # read before pytester moves HOME

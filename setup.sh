@@ -11,7 +11,7 @@
 #    redis-server, ccache, headless Chromium), the test extra, and llama.cpp b11192 built into the
 #    cache (once per machine, its progress shown): its tokenizer-only libllama, which `llama.cpp@N`
 #    and most tests load (a minute), and its full CMake build, for `llama-tokenize` and the tests
-#    that run it (harness/llama/build.py); then `tokconf llama info`. The tests build the
+#    that run it (harness/builds/build.py); then `tokconf llama info`. The tests build the
 #    tokenizer-only libraries of b9093 and b11434 they compare with the full builds' answers.
 #
 # A failing main job does not stop the installation, so the tests can still run and say why; the

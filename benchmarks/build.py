@@ -6,7 +6,7 @@ llama.cpp's full libllama build, all in the same run.
 Runs in a temporary tokconf cache and a temporary ccache folder (the sdists come from PyPI, trusted on
 first use into a temporary lock), so nothing already cached helps:
 
-1. `--cold`'s tokenizer-only library (tokconf.llama.tokenizer_only), ccache empty: what
+1. `--cold`'s tokenizer-only library (tokconf.builds.tokenizer_only), ccache empty: what
    `llama.cpp@N` or a bisect probe costs the first time;
 2. `--next`'s tokenizer-only library right after: ccache serves every file the two trees share (the
    run prints which of the files it compiles differ between them);
@@ -28,10 +28,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from tokconf.llama.build import build, build_dir, compile_tree, tree_build
-from tokconf.llama.fetch import fetch, source_dir
-from tokconf.llama.lock import Lock
-from tokconf.llama.tokenizer_only import OPTIONAL_SOURCES, TOKENIZER_SOURCES
+from tokconf.builds.build import build, build_dir, compile_tree, tree_build
+from tokconf.builds.fetch import fetch, source_dir
+from tokconf.builds.lock import Lock
+from tokconf.builds.tokenizer_only import OPTIONAL_SOURCES, TOKENIZER_SOURCES
 
 
 def timed(what: str, run: Callable[[], object]) -> float:

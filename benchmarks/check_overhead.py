@@ -32,7 +32,7 @@ from tokconf.core.outcome import Outcome, Request
 from tokconf.core.sandbox import bwrap_missing
 from tokconf.implementations.base import Implementation, Session, VocabInfo
 from tokconf.implementations.resolve import resolve
-from tokconf.recordings.format import load, recording_files
+from tokconf.recording.format import load, recording_files
 from tokconf.synth.files import recorded_vocab
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""docs/ecosystem.md, .html and .json: the ecosystem matrix, made again in one run.
+"""docs/reports/ecosystem.md, .html and .json: the ecosystem matrix, made again in one run.
 
     PYTHONPATH=tests python benchmarks/ecosystem.py [--out docs]
 
@@ -17,18 +17,18 @@ import sys
 from pathlib import Path
 
 import ecosystem_peers  # tests/: run with PYTHONPATH=tests
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.files import BUNDLED_RECORDINGS
 from tokconf.ecosystem.matrix import Peer, check_peers, shipped_recordings
 from tokconf.ecosystem.render import write_all
 from tokconf.ecosystem.speed import measure
-from tokconf.llama.pins import DEFAULT_BUILD
 
 COMMAND = "PYTHONPATH=tests python benchmarks/ecosystem.py"
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs")
+    parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "reports")
     args = parser.parse_args()
     peers = ecosystem_peers.peers()
     files = shipped_recordings(BUNDLED_RECORDINGS)

@@ -19,7 +19,7 @@ import resource
 import time
 from pathlib import Path
 
-from tokconf.llama.build import build
+from tokconf.builds.build import build
 
 ROOT = Path(__file__).resolve().parent.parent
 BUDGET = 8 * 60 * 2  # CPU seconds in 8 minutes on 2 cores

@@ -25,6 +25,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from tokconf.builds.build import Build, require_build
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.outcome import MODES, Mode
 from tokconf.core.render import visible
 from tokconf.fuzz import Engine
@@ -37,9 +39,7 @@ from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
 from tokconf.implementations.reference import from_gguf as reference
 from tokconf.implementations.resolve import resolve
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build, require_build
-from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracles.client import LibllamaOracle
 
 IDEOGRAPHIC_SPACE = "\u3000".encode()
 BATCH = 512

@@ -20,9 +20,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import test_model_file
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import require_build
-from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.builds.build import require_build
+from tokconf.builds.pins import DEFAULT_BUILD
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl.tokenizer import from_gguf
 

@@ -16,15 +16,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from tokconf.builds.build import require_build
+from tokconf.builds.pins import DEFAULT_BUILD
+from tokconf.builds.vocabs import shipped_vocabs
 from tokconf.core.outcome import MODES
 from tokconf.corpus.files import Case, load_corpus
 from tokconf.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
-from tokconf.live.client import LibllamaOracle
-from tokconf.live.llama_tokenize import CliOracle
-from tokconf.llama.build import require_build
-from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.llama.vocabs import shipped_vocabs
-from tokconf.record.recorder import Plan, all_cases, record
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.llama_tokenize import CliOracle
+from tokconf.recording.recorder import Plan, all_cases, record
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 

@@ -20,11 +20,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from tokconf.builds.build import Build, require_build
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build, require_build
-from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl import Tokenizer
 
@@ -51,7 +51,7 @@ def _rate(seconds: float, data: list[bytes]) -> str:
 _OWN_LOAD = """
 import sys, time
 from pathlib import Path
-from tokconf.live.libllama import Vocab
+from tokconf.oracles.libllama import Vocab
 lib, header, vocab, *include = sys.argv[1:]
 loaded = Vocab(Path(lib), Path(header), tuple(map(Path, include)), Path(vocab))  # cffi and dlopen, once
 params = loaded.lib.llama_model_default_params()

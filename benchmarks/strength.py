@@ -1,6 +1,7 @@
-"""The mutation campaign of issue 47, timed: how strong the bundled recordings are (docs/strength.md).
+"""The mutation campaign of issue 47, timed: how strong the bundled recordings are (docs/reports/strength.md).
 
-    python benchmarks/strength.py [--work DIR] [--mutants 420] [--jobs 2] [--explain] [--markdown docs/strength.md]
+    python benchmarks/strength.py [--work DIR] [--mutants 420] [--jobs 2] [--explain] \
+        [--markdown docs/reports/strength.md]
 
 Each step is `tokconf strength`'s, in the work folder (default ./strength-work: keep it out of the
 repository), each resumable, so a killed run goes on where it stopped when started again:
@@ -10,7 +11,7 @@ repository), each resumable, so a killed run goes on where it stopped when start
    compiled into one schemata library;
 2. `coverage`: every bundled recording through the coverage-instrumented library, gcovr per vocabulary;
 3. `run`: the campaign, as `--jobs` shards in parallel processes (`--shard i/n`), mutant 0 first;
-4. `report`: the merged journals, printed, and with `--markdown` written as docs/strength.md.
+4. `report`: the merged journals, printed, and with `--markdown` written as docs/reports/strength.md.
 
 Each step's time is printed with the load average before it: on a shared machine the figures are only
 as good as that. With `--explain` (issue 48), every killed mutant is then checked again on the
@@ -101,7 +102,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--explain", action="store_true", help="issue 48: --explain on every killed mutant")
     parser.add_argument("--explain-only", type=int, metavar="N", help="only that, on at most N killed mutants")
-    parser.add_argument("--markdown", type=Path, help="write the report there (docs/strength.md)")
+    parser.add_argument("--markdown", type=Path, help="write the report there (docs/reports/strength.md)")
     args = parser.parse_args()
     work = args.work.absolute()
     if args.explain_only:

@@ -33,14 +33,14 @@ import sys
 import time
 from pathlib import Path
 
+from tokconf.builds.build import Build, LibraryKind, build_dir, compile_tree, is_complete, tree_build
+from tokconf.builds.fetch import fetch, source_dir
 from tokconf.core.facts import facts_to_json
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Outcome, Refusal
-from tokconf.live.client import LibllamaOracle, VocabRefused
-from tokconf.llama.build import Build, LibraryKind, build_dir, compile_tree, is_complete, tree_build
-from tokconf.llama.fetch import fetch, source_dir
-from tokconf.recordings.decoding import DETOKENIZE, PIECE_KINDS
-from tokconf.recordings.format import load, recording_files
+from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.recording.decoding import DETOKENIZE, PIECE_KINDS
+from tokconf.recording.format import load, recording_files
 from tokconf.synth.files import recorded_vocab
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,4 +1,4 @@
-"""What verifying a published build's cached tree costs (`tokconf.llama.tree`), against the check it guards.
+"""What verifying a published build's cached tree costs (`tokconf.builds.tree`), against the check it guards.
 
     python benchmarks/tree_check.py [--repeats 7]
 
@@ -18,9 +18,9 @@ import subprocess
 import sys
 import time
 
-from tokconf.llama.fetch import fetched_source, sdist_archive, source_dir
-from tokconf.llama.pins import DEFAULT_BUILD, PINNED_TREE_SHA256
-from tokconf.llama.tree import archive_entries, tree_digest, tree_entries, verify_tree
+from tokconf.builds.fetch import fetched_source, sdist_archive, source_dir
+from tokconf.builds.pins import DEFAULT_BUILD, PINNED_TREE_SHA256
+from tokconf.builds.tree import archive_entries, tree_digest, tree_entries, verify_tree
 
 
 def main() -> int:

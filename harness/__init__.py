@@ -15,9 +15,10 @@ strategies are in `tokconf.strategies`; the pytest plugin adds `--tokconf-impl` 
 `tokconf_oracle` fixture. Every other module is internal and may change in any release.
 
 The implementation lives in the repository's harness/ folder, installed as this package. Its stages,
-in the order data flows through them (each imports only from the ones before it): `core` → `llama` →
-`synth` → `live` → `corpus` → `recordings` → `record` → `implementations` → `checking` → `ecosystem` →
-`fuzz` → `strategies` → `bisect` → `options` → `api` → `cli` → `plugin` (the pytest entry point, which
+in the order data flows through them (each imports only from the ones before it): `core` → `builds`
+(provisioning llama.cpp) → `synth` → `oracles` (the live llama.cpp) → `corpus` → `recording` →
+`implementations` → `checking` → `reporting` → `ecosystem` → `fuzz` → `strategies` → `history` (bisect,
+identify, upgrade) → `strength` → `options` → `api` → `cli` → `plugin` (the pytest entry point, which
 loads the rest only when a run asks for it).
 """
 

@@ -11,6 +11,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from .builds.build import require_build
+from .builds.pins import DEFAULT_BUILD
 from .checking.contract import DEFAULT_GRANTS, DEFAULT_MIN_COVERAGE, Claim, Gate, grants_of
 from .checking.engine import Selection
 from .checking.run import CheckRun, check_paths
@@ -24,9 +26,7 @@ from .core.timeouts import API_TIMEOUTS
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
 from .implementations.resolve import contained_factory
-from .live.client import LibllamaOracle
-from .llama.build import require_build
-from .llama.pins import DEFAULT_BUILD
+from .oracles.client import LibllamaOracle
 from .synth.files import gguf_of
 
 Factory = Callable[[Path], Tokenizer]  # a port's loader: the GGUF file's path in, a tokenizer out

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .builds.pins import DEFAULT_BUILD
 from .checking.contract import DEFAULT_GRANTS, DEFAULT_MIN_COVERAGE, NO_GRANTS, grants_named
 from .core.outcome import MODES
 from .core.sandbox import SandboxMode
 from .fuzz import PROFILES
-from .llama.pins import DEFAULT_BUILD
 
 
 def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable[[str], Any]:

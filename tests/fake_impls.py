@@ -10,11 +10,11 @@ import os
 import unicodedata
 from pathlib import Path
 
+from tokconf.builds.build import require_build
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.outcome import Refusal
 from tokconf.implementations.base import Refused, Unsupported
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import require_build
-from tokconf.llama.pins import DEFAULT_BUILD
+from tokconf.oracles.client import LibllamaOracle
 
 HELLO = b"Hello world"
 

@@ -21,8 +21,8 @@ from pathlib import Path
 from tokconf.core.outcome import MODES, Mode, Outcome
 from tokconf.implementations.base import Refused
 from tokconf.implementations.reference import ReferencePort, from_gguf
-from tokconf.recordings import decoding
-from tokconf.recordings.format import load, write
+from tokconf.recording import decoding
+from tokconf.recording.format import load, write
 
 TARGETS = "TOKCONF_TEST_TARGETS"  # os.pathsep-separated files a port tries to write
 RECORDING = "TOKCONF_TEST_RECORDING"  # the recording a port rewrites

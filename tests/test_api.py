@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import tokconf
-from tokconf.llama.build import Build
+from tokconf.builds.build import Build
 
 import reference_impl
 from reference_impl import Tokenizer as Reference
@@ -59,7 +59,7 @@ def test_the_docs_examples_need_nothing_but_the_public_api() -> None:
     """Every `tokconf` name the README's and docs' Python examples use is public: imported from
     `tokconf` or `tokconf.strategies` and listed in its `__all__`."""
     used: list[tuple[str, str]] = []
-    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+    for doc in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]:
         for block in _python_blocks(doc.read_text(encoding="utf-8")):
             tree = ast.parse(block)
             for node in ast.walk(tree):
@@ -220,7 +220,7 @@ def test_a_live_llama_cpp_agrees_with_a_recorded_load_refusal(llama_build: Build
 
 
 def test_an_error_crosses_a_process_boundary_with_its_words() -> None:
-    from tokconf.live.client import VocabRefused
+    from tokconf.oracles.client import VocabRefused
 
     error = VocabRefused(11192, Path("x.gguf"), "unknown pre-tokenizer type: 'glm5'")
     again = pickle.loads(pickle.dumps(error))

@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
-from tokconf.llama.build import Build
-from tokconf.recordings.format import recording_files
+from tokconf.recording.format import recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

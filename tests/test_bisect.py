@@ -17,25 +17,25 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from tokconf.bisect import probe as probe_module
-from tokconf.bisect.probe import ProbeSet
-from tokconf.bisect.search import Unprobeable, bisect
+from tokconf.builds import build as build_module
+from tokconf.builds import fetch as fetch_module
+from tokconf.builds import provide as provide_module
+from tokconf.builds import registry
+from tokconf.builds.build import Build, collect_garbage
+from tokconf.builds.fetch import Source
+from tokconf.builds.lock import Lock
+from tokconf.builds.pins import DEFAULT_BUILD, PINNED_SDIST_SHA256
+from tokconf.builds.registry import parse_versions
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
 from tokconf.core.outcome import MODES, Outcome, Refusal, Request
+from tokconf.history.bisect import probe as probe_module
+from tokconf.history.bisect.probe import ProbeSet
+from tokconf.history.bisect.search import Unprobeable, bisect
 from tokconf.implementations.resolve import resolve
-from tokconf.live.client import LibllamaOracle, VocabRefused
-from tokconf.llama import build as build_module
-from tokconf.llama import fetch as fetch_module
-from tokconf.llama import provide as provide_module
-from tokconf.llama import registry
-from tokconf.llama.build import Build, collect_garbage
-from tokconf.llama.fetch import Source
-from tokconf.llama.lock import Lock
-from tokconf.llama.pins import DEFAULT_BUILD, PINNED_SDIST_SHA256
-from tokconf.llama.registry import parse_versions
-from tokconf.recordings.format import load
+from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.recording.format import load
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 

@@ -1,7 +1,7 @@
 """Bounded everywhere (issue 46): an answer's length is bounded by its input, a corpus case's expansion
 is bounded, and neither ends a run in a MemoryError with no verdict.
 
-The bound (`tokconf.live.bound`: 4 ids a byte, plus 8) is held against llama.cpp itself first: no
+The bound (`tokconf.oracles.bound`: 4 ids a byte, plus 8) is held against llama.cpp itself first: no
 answer in any bundled recording comes near it. Then a port answering 200,000 ids to every input gets
 its verdict, FAIL with every case an error naming the bound, in process, in its worker, as a `cmd:`
 program, and as a llama.cpp whose llama_tokenize answers that much; each run under a memory limit
@@ -19,12 +19,12 @@ from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
-from tokconf.live.bound import max_ids
-from tokconf.llama.build import Build
-from tokconf.llama.fetch import source_dir
-from tokconf.llama.local import local_build
-from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.recordings.format import Recording, load, recording_files, write
+from tokconf.builds.build import Build
+from tokconf.builds.fetch import source_dir
+from tokconf.builds.local import local_build
+from tokconf.builds.pins import DEFAULT_BUILD
+from tokconf.oracles.bound import max_ids
+from tokconf.recording.format import Recording, load, recording_files, write
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"
@@ -57,7 +57,7 @@ def _tokconf(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_llama_cpp_answers_within_the_bound_in_every_bundled_recording() -> None:
     """The bound must never judge llama.cpp's own answer: every answer of b11192's 128 recordings and
-    b11434's is within it, with room (the most is 3 ids a byte plus 2: tokconf.live.bound)."""
+    b11434's is within it, with room (the most is 3 ids a byte plus 2: tokconf.oracles.bound)."""
     answers, closest = 0, 0
     for path in recording_files([ROOT / "recordings" / "b11192", ROOT / "recordings" / "b11434"]):
         for case in load(path).cases:

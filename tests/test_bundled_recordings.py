@@ -11,13 +11,13 @@ import json
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
+from tokconf.builds.vocabs import shipped_vocabs, vocab_name
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.upstream import read_expected, split_inputs
-from tokconf.llama.build import Build
-from tokconf.llama.vocabs import shipped_vocabs, vocab_name
-from tokconf.recordings.export import export
-from tokconf.recordings.format import Recording, load, recording_files
+from tokconf.recording.export import export
+from tokconf.recording.format import Recording, load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 FILES = [p for p in recording_files([BUNDLED]) if p.parent == BUNDLED]  # shipped (synthetic/: test_synth.py)

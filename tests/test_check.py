@@ -8,15 +8,15 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CaseResult
 from tokconf.checking.explain.causes import reasons_of
-from tokconf.checking.report import Invocation, conformance, describe_group, group_problems
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
+from tokconf.reporting.report import Invocation, conformance, describe_group, group_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

@@ -22,7 +22,7 @@ from tokconf.checking.contract import Verdict
 from tokconf.core.facts import Fact
 from tokconf.core.files import cache_root
 from tokconf.core.outcome import MODES
-from tokconf.recordings.format import Recording, load, write
+from tokconf.recording.format import Recording, load, write
 
 ROOT = Path(__file__).resolve().parent.parent
 B11192 = ROOT / "recordings" / "b11192"

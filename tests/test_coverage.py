@@ -7,11 +7,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.files import BUNDLED_RECORDINGS
-from tokconf.llama.build import Build
-from tokconf.recordings.coverage import coverage, known_tokenizers
-from tokconf.recordings.format import recording_files
+from tokconf.recording.coverage import coverage, known_tokenizers
+from tokconf.recording.format import recording_files
 
 from reference_impl.tokenizer import PRE_NAMES
 

@@ -8,17 +8,17 @@ from importlib.metadata import version
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
-from tokconf.llama.build import Build
-from tokconf.record.decoding import record_decoding
-from tokconf.recordings.decoding import load, load_for, path_for, read_provenance
-from tokconf.recordings.format import load as load_recording
-from tokconf.recordings.format import read_provenance as read_recording_provenance
-from tokconf.recordings.format import recording_files
+from tokconf.recording.decoding import load, load_for, path_for, read_provenance
+from tokconf.recording.decoding_recorder import record_decoding
+from tokconf.recording.format import load as load_recording
+from tokconf.recording.format import read_provenance as read_recording_provenance
+from tokconf.recording.format import recording_files
 
 ROOT = Path(__file__).resolve().parent.parent
 BUNDLED = ROOT / "recordings" / "b11192"

@@ -8,8 +8,8 @@ import pytest
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Refusal
-from tokconf.recordings.diff import diff
-from tokconf.recordings.format import RecordedCase, Recording, write
+from tokconf.recording.diff import diff
+from tokconf.recording.format import RecordedCase, Recording, write
 
 
 def _recording(folder: Path, sha: str, bos: int, cases: list[RecordedCase]) -> None:
@@ -72,7 +72,7 @@ def test_bundled_b11192_and_b11434_recordings_agree_on_a_sample() -> None:
 
 
 def test_the_synthetic_recordings_show_b11434s_tokenizer_changes() -> None:
-    """docs/upgrade-b11192-b11434.md's table, held to the bundled synthetic recordings."""
+    """docs/reports/upgrade-b11192-b11434.md's table, held to the bundled synthetic recordings."""
     root = Path(__file__).resolve().parent.parent / "recordings"
     names = ("model-plamo2", "pre-glm5", "pre-mmbert", "pre-glm4", "model-rwkv", "variant-glm4-unmerged")
     before = [root / "b11192" / "synthetic" / f"{name}.yaml" for name in names]

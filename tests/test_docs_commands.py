@@ -35,8 +35,8 @@ from pathlib import Path
 
 import pytest
 from builds import build_go, build_java, build_rust, fresh_venv, once, wheel
+from tokconf.builds.build import Build
 from tokconf.core.files import cache_root
-from tokconf.llama.build import Build
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ("README.md", "docs/ci.md")
@@ -54,11 +54,11 @@ NOT_RUN = {
 REWRITTEN = {
     ("llama.cpp@11434", "llama.cpp@11192"): (
         "another build costs a 3-minute compile; the pinned build takes the same path and gives the same "
-        "gpt-2 answers (docs/upgrade-b11192-b11434.md: no shipped vocabulary changed)"
+        "gpt-2 answers (docs/reports/upgrade-b11192-b11434.md: no shipped vocabulary changed)"
     ),
     ("llama.cpp:../llama.cpp/build/bin/libllama.so", "llama.cpp:{libllama}"): (
         "the reader's own build is not here; the pinned build's libllama.so is one, in a cmake build folder as "
-        "the doc's is (a source tree would be built again: docs/llama-local.md, tests of tokconf.llama.local)"
+        "the doc's is (a source tree would be built again: docs/llama-local.md, tests of tokconf.builds.local)"
     ),
 }
 # A command the doc says fails, with its exit status.

@@ -1,4 +1,4 @@
-"""docs/ecosystem.md: the published matrix is one run of `tokconf peers`, its page shows every cell
+"""docs/reports/ecosystem.md: the published matrix is one run of `tokconf peers`, its page shows every cell
 in a real browser, and samples of its counts and causes are re-run against the pinned libraries, so
 the matrix cannot drift from the libraries it describes."""
 
@@ -19,11 +19,11 @@ from tokconf.ecosystem.matrix import Matrix, from_json, library_versions
 from tokconf.ecosystem.render import cells_of, markdown, page
 from tokconf.implementations.base import VocabInfo
 from tokconf.implementations.resolve import resolve
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCS = ROOT / "docs"
+DOCS = ROOT / "docs" / "reports"
 RECORDINGS = ROOT / "recordings" / "b11192"
 
 

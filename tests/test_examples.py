@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 from builds import EXAMPLES, ROOT, build_go, build_java, build_rust, once, tool
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.explain import Kind
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 GPT2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

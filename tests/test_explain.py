@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import real_ports
 from builds import tokenizer_build
+from tokconf.builds.build import Build
 from tokconf.checking import explain
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CheckedFile, Selection, check_file
@@ -26,7 +27,6 @@ from tokconf.core.outcome import is_utf8
 from tokconf.core.shrink import ddmin, holds, units
 from tokconf.implementations.base import Refused
 from tokconf.implementations.python import PythonImplementation
-from tokconf.llama.build import Build
 
 from reference_impl import Tokenizer
 from reference_impl.errors import LlamaAborts

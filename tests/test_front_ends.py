@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import tokconf
-from tokconf.checking.verdict_json import verdict_document
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
-from tokconf.llama.build import Build
+from tokconf.reporting.verdict_json import verdict_document
 
 import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 

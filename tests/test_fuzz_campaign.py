@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.files import BUNDLED_RECORDINGS, sha256_file
 from tokconf.corpus.files import load_corpus_file
@@ -20,8 +21,7 @@ from tokconf.fuzz.database import MAX_ENTRY, HypothesisView, hypothesis_key, ope
 from tokconf.fuzz.findings import Finding
 from tokconf.fuzz.report import Progress, summary_lines, write_html
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load, write
+from tokconf.recording.format import load, write
 
 
 def fuzz(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:

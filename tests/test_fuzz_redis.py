@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import redis
+from tokconf.builds.build import Build
 from tokconf.core.files import sha256_file
 from tokconf.fuzz.database import REDIS_PREFIX, hypothesis_key, key
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 BUG = "fake_impls:ideographic_space_is_space"
 EVERYWHERE = "fake_impls:one_id_too_many"  # a bug every example reaches: see its docstring

@@ -14,6 +14,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from tokconf.builds import fetch as fetch_module
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
@@ -21,11 +23,9 @@ from tokconf.core import files
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Refusal
-from tokconf.llama import fetch as fetch_module
-from tokconf.llama.build import Build
-from tokconf.record.journal import Journal
-from tokconf.record.recorder import Plan, record_vocab
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
+from tokconf.recording.journal import Journal
+from tokconf.recording.recorder import Plan, record_vocab
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

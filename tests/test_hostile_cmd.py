@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import Refusal, RefusalKind
@@ -21,7 +22,6 @@ from tokconf.implementations.base import VocabInfo
 from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, CommandSession
 from tokconf.implementations.protocol import Op, encode_fields, request_line
 from tokconf.implementations.transport import STDERR_KEPT, Program
-from tokconf.llama.build import Build
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

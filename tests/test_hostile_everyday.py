@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import atomic_output, atomic_write, cache_root
-from tokconf.llama.build import Build
 
 WRITERS = 4
 CHUNK = 1 << 20
@@ -150,7 +150,7 @@ def test_the_libllama_binding_is_made_outside_a_read_only_cache(llama_build: Bui
     empty = tmp_path / "cache"
     empty.mkdir()
     script = (
-        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "import sys; from pathlib import Path; from tokconf.oracles.libllama import binding\n"
         "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[2:]))\n"
         "print(ffi.sizeof('llama_token'))\n"
     )

@@ -35,10 +35,10 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import MODES, Refusal
-from tokconf.recordings import decoding, format
-from tokconf.recordings.decoding import Decoding, Edit
-from tokconf.recordings.format import RecordedCase, Recording
-from tokconf.recordings.yaml_io import seal
+from tokconf.recording import decoding, format
+from tokconf.recording.decoding import Decoding, Edit
+from tokconf.recording.format import RecordedCase, Recording
+from tokconf.recording.yaml_io import seal
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 MEMORY_LIMIT = 1 << 30  # bytes of address space for the process that reads the files
@@ -59,7 +59,7 @@ import json, resource, sys, traceback
 from pathlib import Path
 from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.errors import TokconfError
-from tokconf.recordings import decoding, format
+from tokconf.recording import decoding, format
 
 LOAD = {"recording": format.load, "found": format.load, "decoding": decoding.load,
         "xfail": lambda path: ExpectedFailures.load(path).entries}
@@ -319,8 +319,8 @@ from tokconf.core.files import FileKind
 from tokconf.corpus.files import load_corpus, load_corpus_file
 from tokconf.fuzz.findings import check_found_files
 from tokconf.implementations.peers import hf_tokenizers
-from tokconf.llama.vocabs import resolve_vocabs, vocab_file
-from tokconf.recordings import decoding, format
+from tokconf.builds.vocabs import resolve_vocabs, vocab_file
+from tokconf.recording import decoding, format
 from tokconf.synth.files import gguf_of
 
 path = Path(sys.argv[2])

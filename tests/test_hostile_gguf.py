@@ -22,7 +22,7 @@ import pytest
 from gguf import GGUFWriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tokconf.llama.build import Build
+from tokconf.builds.build import Build
 
 from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
 from reference_impl.tokenizer import MissingSpecialToken, Tokenizer, UnsupportedVocab

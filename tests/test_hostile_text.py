@@ -20,12 +20,12 @@ from test_html_report import hostile_run
 from tokconf.checking.contract import Gate, Verdict
 from tokconf.checking.engine import CaseResult
 from tokconf.checking.explain.causes import write_causes
-from tokconf.checking.html_report import render_html
-from tokconf.checking.junit import write_junit
-from tokconf.checking.report import RunReport, text_table
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.printable import printable
-from tokconf.recordings.format import VocabGroup
+from tokconf.recording.format import VocabGroup
+from tokconf.reporting.html_report import render_html
+from tokconf.reporting.junit import write_junit
+from tokconf.reporting.report import RunReport, text_table
 
 # Each hostile port raises one text from `encode`, on every input: (what it raises, the text).
 ATTACKS = {

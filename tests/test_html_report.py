@@ -14,18 +14,18 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from browser import chromium, png_pixels
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Decision, Gate, Verdict
 from tokconf.checking.engine import CaseResult, Selection
 from tokconf.checking.explain import Cause
 from tokconf.checking.explain.causes import case_id
 from tokconf.checking.explain.kinds import Character, Kind, Refusing, Stage
-from tokconf.checking.html_report import render_html
-from tokconf.checking.report import Invocation, RunReport
 from tokconf.checking.run import CheckRun, check_paths
 from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.outcome import Refusal, RefusalKind
-from tokconf.llama.build import Build
-from tokconf.recordings.format import VocabGroup
+from tokconf.recording.format import VocabGroup
+from tokconf.reporting.html_report import render_html
+from tokconf.reporting.report import Invocation, RunReport
 
 RECORDING = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "llama-spm.yaml"
 WIDTH, HEIGHT = 1200, 2000

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from test_fuzz_redis import RedisServer
-from tokconf.llama.build import Build
+from tokconf.builds.build import Build
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "hypothesis.md"
 BUG = 'data = data.replace("\\u3000".encode(), b" ")  # reads U+3000 as an ASCII space'

@@ -20,21 +20,21 @@ import fake_history
 import pytest
 from builds import tokenizer_build
 from fake_history import ONLY_EMPTY, small_qwen2
-from tokconf.bisect.probe import ProbeSet
+from tokconf.builds.build import Build
+from tokconf.builds.fetch import source_dir
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import BUNDLED_RECORDINGS, cache_root
 from tokconf.core.outcome import Refusal
 from tokconf.history import data
+from tokconf.history.bisect.probe import ProbeSet
 from tokconf.history.data import History
 from tokconf.history.identify import Identification, identify
 from tokconf.implementations.llama_cpp import LlamaCppImplementation
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.build import Build
-from tokconf.llama.fetch import source_dir
-from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.recordings.decoding import Decoding, load_for
-from tokconf.recordings.format import Recording, load, recording_files
+from tokconf.recording.decoding import Decoding, load_for
+from tokconf.recording.format import Recording, load, recording_files
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,8 @@ import pytest
 from builds import fresh_venv, install, wheel
 from test_hypothesis_doc import BUG, SHRUNK, documented_files
 from test_hypothesis_doc import PORT as DOC_PORT
+from tokconf.builds.build import Build
 from tokconf.core.files import cache_root
-from tokconf.llama.build import Build
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -137,13 +137,13 @@ def test_a_peer_from_the_installed_wheel_gives_the_matrix_counts(
     venv: Path, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     """`pip install 'tokconf[peers]'`, then `tokconf check --impl tiktoken-gguf --vocab gpt-2` and the
-    same counts through the API, from another folder: docs/ecosystem.json's cells."""
+    same counts through the API, from another folder: docs/reports/ecosystem.json's cells."""
     install(venv, f"{wheel(tmp_path_factory)}[peers]")
     checked = _run(venv, "tokconf", "check", "--impl", "tiktoken-gguf", "--vocab", "gpt-2", cwd=tmp_path)
     verdict = checked.stdout.rsplit("\n", 2)[-2]  # decoding is checked too: the matrix has no column for it
     assert checked.returncode in (0, 1) and verdict.startswith(("PASS: ", "FAIL: ")), checked.stdout + checked.stderr
     counts = json.loads(_run(venv, "python", "-c", COUNTS, cwd=tmp_path).stdout)
-    matrix = json.loads((ROOT / "docs" / "ecosystem.json").read_text(encoding="utf-8"))
+    matrix = json.loads((ROOT / "docs" / "reports" / "ecosystem.json").read_text(encoding="utf-8"))
     published = {
         c["mode"]: c["counts"] for c in matrix["cells"] if (c["peer"], c["vocab"]) == ("tiktoken-gguf", "gpt-2")
     }

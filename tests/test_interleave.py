@@ -34,7 +34,7 @@ from tokconf.implementations.protocol import HANDLE, BadAnswer, Hello, Op
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import from_gguf
 from tokconf.implementations.serve import serve
-from tokconf.recordings.format import Recording, load, write
+from tokconf.recording.format import Recording, load, write
 
 TESTS = Path(__file__).resolve().parent
 B11192 = TESTS.parent / "recordings" / "b11192"

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import tokconf
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict, judge
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
@@ -24,9 +25,8 @@ from tokconf.core.files import recordings_arg as resolve_recordings
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.sandbox import INSTALL, SandboxPolicy
 from tokconf.core.timeouts import Wait
-from tokconf.live.client import LibllamaOracle, LoadHung
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.oracles.client import LibllamaOracle, LoadHung
+from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab
 
 ABORTS_HERE = "controls/noncharacters"  # b11192 aborts on it with this vocabulary (its recording says so)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 from tokconf.checking.contract import Verdict, judge
-from tokconf.checking.report import abort_lines
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.implementations.command import GIVE_UP_BROKEN
+from tokconf.reporting.report import abort_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "bundled/synthetic/variant-spm-no-byte-fallback.yaml"

@@ -14,6 +14,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from tokconf.builds import build as build_module
+from tokconf.builds.build import MARKER, Build, collect_garbage, library_folder
+from tokconf.builds.fetch import builds_root, local_root, source_dir
+from tokconf.builds.local import BUILD_INPUTS, _snapshot, local_build, tree_key
+from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import DECODE, FACTS
 from tokconf.checking.run import CheckRun
@@ -22,16 +27,11 @@ from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.implementations.llama_cpp import LlamaCppImplementation
 from tokconf.implementations.resolve import resolve
-from tokconf.live.probe import probe_library
-from tokconf.llama import build as build_module
-from tokconf.llama.build import MARKER, Build, collect_garbage, library_folder
-from tokconf.llama.fetch import builds_root, local_root, source_dir
-from tokconf.llama.local import BUILD_INPUTS, _snapshot, local_build, tree_key
-from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.record.decoding import recording_build
-from tokconf.recordings.decoding import load as load_decoding
-from tokconf.recordings.decoding import path_for as decoding_path
-from tokconf.recordings.format import load
+from tokconf.oracles.probe import probe_library
+from tokconf.recording.decoding import load as load_decoding
+from tokconf.recording.decoding import path_for as decoding_path
+from tokconf.recording.decoding_recorder import recording_build
+from tokconf.recording.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

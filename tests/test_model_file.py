@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFReader
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.files import BUNDLED_RECORDINGS
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 TENSOR_BYTES = 256 << 20  # 256 MiB of weights: a small model's worth
 CORPUS = """theme: t

@@ -8,21 +8,21 @@ from pathlib import Path
 from typing import BinaryIO
 
 import pytest
+from tokconf.builds.build import Build
+from tokconf.builds.vocabs import shipped_vocabs, vocab_name
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import MODES, Refusal, RefusalKind
 from tokconf.core.timeouts import Wait
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import SplitMix64
-from tokconf.live.client import LibllamaOracle
-from tokconf.live.libllama import binding
-from tokconf.live.llama_tokenize import CliOracle
-from tokconf.llama.build import Build
-from tokconf.llama.vocabs import shipped_vocabs, vocab_name
-from tokconf.record.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
-from tokconf.record.crosscheck import sample as crosscheck_sample
-from tokconf.record.recorder import Plan, all_cases
-from tokconf.recordings.format import load
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama import binding
+from tokconf.oracles.llama_tokenize import CliOracle
+from tokconf.recording.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
+from tokconf.recording.crosscheck import sample as crosscheck_sample
+from tokconf.recording.format import load
+from tokconf.recording.recorder import Plan, all_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 CRASH = bytes.fromhex("f4908080")  # U+110000: b11192 throws std::invalid_argument and aborts

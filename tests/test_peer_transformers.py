@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CaseResult, Selection, check_recording
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

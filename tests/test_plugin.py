@@ -10,9 +10,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.core.outcome import MODES
-from tokconf.llama.build import Build
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 

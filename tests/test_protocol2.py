@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
@@ -40,7 +41,6 @@ from tokconf.implementations.protocol import (
     parse_text,
 )
 from tokconf.implementations.resolve import resolve, resolve_python
-from tokconf.llama.build import Build
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
 FEW = ["--recordings", str(QWEN2), "--case", "edge/hello-world", "--case", "invalid-utf8/lone-continuation"]

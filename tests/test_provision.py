@@ -9,14 +9,14 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from tokconf.builds import build as cmake_build
+from tokconf.builds import fetch as provision
+from tokconf.builds import tokenizer_only, vocabs
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabProvenance
 from tokconf.core.files import sha256_file
-from tokconf.llama import build as cmake_build
-from tokconf.llama import fetch as provision
-from tokconf.llama import tokenizer_only, vocabs
-from tokconf.llama.build import Build
 from tokconf.synth.files import recorded_vocab
 
 
@@ -62,7 +62,7 @@ def test_a_sdist_that_does_not_match_the_pin_is_refused_and_removed(
 def test_an_unpinned_build_is_trusted_on_first_use_then_held_to_its_hash(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, private_cache: Path
 ) -> None:
-    """The one trust policy (tokconf.llama.provide): an unpinned build's first fetch records its hash in
+    """The one trust policy (tokconf.builds.provide): an unpinned build's first fetch records its hash in
     the lock; a later sdist that differs is refused, whatever the cache holds."""
     _serve_fake_sdist(monkeypatch, 9999)
     lock = tmp_path / "tokconf.lock"

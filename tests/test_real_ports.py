@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import real_ports
 from real_ports import ALL_PORTS, KIND, NEW_PORTS, factory
+from tokconf.builds.vocabs import vocab_file
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CheckedFile, check_recording
 from tokconf.checking.explain import Explanation, explain_file
@@ -23,8 +24,7 @@ from tokconf.checking.explain.kinds import Kind
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.implementations.python import PythonImplementation
-from tokconf.llama.vocabs import vocab_file
-from tokconf.recordings.format import Recording, load
+from tokconf.recording.format import Recording, load
 from tokconf.synth.files import gguf_of
 
 B11192 = Path(__file__).resolve().parent.parent / "recordings" / "b11192"

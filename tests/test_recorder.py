@@ -6,16 +6,16 @@ import json
 from pathlib import Path
 
 import pytest
+from tokconf.builds import vocabs
+from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.corpus.files import load_corpus_file
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama import vocabs
-from tokconf.llama.build import Build
-from tokconf.record import recorder
-from tokconf.record.recorder import Plan, record, record_vocab
-from tokconf.recordings.format import load
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.recording import recorder
+from tokconf.recording.format import load
+from tokconf.recording.recorder import Plan, record, record_vocab
 
 CORPUS = """theme: t
 description: a small corpus for tests

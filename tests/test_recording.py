@@ -16,9 +16,9 @@ from tokconf.core.errors import TokconfError
 from tokconf.core.files import pinned
 from tokconf.core.outcome import Refusal
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.recordings import decoding, yaml_io
-from tokconf.recordings.format import RecordedCase, Recording, dumps, load, read_provenance, write
-from tokconf.recordings.yaml_io import CorruptRecording, load_untrusted, seal
+from tokconf.recording import decoding, yaml_io
+from tokconf.recording.format import RecordedCase, Recording, dumps, load, read_provenance, write
+from tokconf.recording.yaml_io import CorruptRecording, load_untrusted, seal
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

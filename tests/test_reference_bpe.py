@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.builds.build import Build
 from tokconf.core.errors import TokconfError
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl.gguf_reader import GGUFError
 from reference_impl.tokenizer import Tokenizer, UnsupportedVocab

@@ -11,13 +11,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import check_recording
 from tokconf.core.facts import Fact
 from tokconf.implementations.resolve import resolve
-from tokconf.llama.build import Build
-from tokconf.recordings.decoding import load_for
-from tokconf.recordings.format import load, recording_files
+from tokconf.recording.decoding import load_for
+from tokconf.recording.format import load, recording_files
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

@@ -3,7 +3,7 @@ decodings of every vocabulary in test_reference_conformance.py.)"""
 
 from __future__ import annotations
 
-from tokconf.llama.build import Build
+from tokconf.builds.build import Build
 
 from reference_impl import Tokenizer
 from reference_impl.tokenizer import StreamDecoder

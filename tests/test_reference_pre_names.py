@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.builds.build import Build
+from tokconf.builds.fetch import source_dir
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import check_recording
 from tokconf.core.facts import Fact
@@ -30,11 +32,9 @@ from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
-from tokconf.llama.fetch import source_dir
-from tokconf.recordings.decoding import load_for
-from tokconf.recordings.format import load
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.recording.decoding import load_for
+from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab
 from tokconf.synth.recipes import BY_NAME
 

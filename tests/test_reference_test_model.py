@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from gguf import GGUFWriter
+from tokconf.builds.build import Build
 from tokconf.core.outcome import MODES
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl.tokenizer import Tokenizer
 

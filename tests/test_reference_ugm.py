@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from gguf import GGUFValueType, GGUFWriter
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
+from tokconf.builds.build import Build
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl.tokenizer import Tokenizer
 from reference_impl.ugm import CharsmapError

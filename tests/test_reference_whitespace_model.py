@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 from gguf import GGUFWriter
+from tokconf.builds.build import Build
 from tokconf.core.files import CORPUS
 from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
+from tokconf.oracles.client import LibllamaOracle
 
 from reference_impl.gguf_reader import read_tokenizer_fields
 from reference_impl.tokenizer import Tokenizer

@@ -23,7 +23,7 @@ import pytest
 import tokconf
 from tokconf.core.files import cache_root
 from tokconf.core.sandbox import bwrap_missing
-from tokconf.recordings.format import load
+from tokconf.recording.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = ROOT / "tests"

@@ -13,14 +13,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, seed, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
+from tokconf.builds.build import Build
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import is_utf8
 from tokconf.core.render import WHITESPACE
 from tokconf.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES, SPECIAL_TEXTS
 from tokconf.fuzz.generator import CATEGORIES, PADDING_AFTER, PADDING_BEFORE, sample_words
 from tokconf.fuzz.strategies import vocab_texts
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
+from tokconf.oracles.client import LibllamaOracle
 from tokconf.strategies import Family, inputs
 
 U3000 = "\u3000".encode()

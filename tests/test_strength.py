@@ -156,7 +156,7 @@ PLAMO_ONLY = "llama-vocab.cpp:1553:27:relational:<->>"  # plamo2's encoder
 
 @pytest.fixture(scope="module")
 def few(llama_build: object, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, object]:
-    from tokconf.llama.fetch import source_dir
+    from tokconf.builds.fetch import source_dir
     from tokconf.strength.campaign import sample
     from tokconf.strength.mutants import all_mutants
 
@@ -313,7 +313,7 @@ def test_a_table_mutant_is_asked_only_the_cases_holding_a_code_point_it_changes(
     from collections import Counter
 
     from tokconf.core.files import recordings_arg
-    from tokconf.recordings.format import load
+    from tokconf.recording.format import load
     from tokconf.strength.campaign import changed_text, ordered
     from tokconf.strength.mutants import Mutant, Shape
 

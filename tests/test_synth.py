@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import tokconf.synth.files
 from gguf import GGUFReader
+from tokconf.builds.build import Build
 from tokconf.checking.contract import Standing, Verdict
 from tokconf.checking.engine import check_recording
-from tokconf.checking.report import table_rows
 from tokconf.checking.summary import Summary
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
@@ -21,12 +21,12 @@ from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.generator import SplitMix64
 from tokconf.implementations.resolve import resolve
-from tokconf.live.client import LibllamaOracle
-from tokconf.llama.build import Build
-from tokconf.recordings.coverage import known_tokenizers
-from tokconf.recordings.decoding import load_for
-from tokconf.recordings.decoding import path_for as decoding_path
-from tokconf.recordings.format import Recording, VocabGroup, load, read_provenance
+from tokconf.oracles.client import LibllamaOracle
+from tokconf.recording.coverage import known_tokenizers
+from tokconf.recording.decoding import load_for
+from tokconf.recording.decoding import path_for as decoding_path
+from tokconf.recording.format import Recording, VocabGroup, load, read_provenance
+from tokconf.reporting.report import table_rows
 from tokconf.synth.files import recorded_vocab, synthesize
 from tokconf.synth.gguf_write import gguf_bytes
 from tokconf.synth.recipes import BASES, BY_NAME, NEW_IN_B11434, PRE_NAMES, RECIPES, SYNTH_VERSION, Family

@@ -1,4 +1,4 @@
-"""The tokenizer-only libllama (tokconf.llama.tokenizer_only) answers as llama.cpp's full build does.
+"""The tokenizer-only libllama (tokconf.builds.tokenizer_only) answers as llama.cpp's full build does.
 
 - b11192: `tokconf check --impl llama.cpp@11192`, which loads the tokenizer-only library, passes every
   bundled recording (shipped and synthetic, every mode, facts and decoding): the recordings are the
@@ -28,15 +28,15 @@ from types import ModuleType
 
 import pytest
 from builds import full_answers, tokenizer_build, wheel
+from tokconf.builds import build as build_module
+from tokconf.builds.build import MARKER, Build, LibraryKind, tree_build
+from tokconf.builds.fetch import Source, build_root
+from tokconf.builds.local import local_build
+from tokconf.builds.pins import DEFAULT_BUILD
+from tokconf.builds.tokenizer_only import TOKENIZER_SOURCES, unknown_load_steps
 from tokconf.checking.contract import Verdict
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
-from tokconf.llama import build as build_module
-from tokconf.llama.build import MARKER, Build, LibraryKind, tree_build
-from tokconf.llama.fetch import Source, build_root
-from tokconf.llama.local import local_build
-from tokconf.llama.pins import DEFAULT_BUILD
-from tokconf.llama.tokenizer_only import TOKENIZER_SOURCES, unknown_load_steps
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.oracle  # llama.cpp builds, made here if missing
@@ -309,7 +309,7 @@ def test_a_stubbed_function_aborts_naming_itself() -> None:
     marker = json.loads((made.libllama.parent / MARKER).read_text(encoding="utf-8"))
     assert "llama_split_path" in marker["stubs"] and "llama_tokenize" not in marker["stubs"]
     script = (
-        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "import sys; from pathlib import Path; from tokconf.oracles.libllama import binding\n"
         "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[3:]))\n"
         "lib = ffi.dlopen(sys.argv[2]); buf = ffi.new('char[]', 64)\n"
         "lib.llama_split_path(buf, 64, b'x', 0, 1)\n"
@@ -325,7 +325,7 @@ def test_loading_anything_but_a_vocabulary_is_refused() -> None:
     """The shim's llama_model_load_from_file loads with vocab_only only, and says why otherwise."""
     made = tokenizer_build(DEFAULT_BUILD)
     script = (
-        "import sys; from pathlib import Path; from tokconf.live.libllama import binding\n"
+        "import sys; from pathlib import Path; from tokconf.oracles.libllama import binding\n"
         "ffi = binding(Path(sys.argv[1]), tuple(Path(p) for p in sys.argv[4:]))\n"
         "lib = ffi.dlopen(sys.argv[2]); lib.llama_backend_init()\n"
         "params = lib.llama_model_default_params()\n"
@@ -341,4 +341,4 @@ def test_loading_anything_but_a_vocabulary_is_refused() -> None:
 
 def test_the_shim_ships_in_the_wheel(tmp_path_factory: pytest.TempPathFactory) -> None:
     with zipfile.ZipFile(wheel(tmp_path_factory)) as built:
-        assert "tokconf/llama/shim/tokconf_vocab.cpp" in built.namelist()
+        assert "tokconf/builds/shim/tokconf_vocab.cpp" in built.namelist()

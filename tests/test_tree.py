@@ -19,17 +19,17 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from tokconf.builds import build as build_module
+from tokconf.builds import fetch as fetch_module
+from tokconf.builds import tree as tree_module
+from tokconf.builds.build import Build, library_folder
+from tokconf.builds.fetch import fetched_source, sdist_archive, source_dir
+from tokconf.builds.pins import DEFAULT_BUILD, PINNED_SDIST_SHA256, PINNED_TREE_SHA256
+from tokconf.builds.tree import archive_entries, tree_digest, tree_entries, verify_tree
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import cache_root, sha256_file
-from tokconf.llama import build as build_module
-from tokconf.llama import fetch as fetch_module
-from tokconf.llama import tree as tree_module
-from tokconf.llama.build import Build, library_folder
-from tokconf.llama.fetch import fetched_source, sdist_archive, source_dir
-from tokconf.llama.pins import DEFAULT_BUILD, PINNED_SDIST_SHA256, PINNED_TREE_SHA256
-from tokconf.llama.tree import archive_entries, tree_digest, tree_entries, verify_tree
-from tokconf.recordings.format import Recording, load, write
+from tokconf.recording.format import Recording, load, write
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = cache_root()  # tokconf's cache, read only: the pinned tree and its sdist are linked from it

@@ -15,25 +15,25 @@ from pathlib import Path
 import fake_history
 import pytest
 from fake_history import small_qwen2
-from tokconf.bisect import probe as probe_module
-from tokconf.bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet
-from tokconf.bisect.search import Unprobeable
+from tokconf.builds.build import Build
+from tokconf.builds.fetch import Source
+from tokconf.builds.lock import Lock
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.facts import VocabFacts
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.history import data
+from tokconf.history.bisect import probe as probe_module
+from tokconf.history.bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet
+from tokconf.history.bisect.search import Unprobeable
 from tokconf.history.report import Block, Kind, markdown, page, plain
 from tokconf.history.walk import Cases, walk
-from tokconf.live.client import LibllamaOracle, VocabRefused
-from tokconf.llama.build import Build
-from tokconf.llama.fetch import Source
-from tokconf.llama.lock import Lock
-from tokconf.recordings.decoding import load as load_decoding
-from tokconf.recordings.decoding import path_for
-from tokconf.recordings.decoding import write as write_decoding
-from tokconf.recordings.format import load, write
+from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.recording.decoding import load as load_decoding
+from tokconf.recording.decoding import path_for
+from tokconf.recording.decoding import write as write_decoding
+from tokconf.recording.format import load, write
 
 KEYS: list[Key] = [("v", case, "plain") for case in ("a", "b", "c", "d")]
 

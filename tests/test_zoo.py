@@ -27,7 +27,7 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.files import cache_root
 from tokconf.core.outcome import MODES
-from tokconf.recordings.format import Recording, load, write
+from tokconf.recording.format import Recording, load, write
 
 ROOT = Path(__file__).resolve().parent.parent
 TESTS = Path(__file__).resolve().parent

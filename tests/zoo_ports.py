@@ -224,7 +224,7 @@ FLOOD = 200_000  # ids a flooding port answers to every input (issue 46: a Memor
 
 class Floods(ReferencePort):
     """Answers 200,000 ids to every input, from a generator: every case an error naming the bound
-    (tokconf.live.bound), and the run ends with its verdict, not a MemoryError."""
+    (tokconf.oracles.bound), and the run ends with its verdict, not a MemoryError."""
 
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
         return (0 for _ in range(FLOOD))  # type: ignore[return-value]

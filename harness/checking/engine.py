@@ -28,8 +28,8 @@ from ..implementations.base import (
     Unsupported,
     VocabInfo,
 )
-from ..recordings.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting, load_for
-from ..recordings.format import RecordedCase, Recording, load
+from ..recording.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting, load_for
+from ..recording.format import RecordedCase, Recording, load
 from ..synth.files import recorded_vocab
 from .contract import DECODE, FACTS, Claim, Section, Standing, Verdict, judge, listed
 from .xfail import ExpectedFailures

@@ -58,7 +58,7 @@ from ..core.outcome import MODES, Mode, Outcome, Refusal
 from ..implementations.base import Broken, Implementation, Session, Unsupported, VocabInfo
 from ..implementations.command import CommandImplementation
 from ..implementations.python import PythonImplementation
-from ..recordings.format import RecordedCase, Recording, VocabGroup
+from ..recording.format import RecordedCase, Recording, VocabGroup
 from .contract import FACTS, INTERLEAVE, Standing, Verdict, judge
 from .engine import CaseResult
 

@@ -17,7 +17,7 @@ from ..core.sandbox import DEFAULT_POLICY, OWN_CODE, Confinement, Confiner, Sand
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
-from ..recordings.format import VocabGroup
+from ..recording.format import VocabGroup
 from .contract import Decision, Gate
 from .engine import CaseResult, CheckedFile, Selection, Stop, check_file
 from .explain import Cause, Explanation, explain_file

@@ -21,8 +21,8 @@ from ..core.facts import Provenance
 from ..core.files import FileKind, pinned
 from ..core.sandbox import Confiner
 from ..implementations.base import Implementation
-from ..recordings.decoding import path_for as decoding_path
-from ..recordings.format import VocabGroup, named_recordings, read_provenance
+from ..recording.decoding import path_for as decoding_path
+from ..recording.format import VocabGroup, named_recordings, read_provenance
 from ..synth.files import recorded_vocab
 from .contract import Decision, Gate
 from .engine import CaseResult, Selection

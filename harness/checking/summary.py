@@ -1,6 +1,6 @@
 """A check run's counts: per vocab x section, each verdict, with what the verdict contract needs
 beside them (each vocab's group and standing, the reasons of unsupported cases, the problems). Pure
-data: `tokconf.checking.report` draws it, `tokconf.checking.contract` decides on it."""
+data: `tokconf.reporting.report` draws it, `tokconf.checking.contract` decides on it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 
 from ..core.outcome import MODES, InputClass, Refusal, RefusalKind
-from ..recordings.format import VocabGroup
+from ..recording.format import VocabGroup
 from .contract import Decision, Declines, Gate, Section, Standing, Verdict, decide
 from .engine import CaseResult
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from ..core.errors import TokconfError
 from ..core.files import FileKind
 from ..core.plain_yaml import shown
-from ..recordings.yaml_io import load_untrusted
+from ..recording.yaml_io import load_untrusted
 
 
 @dataclass(frozen=True)

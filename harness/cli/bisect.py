@@ -36,14 +36,14 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect.commits import commits_between
-    from ..bisect.probe import Prober, ProbeSet, Target
-    from ..bisect.report import describe, describe_commits
-    from ..bisect.search import bisect
+    from ..builds.registry import published_builds
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
-    from ..llama.registry import published_builds
-    from ..recordings.format import load, named_recordings
+    from ..history.bisect.commits import commits_between
+    from ..history.bisect.probe import Prober, ProbeSet, Target
+    from ..history.bisect.report import describe, describe_commits
+    from ..history.bisect.search import bisect
+    from ..recording.format import load, named_recordings
 
     if args.good >= args.bad:
         raise TokconfError(f"--good {args.good} is not below --bad {args.bad}", "the good build comes first")

@@ -3,7 +3,7 @@
 Exit status 0 only when the verdict contract (`tokconf.checking.contract`) says PASS: every claimed
 vocab x mode judged and covered, nothing failed, broke or unexpectedly passed; 1 otherwise, with
 every reason. With --junit, --report (.md or .html) the same results are also written to files, and
-with --json the verdict (`tokconf.checking.verdict_json`).
+with --json the verdict (`tokconf.reporting.verdict_json`).
 
 The verdict line is the last line printed. What a port wrote reaches the terminal only as
 `core.printable` makes it, behind a prefix, and rich interprets none of it: no markup (`[bold]`,
@@ -54,11 +54,11 @@ def _outputs_ready(args: argparse.Namespace, impl: str) -> None:
     """Every output file can be written, and the verdict files say "not finished" until the run ends:
     a run that stops early (its implementation cannot be made, a kill, a crash) never leaves an earlier
     run's passing verdict or JUnit file for a CI step to read."""
-    from ..checking.junit import write_unfinished_junit
-    from ..checking.report import REPORT_FORMATS
-    from ..checking.verdict_json import write_unfinished
     from ..core.errors import TokconfError
     from ..core.files import require_folders
+    from ..reporting.junit import write_unfinished_junit
+    from ..reporting.report import REPORT_FORMATS
+    from ..reporting.verdict_json import write_unfinished
 
     require_folders((args.junit, args.report, args.causes, args.json))
     if args.report is not None and args.report.suffix not in REPORT_FORMATS:
@@ -119,17 +119,17 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from ..checking.contract import Claim, Gate, grants_of
     from ..checking.engine import Selection
     from ..checking.explain.causes import write_causes
-    from ..checking.junit import write_junit
-    from ..checking.report import COLUMNS, Invocation, RunReport, summary_rows, table_rows
     from ..checking.run import check_paths
     from ..checking.session import selected_recordings
-    from ..checking.verdict_json import write_verdict
     from ..checking.xfail import ExpectedFailures
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
     from ..core.keeper import adopting
     from ..core.printable import printable
     from ..core.sandbox import SandboxPolicy
+    from ..reporting.junit import write_junit
+    from ..reporting.report import COLUMNS, Invocation, RunReport, summary_rows, table_rows
+    from ..reporting.verdict_json import write_verdict
 
     paths = args.recordings or [BUNDLED_RECORDINGS]
     how = Invocation.of(impl, args.recordings, args.timeout, args.xfail, args.vocab_dir, args.load_timeout)
@@ -184,7 +184,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     if args.junit:  # every problem's story, not only the ones shown
         write_junit(args.junit, run.results, report.stories())
     if args.report and args.report.suffix == ".html":
-        from ..checking.html_report import render_html
+        from ..reporting.html_report import render_html
 
         atomic_write(args.report, render_html(report), "report")
     elif args.report:

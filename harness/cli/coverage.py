@@ -1,13 +1,13 @@
 """`tokconf coverage`: which tokenizer models and pre-tokenizers the recordings gate, of all a
-llama.cpp build knows (`tokconf.recordings.coverage`)."""
+llama.cpp build knows (`tokconf.recording.coverage`)."""
 
 from __future__ import annotations
 
 import argparse
 from typing import Any
 
+from ..builds.pins import DEFAULT_BUILD
 from ..core.files import recordings_arg
-from ..llama.pins import DEFAULT_BUILD
 
 
 def add_parser(commands: Any) -> None:
@@ -21,8 +21,8 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.files import BUNDLED_RECORDINGS
-    from ..recordings.coverage import coverage, describe, known_tokenizers
-    from ..recordings.format import recording_files
+    from ..recording.coverage import coverage, describe, known_tokenizers
+    from ..recording.format import recording_files
 
     files = recording_files(args.recordings or [BUNDLED_RECORDINGS])
     print("\n".join(describe(coverage(files, known_tokenizers(args.build)))))

@@ -23,9 +23,9 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builds.fetch import source_dir
     from ..core.files import atomic_write
-    from ..llama.fetch import source_dir
-    from ..recordings.diff import VocabDiff, diff, render
+    from ..recording.diff import VocabDiff, diff, render
 
     diffs = list(diff([args.before], [args.after]))
     vocabs: dict[str, Path] = {}

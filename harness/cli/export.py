@@ -19,7 +19,7 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.files import atomic_output
-    from ..recordings.export import export
+    from ..recording.export import export
 
     if args.output is None:
         count = export(args.recordings, sys.stdout)

@@ -49,10 +49,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _in_process(args: argparse.Namespace) -> int:
+    from ..builds.vocabs import vocab_name
     from ..fuzz.campaign import CampaignStats
     from ..fuzz.report import Progress, summary_lines, write_html
     from ..fuzz.runner import Asked, Runner
-    from ..llama.vocabs import vocab_name
 
     asked = Asked.of(lambda name: getattr(args, name.replace("-", "_")), args.seed, args.database, Engine(args.engine))
     progress = Progress()

@@ -58,15 +58,15 @@ def _say(text: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect.probe import ProbeSet
-    from ..bisect.report import examples
     from ..core.files import BUNDLED_RECORDINGS
     from ..core.outcome import MODES
     from ..history import data
+    from ..history.bisect.probe import ProbeSet
+    from ..history.bisect.report import examples
     from ..history.identify import identify
     from ..implementations.resolve import resolve
-    from ..recordings.decoding import load_for
-    from ..recordings.format import load, named_recordings
+    from ..recording.decoding import load_for
+    from ..recording.format import load, named_recordings
 
     history = data.read(args.data)
     files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)

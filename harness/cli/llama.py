@@ -7,8 +7,8 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from ..llama.lock import Lock, sha256_arg
-from ..llama.pins import DEFAULT_BUILD
+from ..builds.lock import Lock, sha256_arg
+from ..builds.pins import DEFAULT_BUILD
 from ..options import positive
 
 
@@ -34,8 +34,8 @@ def add_lock(parser: argparse.ArgumentParser) -> None:
 
 
 def lock_of(args: argparse.Namespace) -> Lock:
-    """The lock file a command was given, or the default one (`tokconf.llama.provide.default_lock`)."""
-    from ..llama.provide import default_lock
+    """The lock file a command was given, or the default one (`tokconf.builds.provide.default_lock`)."""
+    from ..builds.provide import default_lock
 
     return Lock(args.lock) if args.lock is not None else default_lock()
 
@@ -72,10 +72,10 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..llama.build import build_dir, completed_build
-    from ..llama.fetch import build_root, fetched_source
-    from ..llama.provide import provide, trusted_source
-    from ..llama.vocabs import shipped_vocabs, vocab_name
+    from ..builds.build import build_dir, completed_build
+    from ..builds.fetch import build_root, fetched_source
+    from ..builds.provide import provide, trusted_source
+    from ..builds.vocabs import shipped_vocabs, vocab_name
 
     if args.llama_command == "fetch":
         source = trusted_source(args.build, lock_of(args), args.sha256, args.source, args.force)
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     if args.llama_command == "local":
         return _local(args)
     if args.llama_command == "gc":
-        from ..llama.build import collect_garbage
+        from ..builds.build import collect_garbage
 
         deleted = collect_garbage(int(args.max_size * 1e9), {DEFAULT_BUILD, *args.keep})
         for name, size in deleted:
@@ -116,8 +116,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _local(args: argparse.Namespace) -> int:
     """Build (or find built) and probe a local llama.cpp; print what a check or recording would say."""
-    from ..live.probe import probe_library
-    from ..llama.local import local_build
+    from ..builds.local import local_build
+    from ..oracles.probe import probe_library
 
     made = local_build(args.path, tokenize=args.tokenize, jobs=args.jobs)
     library = probe_library(made)

@@ -1,6 +1,6 @@
 """`tokconf peers`: every peer against every bundled recording, explained, with encode speeds beside
 llama.cpp's and the reference's, written as ecosystem.md, ecosystem.html and ecosystem.json
-(docs/ecosystem.md is this command's output)."""
+(docs/reports/ecosystem.md is this command's output)."""
 
 from __future__ import annotations
 
@@ -32,12 +32,12 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builds.pins import DEFAULT_BUILD
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS
     from ..ecosystem.matrix import Peer, check_peers, shipped_recordings
     from ..ecosystem.render import write_all
     from ..ecosystem.speed import measure
-    from ..llama.pins import DEFAULT_BUILD
 
     if not args.out.is_dir():
         raise TokconfError(f"--out {args.out}: not a folder", "create it, or write elsewhere")

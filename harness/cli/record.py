@@ -76,15 +76,15 @@ def add_parser(commands: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..builds.build import require_build
+    from ..builds.local import local_build
+    from ..builds.vocabs import resolve_vocabs, vocab_name
     from ..core.errors import TokconfError
     from ..core.files import CORPUS
     from ..corpus.files import load_corpus
-    from ..live.probe import probe_library
-    from ..llama.build import require_build
-    from ..llama.local import local_build
-    from ..llama.vocabs import resolve_vocabs, vocab_name
-    from ..record.crosscheck import crosscheck_vocab, save
-    from ..record.recorder import Plan, record
+    from ..oracles.probe import probe_library
+    from ..recording.crosscheck import crosscheck_vocab, save
+    from ..recording.recorder import Plan, record
     from ..synth.files import synthetic_vocabs
 
     if args.save and args.backend != "cli":
@@ -137,9 +137,9 @@ def run_decoding(args: argparse.Namespace) -> int:
     from functools import partial
 
     from ..core.files import BUNDLED_RECORDINGS
-    from ..record.decoding import record_decoding
-    from ..record.recorder import in_parallel
-    from ..recordings.format import recording_files
+    from ..recording.decoding_recorder import record_decoding
+    from ..recording.format import recording_files
+    from ..recording.recorder import in_parallel
 
     work = partial(record_decoding, recording=None, vocab_dir=args.vocab_dir)
     in_parallel(work, recording_files(args.recordings or [BUNDLED_RECORDINGS]), args.jobs)

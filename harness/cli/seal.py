@@ -28,8 +28,8 @@ def add_parser(commands: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..core.files import atomic_write
-    from ..recordings import decoding, format
-    from ..recordings.yaml_io import read_untrusted
+    from ..recording import decoding, format
+    from ..recording.yaml_io import read_untrusted
 
     unsealed = 0
     for path in format.recording_files(args.recordings):

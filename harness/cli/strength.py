@@ -1,5 +1,5 @@
 """`tokconf strength`: how strong the recordings are, by mutation testing of llama.cpp's tokenizer
-(tokconf.strength, docs/strength.md)."""
+(tokconf.strength, docs/reports/strength.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..builds.pins import DEFAULT_BUILD
 from ..core.errors import TokconfError
-from ..llama.pins import DEFAULT_BUILD
 
 DEFAULT_WORK = Path("strength-work")
 
@@ -36,7 +36,7 @@ def add_parser(commands: Any) -> None:
     campaign.add_argument("--shard", type=_shard, default=(1, 1), help="i/n: run shard i of n (journals merge)")
     campaign.set_defaults(run=run_campaign)
     report = steps.add_parser("report", help="scores, survivors, thin kills and coverage of the journals")
-    report.add_argument("--markdown", type=Path, help="write the report as Markdown (docs/strength.md)")
+    report.add_argument("--markdown", type=Path, help="write the report as Markdown (docs/reports/strength.md)")
     report.add_argument("--json", type=Path, help="write the figures as JSON")
     report.set_defaults(run=run_report)
     show = steps.add_parser("show", help="a mutant's diff and the command that checks it alone")
@@ -63,7 +63,7 @@ def _pinned(args: argparse.Namespace) -> Path:
     tree = getattr(args, "tree", None)
     if tree is not None:
         return Path(tree).absolute()
-    from ..llama.fetch import require_source, source_dir
+    from ..builds.fetch import require_source, source_dir
 
     require_source(args.tree_build)
     return source_dir(args.tree_build)
@@ -98,7 +98,7 @@ def _tree_of(work: Path) -> Path:
 
 def run_coverage(args: argparse.Namespace) -> int:
     from ..core.files import BUNDLED_RECORDINGS
-    from ..recordings.format import recording_files
+    from ..recording.format import recording_files
     from ..strength.coverage import coverage_build, run_coverage
 
     work = args.work.absolute()
@@ -129,7 +129,7 @@ def run_campaign(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     from ..core.files import BUNDLED_RECORDINGS, atomic_write
-    from ..recordings.format import load, recording_files
+    from ..recording.format import load, recording_files
     from ..strength.coverage import all_hits
     from ..strength.report import render, strength_data
     from ..strength.schemata import load_schemata
@@ -140,7 +140,7 @@ def run_report(args: argparse.Namespace) -> int:
     for path in recording_files([BUNDLED_RECORDINGS]):
         recording = load(path)
         models[recording.vocab_name] = str(recording.facts.get("model") or "refused to load")
-    command = "tokconf strength report --work WORK --markdown docs/strength.md"
+    command = "tokconf strength report --work WORK --markdown docs/reports/strength.md"
     data = strength_data(work, _tree_of(work), schemata.mutants, all_hits(work), models, command)
     made = work / "made.json"
     data["made"] = {**(json.loads(made.read_text(encoding="utf-8")) if made.is_file() else {}),
@@ -181,10 +181,10 @@ def run_show(args: argparse.Namespace) -> int:
 
 
 def run_hunt(args: argparse.Namespace) -> int:
+    from ..builds.build import require_build
     from ..core.files import BUNDLED_RECORDINGS
     from ..core.printable import printable
-    from ..llama.build import require_build
-    from ..recordings.format import read_provenance, recording_files
+    from ..recording.format import read_provenance, recording_files
     from ..strength.campaign import TABLE_READERS, function_lines, reaching
     from ..strength.coverage import all_hits, tree_library
     from ..strength.hunt import hunt

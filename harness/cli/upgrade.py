@@ -21,7 +21,7 @@ def add_parser(commands: Any) -> None:
         description="Asks build N every case of the recordings (default: the bundled b11192 ones), then finds every "
         "published build between --from and --to where some answer changed: ids, facts, pieces or detokenized text "
         "(each build fetched and built on first "
-        "use, under the lock's trust policy), and writes the report (docs/upgrade-b11192-b11434.md is one).",
+        "use, under the lock's trust policy), and writes the report (docs/reports/upgrade-b11192-b11434.md is one).",
     )
     up.set_defaults(run=run)
     up.add_argument("--to", type=int, required=True, metavar="N", help="the new build")
@@ -49,16 +49,16 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bisect.commits import commits_between
-    from ..bisect.probe import Answers, Prober, ProbeSet, Target, cases_digest, decoded, same
-    from ..bisect.search import bisect
+    from ..builds.registry import published_builds
     from ..core.errors import TokconfError
     from ..core.files import BUNDLED_RECORDINGS, atomic_write, require_folders
     from ..history import data, report
+    from ..history.bisect.commits import commits_between
+    from ..history.bisect.probe import Answers, Prober, ProbeSet, Target, cases_digest, decoded, same
+    from ..history.bisect.search import bisect
     from ..history.walk import Cases, walk
-    from ..llama.registry import published_builds
-    from ..recordings.decoding import load_for
-    from ..recordings.format import load, named_recordings
+    from ..recording.decoding import load_for
+    from ..recording.format import load, named_recordings
 
     require_folders((args.output, args.html, args.data))  # before the walk, not after its hour of probing
     files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)

@@ -52,8 +52,8 @@ def run_list(args: argparse.Namespace) -> int:
     (`-` where the file has none), from the heads of the files alone (the cases are megabytes)."""
     from ..core.files import BUNDLED_RECORDINGS
     from ..core.printable import printable
-    from ..recordings.coverage import vocab_heads
-    from ..recordings.format import recording_files
+    from ..recording.coverage import vocab_heads
+    from ..recording.format import recording_files
 
     for name, model, pre in vocab_heads(recording_files(args.recordings or [BUNDLED_RECORDINGS])):
         print(f"{printable(name):40} {printable(model or '-'):10} {printable(pre or '-')}")

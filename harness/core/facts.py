@@ -1,6 +1,6 @@
 """What a vocabulary is besides its ids, as llama.cpp reports it, and where a recording came from.
 
-`VocabFacts` is what the oracle reads through llama.h (`tokconf.live.libllama.Vocab.facts`) and
+`VocabFacts` is what the oracle reads through llama.h (`tokconf.oracles.libllama.Vocab.facts`) and
 every recording stores under `facts:`. `Fact` is the part of it an implementation is checked on:
 one table of names, used by the check engine, every implementation adapter and the line protocol.
 `Provenance` is a recording's `provenance:` block.

@@ -1,6 +1,6 @@
 """Text for people: inputs with their whitespace visible, code points, and the window of ids around the
 first divergence, each id with its piece. Every report (check, diff, fuzz, explain) renders with these.
-The pieces come from a lookup the caller gives (`tokconf.recordings.pieces`): nothing here reads a
+The pieces come from a lookup the caller gives (`tokconf.recording.pieces`): nothing here reads a
 vocabulary."""
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from ..core.plain_yaml import parse_yaml
 
 ID_PATTERN = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 # The longest input a case may expand to. The largest bundled case is 51 KB (documents/python-reference-50k).
-# 1 MiB keeps the longest answer llama.cpp may give it (tokconf.live.bound: 4 ids a byte, each up to ten
+# 1 MiB keeps the longest answer llama.cpp may give it (tokconf.oracles.bound: 4 ids a byte, each up to ten
 # digits and a separator: 48 MiB of JSON) within one line of the line protocol (64 MiB).
 MAX_CASE_BYTES = 1 << 20
 CASE_KEYS = {"id", "text", "bytes_hex", "repeat", "why", "source"}

@@ -1,2 +1,2 @@
 """The ecosystem's conformance matrix (`tokconf peers`): `matrix` runs peers through check and
-explain, `speed` measures encoding beside llama.cpp, `render` writes docs/ecosystem.md and its page."""
+explain, `speed` measures encoding beside llama.cpp, `render` writes docs/reports/ecosystem.md and its page."""

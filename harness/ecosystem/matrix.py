@@ -5,7 +5,7 @@ sentencepiece, Hugging Face `tokenizers`, transformers) and assume the ids are l
 runs each peer through the same check and `--explain` any port gets, against every bundled
 recording, and keeps per cell (peer × vocab × mode) the counts, and per peer × vocab the named
 causes with one confirmed example each; `speed` adds encode throughput beside llama.cpp's.
-`render` makes docs/ecosystem.md and the HTML page of it; the JSON form (`to_json`/`from_json`)
+`render` makes docs/reports/ecosystem.md and the HTML page of it; the JSON form (`to_json`/`from_json`)
 is what the tests re-run causes and counts from, so the published matrix cannot drift from the
 libraries it describes.
 """
@@ -26,7 +26,7 @@ from ..checking.run import check_paths
 from ..checking.xfail import ExpectedFailures
 from ..core.outcome import MODES, Outcome, outcome_fields, outcome_from_fields
 from ..core.render import code_point_list
-from ..recordings.format import recording_files
+from ..recording.format import recording_files
 
 FORMAT = 1
 LIBRARIES = ("tiktoken", "sentencepiece", "tokenizers", "transformers")  # whose versions the matrix states
@@ -107,7 +107,7 @@ class Speed:
 
 @dataclass
 class Matrix:
-    """Everything docs/ecosystem.md shows, and how it was made."""
+    """Everything docs/reports/ecosystem.md shows, and how it was made."""
 
     build: int
     command: str
@@ -198,7 +198,7 @@ def to_json(matrix: Matrix) -> dict[str, Any]:
 
 
 def from_json(doc: dict[str, Any]) -> Matrix:
-    """The matrix a previous run wrote (docs/ecosystem.json)."""
+    """The matrix a previous run wrote (docs/reports/ecosystem.json)."""
     if doc.get("format") != FORMAT:
         raise ValueError(f"ecosystem matrix format {doc.get('format')!r}, expected {FORMAT}")
     causes = []

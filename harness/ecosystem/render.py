@@ -1,4 +1,4 @@
-"""docs/ecosystem.md and its HTML page: the matrix as tables, the causes with their examples, the
+"""docs/reports/ecosystem.md and its HTML page: the matrix as tables, the causes with their examples, the
 speeds as ratios to llama.cpp; the page draws the matrix as a coloured grid and the speeds as an SVG
 chart, with no script and nothing fetched."""
 

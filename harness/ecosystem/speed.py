@@ -16,14 +16,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..builds.build import Build
 from ..core.errors import TokconfError
 from ..core.files import CORPUS
 from ..core.outcome import Outcome, Refusal, Request
 from ..corpus.files import load_corpus
 from ..implementations.base import Broken, Implementation, Unsupported, VocabInfo
-from ..live.client import LibllamaOracle
-from ..llama.build import Build
-from ..recordings.format import Recording
+from ..oracles.client import LibllamaOracle
+from ..recording.format import Recording
 from .matrix import Matrix, Speed
 
 PARTS = ("documents/", "code/", "multilingual/")
@@ -80,9 +80,9 @@ def impl_speed(label: str, impl: Implementation, recording: Recording, vocab: Pa
 def measure(matrix: Matrix, files: list[Path], progress: Callable[[str], None]) -> None:
     """Speeds per vocab, in one run: llama.cpp, the reference and every peer that loads the vocab.
     What goes wrong measuring a peer is kept in `matrix.errors`, never dropped."""
+    from ..builds.build import require_build
     from ..implementations.resolve import resolve
-    from ..llama.build import require_build
-    from ..recordings.format import load
+    from ..recording.format import load
     from ..synth.files import recorded_vocab
 
     parts = fixed_text(CORPUS)

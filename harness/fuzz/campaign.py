@@ -40,6 +40,8 @@ from hypothesis import strategies as st
 from hypothesis.configuration import set_hypothesis_home_dir, storage_directory
 from hypothesis.errors import NoSuchExample
 
+from ..builds.build import Build
+from ..builds.vocabs import vocab_name
 from ..checking.contract import Decision, Gate, Standing, Verdict, decide, judge
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts
@@ -47,9 +49,7 @@ from ..core.files import cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Request
 from ..core.shrink import ddmin, units
 from ..implementations.base import Broken, Implementation, LoadRefused, Session, Unsupported, VocabInfo
-from ..live.client import LibllamaOracle
-from ..llama.build import Build
-from ..llama.vocabs import vocab_name
+from ..oracles.client import LibllamaOracle
 from . import Engine
 from .database import ExampleStore, HypothesisView, hypothesis_key
 from .findings import Finding

@@ -11,16 +11,16 @@ import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..builds.build import Build
+from ..builds.vocabs import vocab_name
 from ..core.errors import TokconfError
 from ..core.facts import CampaignProvenance, VocabFacts
 from ..core.files import FileKind, sha256_file
 from ..core.outcome import Mode, Outcome, render_outcome
 from ..core.render import code_points, first_divergence, ids_window, visible
-from ..llama.build import Build
-from ..llama.vocabs import vocab_name
-from ..record.recorder import Plan, provenance
-from ..recordings.format import RecordedCase, Recording, load, write
-from ..recordings.pieces import pieces_of
+from ..recording.format import RecordedCase, Recording, load, write
+from ..recording.pieces import pieces_of
+from ..recording.recorder import Plan, provenance
 from ..synth.files import synth_provenance
 from . import Engine
 

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..builds.build import Build, require_build
+from ..builds.vocabs import resolve_vocabs
 from ..core.outcome import MODES, Mode
 from ..core.sandbox import DEFAULT_POLICY, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import resolve
-from ..llama.build import Build, require_build
-from ..llama.vocabs import resolve_vocabs
 from . import PROFILES, Engine
 from .campaign import Campaign, CampaignStats
 from .database import ExampleStore, open_database

@@ -1,4 +1,5 @@
-"""Every change over a range of published llama.cpp builds: `walk` finds each build where some outcome
-changed (a bisect that does not stop at the first change), `report` writes it as Markdown for
-`tokconf upgrade` and the history docs, `data` keeps what each stretch of builds answers for
-`tokconf identify`, which `identify` matches an implementation against."""
+"""The build history, every question about which published llama.cpp build answered what: `bisect`
+(`tokconf bisect`: the one build that changed an outcome), `walk` (each build where some outcome
+changed, a bisect that does not stop at the first change), `report` (the Markdown of `tokconf upgrade`
+and the history docs), `data` (what each stretch of builds answers) and `identify` (which stretch an
+implementation matches)."""

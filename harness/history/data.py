@@ -6,7 +6,7 @@ alike. Only answers that some stretch gives otherwise than the recordings are st
 the recordings' own), each as the distinct answers and one character per stretch saying which: `0` the
 recording's answer, `1` the first stored answer, and so on. Ids are stored as a list, a refusal as the
 index of its reason in `refusals`, facts, pieces and detokenized text as the probe's text
-(tokconf.bisect.probe). The file names the recordings it was made from (each vocab file's sha256) and
+(tokconf.history.bisect.probe). The file names the recordings it was made from (each vocab file's sha256) and
 the sdist of every build it probed, so identify refuses to compare against other recordings, and a
 reader can fetch the same builds. "Each vocab" is its file's sha256, a digest of its cases (ids and
 inputs: another corpus or fuzz seed reusing the case ids is other recordings) and whether its decoding
@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from ..bisect.probe import ITEMS, Answer, Answers, Item, Key, cases_digest, same
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
 from ..core.outcome import Refusal
-from ..recordings.format import Recording
+from ..recording.format import Recording
+from .bisect.probe import ITEMS, Answer, Answers, Item, Key, cases_digest, same
 from .walk import Walk
 
 FORMAT = 2  # 2: the recordings' cases digest and decoded vocabs (identify refuses other inputs)
@@ -50,7 +50,7 @@ class MadeFrom:
 
     build: int
     vocabs: dict[str, str]  # vocab name -> the sha256 of the vocab file the builds were asked with
-    cases: dict[str, str]  # vocab name -> tokconf.bisect.probe.cases_digest of its cases
+    cases: dict[str, str]  # vocab name -> tokconf.history.bisect.probe.cases_digest of its cases
     decoded: frozenset[str]  # the vocabs whose decoding (pieces, detokenized text) was asked too
 
     def refusal(self, recording: Recording, decoding: bool) -> str | None:
@@ -88,7 +88,7 @@ class History:
 
 def from_walk(walk: Walk, recorded: Answers, made_from: MadeFrom, command: str, sdists: dict[int, str]) -> History:
     """The stretches of a walk and what each answers, kept where it differs from what the recordings
-    hold (`recorded`: tokconf.bisect.probe.decoded)."""
+    hold (`recorded`: tokconf.history.bisect.probe.decoded)."""
     stretches = tuple(
         Stretch(first, last, tuple(b for b in walk.builds if first <= b <= last)) for first, last in walk.stretches
     )

@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
 from ..checking.engine import parsed_only_with_parse_special, verified
 from ..core.errors import TokconfError
 from ..core.outcome import LOAD, MODES, DeclineContext, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..implementations.base import Broken, Decoder, Implementation, LoadRefused, Unsupported, VocabInfo
-from ..recordings.decoding import PIECE_KINDS, Decoding
-from ..recordings.format import Recording
+from ..recording.decoding import PIECE_KINDS, Decoding
+from ..recording.format import Recording
+from .bisect.probe import VOCAB_WIDE, Answer, Answers, Key, ProbeSet, decoded, detokenized, pieces_of, same
 from .data import History, Stretch
 
 

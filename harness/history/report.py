@@ -15,12 +15,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
-from ..bisect.commits import Commit
-from ..bisect.probe import Item, Key, PieceChanges, ProbeSet
-from ..bisect.report import UPSTREAM, counted, examples
-from ..bisect.search import Bisection
 from ..core.outcome import MODES
-from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
+from ..recording.decoding import DETOKENIZE, PIECE_KINDS
+from .bisect.commits import Commit
+from .bisect.probe import Item, Key, PieceChanges, ProbeSet
+from .bisect.report import UPSTREAM, counted, examples
+from .bisect.search import Bisection
 from .walk import Change, Walk
 
 

@@ -11,10 +11,10 @@ under the bisect assumption (an outcome that changes and changes back between tw
 seen, as with `git bisect`). So after the ends, each probe asks a few hundred inputs, not 400,000, and
 its answers to everything else are taken to be its range's lower end's.
 
-Besides the ids, a probe asks what a recording holds of facts and decoding (tokconf.bisect.probe), so
+Besides the ids, a probe asks what a recording holds of facts and decoding (tokconf.history.bisect.probe), so
 a change there is a change point too. Outcomes are compared as `tokconf check` judges them: ids must be
 equal, and a refusal equals any refusal (which abort llama.cpp reports can depend on what the process
-did before, not on the build: docs/upgrade-b11192-b11434.md).
+did before, not on the build: docs/reports/upgrade-b11192-b11434.md).
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from ..bisect.probe import Answer, Answers, Key, same
-from ..bisect.search import Unprobeable
 from ..core.errors import TokconfError
+from .bisect.probe import Answer, Answers, Key, same
+from .bisect.search import Unprobeable
 
 Cases = frozenset[tuple[str, str]]  # (vocab, case id): what a probe inside a range is asked, in every mode
 Ask = Callable[[int, Cases | None], Answers]  # a build's answers to those cases (None: to every selected case)

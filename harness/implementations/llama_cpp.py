@@ -1,6 +1,6 @@
 """`llama.cpp@N` and `llama.cpp:PATH`: a live llama.cpp as the implementation under test,
 crash-isolated as in recording: another published build (upgrade regressions), or a llama.cpp of the
-user's own, a libllama.so or a source tree (tokconf.llama.local: a vendored, patched copy, a branch),
+user's own, a libllama.so or a source tree (tokconf.builds.local: a vendored, patched copy, a branch),
 to see whether it still answers as the recordings say."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..builds.build import Build
+from ..builds.local import local_build
 from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
 from ..core.sandbox import DEFAULT_POLICY, Confiner
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
-from ..live.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
-from ..live.probe import LibraryInfo, probe_library
-from ..llama.build import Build
-from ..llama.local import local_build
+from ..oracles.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
+from ..oracles.probe import LibraryInfo, probe_library
 from .base import Broken, Decoder, LoadRefused, Session, VocabInfo
 
 
@@ -94,10 +94,10 @@ class LlamaCppImplementation:
 
 
 def published(made: Build, limits: Limits, confiner: Confiner) -> LlamaCppImplementation:
-    """`llama.cpp@N`: build N's tokenizer-only libllama as `tokconf.llama.provide` made or found it, its
+    """`llama.cpp@N`: build N's tokenizer-only libllama as `tokconf.builds.provide` made or found it, its
     tree verified (all it calls is the vocabulary's functions; tests/test_tokenizer_build.py proves it
     answers as the full build), or the full libllama where the tokenizer-only one cannot be built for
-    that tree (tokconf.llama.build says so)."""
+    that tree (tokconf.builds.build says so)."""
     return LlamaCppImplementation(made, f"llama.cpp@{made.build}", limits=limits, confiner=confiner)
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from ..core.facts import ExposedFacts, Fact, are_token_ids, is_token_id
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..core.printable import kept
-from ..live.bound import max_ids, over_bound
+from ..oracles.bound import max_ids, over_bound
 from .base import VocabInfo
 
 PROTOCOL = 2  # the newest version tokconf speaks; it also speaks 1
@@ -360,7 +360,7 @@ EncodeAnswer = Ids | Refuses | Aborts | CannotTake | Fault
 
 
 def parse_encode(answer: Mapping[str, Any], protocol: int, size: int) -> EncodeAnswer:
-    """An encode answer to a `size`-byte input; ids past the bound (`tokconf.live.bound`) are a bad answer,
+    """An encode answer to a `size`-byte input; ids past the bound (`tokconf.oracles.bound`) are a bad answer,
     dropped at once, whatever they are."""
     key = _the_one_key(
         answer, "encode", ("ids", "error", "aborted", "unsupported", "fault") if protocol >= 2 else ("ids", "error")

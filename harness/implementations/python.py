@@ -28,7 +28,7 @@ from ..core.facts import ExposedFacts, Fact, are_token_ids
 from ..core.outcome import MIN_DECLARED_LIMIT, InputClass, Outcome, Refusal, RefusalKind, Request
 from ..core.printable import kept
 from ..core.sandbox import IN_PROCESS, OWN_CODE, Confiner
-from ..live.bound import max_ids, over_bound
+from ..oracles.bound import max_ids, over_bound
 from .base import Broken, Detokenize, Refused, Unsupported, VocabInfo
 
 
@@ -53,7 +53,7 @@ def _call(where: str, function: Callable[..., Any], *args: Any) -> Any:
 
 def _listed(encode: Callable[..., Any], data: bytes, *flags: bool) -> list[Any]:
     """`encode`'s answer as a list, taken inside `_call`: a generator runs port code as it is read. No
-    more than one id past the bound is taken (`tokconf.live.bound`): an endless generator ends there."""
+    more than one id past the bound is taken (`tokconf.oracles.bound`): an endless generator ends there."""
     return list(itertools.islice(encode(data, *flags), max_ids(len(data)) + 1))
 
 

@@ -1,6 +1,6 @@
 """`--impl` values: `reference` and other registered names, `NAME:ARG` for a registered name that takes
 an argument, `module:factory`, `cmd:PROGRAM ARGS…`, `llama.cpp@N`, `llama.cpp:PATH` (a libllama.so or
-a llama.cpp source tree of the user's own: tokconf.llama.local; `llama.cpp` is never a module name).
+a llama.cpp source tree of the user's own: tokconf.builds.local; `llama.cpp` is never a module name).
 
 A registered name is an entry point in the `tokconf.implementations` group. Most load the factory
 itself (`reference`, `transformers-gguf`): `--impl NAME`. One that takes an argument
@@ -20,11 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..builds.provide import default_lock, provide
 from ..core.errors import TokconfError
 from ..core.isolated import PORT_PATH
 from ..core.sandbox import DEFAULT_POLICY, FORKED, IN_PROCESS, OWN_CODE, Confiner, SandboxPolicy
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
-from ..llama.provide import default_lock, provide
 from .base import Implementation
 from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementation, Launcher
 from .llama_cpp import Limits, local, published

@@ -26,18 +26,8 @@ from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, che
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
 from ..checking.interleave import sample
-from ..checking.report import (
-    Invocation,
-    abort_lines,
-    closing_lines,
-    decline_lines,
-    describe,
-    describe_cause,
-    text_table,
-)
 from ..checking.session import CheckSession
 from ..checking.summary import agreed_abort
-from ..checking.verdict_json import write_unfinished, write_verdict
 from ..checking.xfail import ExpectedFailures
 from ..core.errors import TokconfError
 from ..core.outcome import MODES, InputClass, Mode, RefusalKind
@@ -47,9 +37,19 @@ from ..core.timeouts import TimeoutOptions
 from ..implementations.base import Implementation
 from ..implementations.resolve import confiner_of, resolve
 from ..options import LOAD_TIMEOUT, TIMEOUT, pytest_flag
-from ..recordings.decoding import DETOKENIZE, PIECE_KINDS
-from ..recordings.decoding import path_for as decoding_path
-from ..recordings.format import Recording, VocabGroup, load, recording_files
+from ..recording.decoding import DETOKENIZE, PIECE_KINDS
+from ..recording.decoding import path_for as decoding_path
+from ..recording.format import Recording, VocabGroup, load, recording_files
+from ..reporting.report import (
+    Invocation,
+    abort_lines,
+    closing_lines,
+    decline_lines,
+    describe,
+    describe_cause,
+    text_table,
+)
+from ..reporting.verdict_json import write_unfinished, write_verdict
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 
 PROPERTY = "tokconf"  # the user property each item reports its verdict under: a `Reported`, as JSON

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ..builds.vocabs import vocab_name
 from ..checking.contract import Decision
 from ..core.errors import TokconfError
 from ..core.outcome import Mode
@@ -27,7 +28,6 @@ from ..fuzz import DEFAULT_DATABASE, INI_DATABASE, Engine
 from ..fuzz.campaign import CampaignStats, TargetStats
 from ..fuzz.report import summary_lines, write_html
 from ..fuzz.runner import Asked, Runner
-from ..llama.vocabs import vocab_name
 from ..options import FUZZ, LOAD_TIMEOUT, TIMEOUT, pytest_flag
 from .items import ItemGroup, ReportedFailure, TokconfItem, collect_into
 

@@ -46,15 +46,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..builds.build import Build
 from ..checking.contract import DECODE, FACTS, Verdict
 from ..checking.engine import CaseResult, Selection, Stop, check_recording
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
 from ..core.outcome import Refusal
 from ..implementations.llama_cpp import Limits, LlamaCppImplementation
-from ..llama.build import Build
-from ..recordings.decoding import Decoding, load_for
-from ..recordings.format import RecordedCase, Recording, load, recording_files
+from ..recording.decoding import Decoding, load_for
+from ..recording.format import RecordedCase, Recording, load, recording_files
 from ..synth.files import recorded_vocab
 from .coverage import LineHits, all_hits
 from .mutants import UNICODE, Mutant, Operator

@@ -1,6 +1,6 @@
 """Which lines of llama.cpp's tokenizer each bundled vocabulary reaches: gcov, through gcovr.
 
-A tokenizer-only libllama of the pinned tree is compiled with `--coverage -O0` (tokconf.llama.
+A tokenizer-only libllama of the pinned tree is compiled with `--coverage -O0` (tokconf.builds.
 tokenizer_only, in the campaign's work folder) and each recording's inputs are run through it in a
 process of their own (tokconf.strength.exercise), one vocabulary at a time; gcovr then reads that
 vocabulary's counters into `coverage/vocabs/<vocab>.json` (gcovr's JSON: every line's count and
@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from ..builds.build import Build, LibraryKind
+from ..builds.fetch import Source
+from ..builds.tokenizer_only import LIBRARY, ShimFailed, compile_library
 from ..core.errors import TokconfError
-from ..llama.build import Build, LibraryKind
-from ..llama.fetch import Source
-from ..llama.tokenizer_only import LIBRARY, ShimFailed, compile_library
-from ..recordings.format import read_provenance
+from ..recording.format import read_provenance
 from ..synth.files import recorded_vocab
 from .mutants import UNICODE, VOCAB
 from .schemata import BUILD_FOLDER, ccache_env, link_tree
@@ -100,7 +100,7 @@ def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Cal
         if ran.returncode != 0:
             raise TokconfError(f"running {recording.name} through the coverage library failed:\n{ran.stderr[-2000:]}",
                                "see the error; the coverage run resumes where it stopped")  # fmt: skip
-        wanted = {f"{Path(file).stem}_cpp.gcda" for file in COVERED}  # tokconf.llama.tokenizer_only's object names
+        wanted = {f"{Path(file).stem}_cpp.gcda" for file in COVERED}  # tokconf.builds.tokenizer_only's object names
         for other in objects.glob("*.gcda"):  # ggml's and the loader's: gcov would read them for nothing
             if other.name not in wanted:
                 other.unlink()

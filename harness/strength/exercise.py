@@ -15,9 +15,9 @@ import os
 from pathlib import Path
 
 from ..core.outcome import MODES, Refusal
-from ..live.libllama import Vocab
-from ..recordings.decoding import DETOKENIZE
-from ..recordings.format import load
+from ..oracles.libllama import Vocab
+from ..recording.decoding import DETOKENIZE
+from ..recording.format import load
 
 
 def exercise(vocab: Vocab, recording: Path) -> None:

@@ -16,12 +16,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..builds.build import Build
 from ..core.outcome import MODES, Outcome
 from ..core.shrink import ddmin, units
 from ..fuzz.generator import InputGenerator, sample_words
-from ..live.client import LibllamaOracle
-from ..llama.build import Build
-from ..recordings.decoding import DETOKENIZE
+from ..oracles.client import LibllamaOracle
+from ..recording.decoding import DETOKENIZE
 from .mutants import Mutant
 from .schemata import ENVIRONMENT
 

@@ -1,4 +1,4 @@
-"""What a campaign found, as data and as docs/strength.md: scores, survivors, thin kills, coverage.
+"""What a campaign found, as data and as docs/reports/strength.md: scores, survivors, thin kills, coverage.
 
 mutation score = killed / (mutants - equivalent), a `timeout` counted as killed (a hang) and apart;
 per file, per region (a tokenizer model's own code, unicode, the tables, shared code) and per
@@ -203,9 +203,9 @@ def uncovered(source: str, cover: FileCoverage, file: str, reasons: list[dict[st
 
 
 def render(data: dict[str, Any]) -> str:
-    """docs/strength.md from `strength_data` (every text from a file or the campaign made printable)."""
+    """docs/reports/strength.md from `strength_data` (every text from a file or the campaign made printable)."""
     s = data["summary"]
-    made_by = "<!-- made by `tokconf strength report --work WORK --markdown docs/strength.md`; do not edit -->"
+    made_by = "<!-- made by `tokconf strength report --work WORK --markdown docs/reports/strength.md`; do not edit -->"
     out = ["# How strong are the recordings", "", made_by, ""]
     out += [data["intro"], ""]
     scores = s["scores"]
@@ -325,7 +325,7 @@ How it is made (`tokconf strength`, `pip install 'tokconf[strength]'`; benchmark
 `build --mutants N` makes the mutants from clang's syntax tree and compiles a sample into one schemata
 library (the mutant chosen by `TOKCONF_MUTANT` when it loads); `coverage` runs every bundled recording
 through a gcov-instrumented build; `run [--shard i/n]` checks each mutant against the vocabularies whose
-coverage reaches it (resumable); `report --markdown docs/strength.md` writes this page; `hunt KEY` searches
+coverage reaches it (resumable); `report --markdown docs/reports/strength.md` writes this page; `hunt KEY` searches
 an input that kills a survivor; `show KEY` prints a mutant's diff and the command that checks it alone.
 Made by `{command}`."""
 COVERAGE_INTRO = (
@@ -336,7 +336,7 @@ COVERAGE_INTRO = (
 
 def strength_data(work: Path, pinned: Path, mutants: dict[int, Mutant], hits: dict[str, LineHits],
                   models: dict[str, str], command: str) -> dict[str, Any]:  # fmt: skip
-    """Everything docs/strength.md shows, as data: `models` is each vocabulary's tokenizer model."""
+    """Everything docs/reports/strength.md shows, as data: `models` is each vocabulary's tokenizer model."""
     outcomes = merged((work / "campaign").glob("journal-*.jsonl"))
     equivalent = equivalents()
     data = summary(mutants, outcomes, equivalent)

@@ -12,7 +12,7 @@ the prelude), and a crash or a coverage line names the file's own line.
 A mutant that does not compile (a literal where C++ wants a constant, a `?:` whose branches have no
 common type) is found by the compiler itself: the files are checked with `-fsyntax-only`, every error
 is placed in the innermost mutant written where it points, and those mutants are dropped and counted
-(`stillborn`), until the files compile. The library is then built by tokconf.llama.tokenizer_only
+(`stillborn`), until the files compile. The library is then built by tokconf.builds.tokenizer_only
 from a tree that links every other file of the pinned tree, in a work folder of the user's (never in
 tokconf's cache: the campaign's builds are its own), with ccache keyed to that folder.
 """
@@ -28,9 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..builds.tokenizer_only import LIBRARY, ShimFailed, compile_commands, compile_library
 from ..core.errors import TokconfError
 from ..core.files import atomic_write
-from ..llama.tokenizer_only import LIBRARY, ShimFailed, compile_commands, compile_library
 from .mutants import Mutant, Shape
 
 ENVIRONMENT = "TOKCONF_MUTANT"

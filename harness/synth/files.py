@@ -15,12 +15,12 @@ import functools
 import os
 from pathlib import Path
 
+from ..builds.fetch import source_dir
+from ..builds.pins import DEFAULT_BUILD
+from ..builds.vocabs import models_dir, vocab_file, vocab_name
 from ..core.errors import TokconfError
 from ..core.facts import SynthProvenance, VocabProvenance, is_bare_file_name
 from ..core.files import FileKind, atomic_write, cache_root, regular_file, sha256_file, writable_cache
-from ..llama.fetch import source_dir
-from ..llama.pins import DEFAULT_BUILD
-from ..llama.vocabs import models_dir, vocab_file, vocab_name
 from .recipes import BASE_BUILD, BASES, BY_NAME, RECIPES, SYNTH_VERSION, Fields, Recipe
 
 

@@ -8,14 +8,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from ...builds.build import require_build
+from ...builds.pins import DEFAULT_BUILD
 from ...core.errors import TokconfError
 from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Refusal
 from ...implementations.base import Implementation, VocabInfo
 from ...implementations.python import PortBroke
-from ...live.client import LibllamaOracle
-from ...llama.build import require_build
-from ...llama.pins import DEFAULT_BUILD
+from ...oracles.client import LibllamaOracle
 from ..contract import Standing, Verdict
 from ..engine import CheckedFile
 from .explainer import Cause, Explainer, Explanation, explained_failures
