@@ -188,7 +188,7 @@ const char * llama_version(void) {
 }
 #endif
 
-// Said in the provenance of what this library answers (tokconf.live.libllama's `system_info`).
+// Said in the provenance of what this library answers (tokconf.oracles.libllama's `system_info`).
 const char * llama_print_system_info(void) {
     return "tokconf tokenizer-only libllama: no ggml backend";
 }
