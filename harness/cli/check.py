@@ -114,7 +114,6 @@ def _stderr_console() -> Any:
 def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     """The rest of `run`."""
     from rich.console import Console
-    from rich.table import Table
 
     from ..checking.contract import Claim, Gate, grants_of
     from ..checking.engine import Selection
@@ -128,7 +127,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
     from ..core.printable import printable
     from ..core.sandbox import SandboxPolicy
     from ..reporting.junit import write_junit
-    from ..reporting.report import COLUMNS, Invocation, RunReport, summary_rows, table_rows
+    from ..reporting.report import Invocation, RunReport, terminal_table
     from ..reporting.verdict_json import write_verdict
 
     paths = args.recordings or [BUNDLED_RECORDINGS]
@@ -170,12 +169,7 @@ def _checked(args: argparse.Namespace, impl: str, jobs: int) -> int:
         say(line)
     for line in report.notes(each=full):
         say(line)
-    table = Table(title=report.title)
-    for column in COLUMNS:
-        table.add_column(column, justify="left" if column in ("vocab", "mode") else "right")
-    for row in table_rows(run.summary) if full else summary_rows(run.summary):
-        table.add_row(*row)
-    console.print(table)
+    console.print(terminal_table(run.summary, report.title, full))
     if not full:
         where = f"every case: {args.report}" if args.report else "every case: --report FILE (.html or .md)"
         say(f"a row per vocabulary and mode: --table full; {where}")

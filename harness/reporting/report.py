@@ -349,12 +349,30 @@ def _all_passed(summary: Summary, vocab: str) -> bool:
     return all(set(+c) <= {Verdict.PASSED} for (v, _), c in summary.counts.items() if v == vocab)
 
 
+def shown_rows(summary: Summary, full: bool = False) -> list[list[str]]:
+    """The rows a terminal shows (`--table`): `summary_rows`, or with `full` `table_rows`."""
+    return table_rows(summary) if full else summary_rows(summary)
+
+
 def text_table(summary: Summary, full: bool = False) -> list[str]:
-    """The table as aligned plain-text lines (pytest's summary; the terminal draws the same rows):
-    `summary_rows`, or with `full` `table_rows`."""
-    rows = [list(COLUMNS), *(table_rows(summary) if full else summary_rows(summary))]
+    """The table as aligned plain-text lines, for pytest's terminal summary: `shown_rows`, as
+    `terminal_table` draws them for `tokconf check`."""
+    rows = [list(COLUMNS), *shown_rows(summary, full)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(COLUMNS))]
     return ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
+
+
+def terminal_table(summary: Summary, title: str, full: bool = False) -> Any:
+    """The table `tokconf check` prints, a rich `Table` of `shown_rows` (the names left-aligned, the
+    counts right): the rows pytest's `text_table` shows."""
+    from rich.table import Table
+
+    table = Table(title=title)
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column in ("vocab", "mode") else "right")
+    for row in shown_rows(summary, full):
+        table.add_row(*row)
+    return table
 
 
 _PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")  # ASCII punctuation: what CommonMark lets a backslash escape
