@@ -7,6 +7,10 @@ silently passing) check.
 
 from __future__ import annotations
 
+import os
+import sys
+import textwrap
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +89,16 @@ def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     monkeypatch.syspath_prepend(str(tests))  # fake_impls, real_ports
     monkeypatch.setenv("PYTHONPATH", str(tests))  # for subprocess runs (xdist workers)
     return pytester
+
+
+@pytest.fixture
+def port_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callable[[str, str], None]:
+    """Writes a port module, `port_module(NAME, SOURCE)` (the source dedented), into a folder on the
+    path of tokconf's workers and of this process."""
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), *sys.path]))
+
+    def write(name: str, source: str) -> None:
+        (tmp_path / f"{name}.py").write_text(textwrap.dedent(source))
+
+    return write

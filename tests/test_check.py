@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.metadata
+import os
 import shutil
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,6 +18,10 @@ from tokconf.checking.explain.causes import reasons_of
 from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
+from tokconf.implementations import python
+from tokconf.implementations.python import ENTRY_POINT_GROUP, PythonImplementation
+from tokconf.implementations.reference import from_gguf
+from tokconf.implementations.resolve import resolve
 from tokconf.recording.format import load
 from tokconf.reporting.report import Invocation, conformance, describe_group, group_problems
 
@@ -325,3 +332,86 @@ def test_a_count_below_zero_is_a_usage_error(option: str, value: str, capsys: py
         main(["check", option, value])
     assert exited.value.code == 2
     assert f"argument {option}: " in capsys.readouterr().err
+
+
+RECORDINGS = ROOT / "recordings" / "b11192"
+TWO_CASES = ["--recordings", str(RECORDINGS / "qwen2.yaml"), "--case", "edge/hello-world", "--case", "edge/sentence"]
+
+
+def test_add_sep_is_a_compared_fact(port_module: Callable[[str, str], None], check_runs: list[CheckRun]) -> None:
+    """WordPiece adds [SEP]: a port that says it does not fails the fact; the reference, right, passes it."""
+    port_module("sep_ports", """
+        from tokconf.implementations.reference import from_gguf
+
+        def no_sep(path):
+            port = from_gguf(path)
+            port.tokenizer.add_sep = False
+            return port
+    """)  # fmt: skip
+    bert = ["--recordings", str(RECORDINGS / "bert-bge.yaml"), "--mode", "plain"]
+    assert main(["check", "--impl", "sep_ports:no_sep", *bert]) == 1
+    facts = {r.case: r for r in check_runs[-1].results if r.section == "facts"}
+    assert facts["add_sep"].verdict is Verdict.FAILED
+    assert facts["add_sep"].reason == "add_sep: the implementation says False, llama.cpp says True"
+    assert main(["check", "--impl", "reference", *bert]) == 0
+    assert {r.case: r.verdict for r in check_runs[-1].results if r.section == "facts"}["add_sep"] is Verdict.PASSED
+
+
+def test_a_python_factory_takes_an_argument_as_a_registered_name_does(
+    port_module: Callable[[str, str], None], check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`module:factory:ARG` is `factory(ARG)`, in the worker too; ARG is the rest, colons and all."""
+    port_module("arg_ports", """
+        from tokconf.implementations.reference import from_gguf
+
+        def for_file(argument):
+            if argument != "C:/models/tokenizer.json":
+                raise ValueError(f"no such file: {argument}")
+            return from_gguf
+    """)  # fmt: skip
+    assert main(["check", "--impl", "arg_ports:for_file:C:/models/tokenizer.json", *TWO_CASES]) == 0
+    assert {r.verdict for r in check_runs[-1].results} == {Verdict.PASSED}
+    assert main(["check", "--impl", "arg_ports:for_file:other.json", *TWO_CASES]) == 2
+    err = capsys.readouterr().err
+    assert "arg_ports:for_file cannot use 'other.json': ValueError: no such file: other.json" in err
+    assert main(["check", "--impl", "arg_ports:for_file:", *TWO_CASES]) == 2
+    assert "arg_ports:for_file needs an argument" in capsys.readouterr().err
+
+
+def test_a_port_that_cannot_do_a_mode_is_pointed_to_claim(
+    port_module: Callable[[str, str], None], check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It cannot turn special parsing off: plain mode judged nothing, and the reason says which claim
+    leaves plain out; with that claim the run passes."""
+    port_module("always_special", """
+        from tokconf import Unsupported
+        from tokconf.implementations.reference import ReferencePort, from_gguf
+
+        class AlwaysSpecial(ReferencePort):
+            def encode(self, data, add_special, parse_special):
+                if not parse_special:
+                    raise Unsupported("special parsing cannot be turned off", input_class="other")
+                return super().encode(data, add_special, parse_special)
+
+        def load(path):
+            return AlwaysSpecial(from_gguf(path).tokenizer)
+    """)  # fmt: skip
+    assert main(["check", "--impl", "always_special:load", *TWO_CASES]) == 1
+    hint = (
+        "fail: nothing judged in qwen2 plain: 2 unsupported, other (the port said: special parsing cannot be turned "
+        "off); an implementation that cannot do plain at all claims the modes it does instead "
+        "(--claim, pytest --tokconf-claim): qwen2/special qwen2/bos"
+    )
+    assert hint in capsys.readouterr().out
+    assert (
+        main(["check", "--impl", "always_special:load", *TWO_CASES, "--claim", "qwen2/special", "--claim", "qwen2/bos"])
+        == 0
+    )
+
+
+def test_an_entry_point_named_reference_cannot_stand_in_for_tokconfs(monkeypatch: pytest.MonkeyPatch) -> None:
+    hijack = importlib.metadata.EntryPoint("reference", "os:getcwd", ENTRY_POINT_GROUP)
+    monkeypatch.setattr(python, "_entry_points", lambda: {"reference": hijack})
+    assert python.resolve_python("reference").factory is os.getcwd  # what a lookup by name would take
+    impl = resolve("reference")
+    assert isinstance(impl, PythonImplementation) and impl.factory is from_gguf

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import sys
 import unicodedata
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -390,3 +391,50 @@ def test_causes_json_lists_failed_facts_and_decoding(tmp_path: Path, llama_build
     doc = json.loads(causes.read_text(encoding="utf-8"))
     (other,) = doc["other_failures"]
     assert other["case"] == "gpt-2/facts/bos" and other["verdict"] == "failed" and doc["causes"] == []
+
+
+RECORDINGS = BUNDLED
+TWO_CASES = ["--recordings", str(RECORDINGS / "qwen2.yaml"), "--case", "edge/hello-world", "--case", "edge/sentence"]
+
+
+FAULTS = """
+import json, sys
+for line in sys.stdin:
+    request = json.loads(line)
+    answer = {"id": request["id"]}
+    if request["op"] == "hello":
+        answer.update(protocol=2, name="faults", vocab_types=["bpe"])
+    elif request["op"] == "load":
+        answer.update(ok=True)
+    else:
+        answer["fault"] = "broken"
+    print(json.dumps(answer), flush=True)
+"""
+
+
+def test_a_run_with_nothing_to_explain_says_nothing_about_explaining(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """Errors only (a port that faults on every input): no failed case, so no "explained: 0 failed cases
+    as 0 cause(s)"; neither on a clean run."""
+    program = tmp_path / "faults.py"
+    program.write_text(FAULTS)
+    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", *TWO_CASES, "--explain"]) == 1
+    run = check_runs[-1]
+    assert {r.verdict for r in run.results} == {Verdict.ERROR} and run.explained and not run.causes
+    assert "explained:" not in capsys.readouterr().out
+    assert main(["check", "--impl", "reference", *TWO_CASES, "--explain"]) == 0
+    assert "explained:" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("reason", "template"),
+    [
+        ("invalid-utf8 (the port said: no utf16 at 12)", "invalid-utf8 (the port said: no utf16 at N)"),
+        ("x86_64 build, gpt2 pre, 3 of 40", "x86_64 build, gpt2 pre, N of N"),
+        ("code point U+110000 at -3", "code point U+N at -N"),
+    ],
+)
+def test_grouped_reasons_keep_digits_inside_words(reason: str, template: str) -> None:
+    """Numbers standing alone vary per case and are masked; digits inside a word name something."""
+    assert reason_template(reason) == template

@@ -8,9 +8,11 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -632,3 +634,62 @@ def test_a_decoder_that_consumes_its_ids_cannot_change_the_recording(
     assert main(["check", "--impl", "consuming:load", "--recordings", str(QWEN2), "--mode", "decode"]) == 1
     assert dict(+check_runs[-1].summary.counts[("qwen2", "decode")]) == {Verdict.PASSED: 4}
     assert "nothing in scope: no vocabulary was checked in any mode" in capsys.readouterr().out
+
+
+RECORDINGS = ROOT / "recordings" / "b11192"
+
+
+def test_the_worker_exits_on_a_broken_pipe_whatever_its_port_left_running(
+    port_module: Callable[[str, str], None],
+) -> None:
+    """tokconf gone (its end of the answers closed): the worker's next answer meets a broken pipe, and
+    it ends at once, though its port started a thread that would keep an ordinary exit waiting."""
+    port_module("lingering", """
+        import threading, time
+        threading.Thread(target=time.sleep, args=(3600,)).start()  # not a daemon: an ordinary exit waits
+        from tokconf.implementations.reference import from_gguf as load
+    """)  # fmt: skip
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "tokconf.implementations.serve", "lingering:load"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+    )  # fmt: skip
+    assert worker.stdin is not None and worker.stdout is not None
+    try:
+        worker.stdout.close()
+        worker.stdin.write(b'{"op": "hello", "id": 0, "protocol": 2}\n')
+        worker.stdin.flush()
+        status = worker.wait(timeout=60)
+    finally:
+        if worker.poll() is None:
+            os.killpg(worker.pid, signal.SIGKILL)
+            worker.wait()
+        worker.stdin.close()
+    assert worker.stderr is not None
+    with worker.stderr:
+        said = worker.stderr.read()
+    assert status != 0 and b"Traceback" not in said  # not a clean end (tokconf is gone), and no crash
+
+
+def test_a_slow_but_in_time_token_to_piece_does_not_time_out(
+    port_module: Callable[[str, str], None], check_runs: list[CheckRun]
+) -> None:
+    """Its pieces take about 0.2 ms each: a request of 4,096 ids is well within the timeout, every id of
+    the vocabulary (30,522, twice) is not. The worker computes the ids each request asks, in its time."""
+    port_module("slow_pieces", """
+        import time
+        from tokconf.implementations.reference import ReferencePort, from_gguf
+
+        class SlowPieces(ReferencePort):
+            def token_to_piece(self, token, special):
+                time.sleep(0.00015)
+                return self.tokenizer.token_to_piece(token, special)
+
+        def load(path):
+            return SlowPieces(from_gguf(path).tokenizer)
+    """)  # fmt: skip
+    bert = ["--recordings", str(RECORDINGS / "bert-bge.yaml"), "--mode", "decode", "--timeout", "3"]
+    main(["check", "--impl", "slow_pieces:load", *bert])  # fails: decoding alone is not conformance
+    results = check_runs[-1].results
+    pieces = {r.case: r.verdict for r in results if r.case.startswith("pieces")}
+    assert pieces == {"pieces-special": Verdict.PASSED, "pieces-plain": Verdict.PASSED}
+    assert {r.verdict for r in results} == {Verdict.PASSED}

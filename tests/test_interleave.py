@@ -265,3 +265,50 @@ def test_a_process_shared_by_handles_that_dies_where_llama_cpp_aborts_passes(
     cases = ["--case", "invalid-utf8/above-max-f4-90", "--case", "contractions/lower-all"]
     assert main(["check", "--impl", adapter, "--recordings", str(tmp_path), *cases]) == 0, capsys.readouterr()
     assert capsys.readouterr().out.splitlines()[-1].startswith("PASS: 24 passed")
+
+
+RECORDINGS = B11192
+
+
+INTERLEAVE_PORT = """
+import base64, json, sys, time
+from reference_impl import Tokenizer
+
+loads = 0
+tok = None
+for line in sys.stdin:
+    request = json.loads(line)
+    answer = {"id": request["id"]}
+    if request["op"] == "hello":
+        answer.update(protocol=2, name="one-vocabulary-a-process", vocab_types=["bpe", "spm"])
+    elif request["op"] == "load":
+        loads += 1
+        if loads > 1:  # a second vocabulary in one process: it hangs
+            time.sleep(3600)
+        tok = Tokenizer.from_gguf(request["path"])
+        answer.update(ok=True)
+    else:
+        data = base64.b64decode(request["text_b64"])
+        answer["ids"] = tok.encode(data, request["add_special"], request["parse_special"])
+    print(json.dumps(answer), flush=True)
+"""
+
+
+def test_after_a_load_failure_the_interleaving_check_stops(
+    tmp_path: Path, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Three vocabularies, each fine alone; loading a second into one process hangs. The interleaving
+    check waits the load timeout once, for the second vocabulary, and asks nothing more (a third wait,
+    and a fourth for the first again, would each cost the whole --load-timeout)."""
+    port = tmp_path / "port.py"
+    port.write_text(INTERLEAVE_PORT)
+    names = ["gpt-2", "llama-spm", "qwen2"]
+    recordings = [arg for name in names for arg in ("--recordings", str(RECORDINGS / f"{name}.yaml"))]
+    args = ["check", "--impl", f"cmd:{sys.executable} {port}", *recordings, "--case", "edge/hello-world"]
+    assert main([*args, "--load-timeout", "2"]) == 1
+    interleaved = [r for r in check_runs[-1].results if r.section == "interleave"]
+    assert {(r.vocab, r.verdict) for r in interleaved} == {("gpt-2", Verdict.PASSED), ("llama-spm", Verdict.ERROR)}
+    errors = [r.reason for r in interleaved if r.verdict is Verdict.ERROR]
+    assert errors and all("not in a process where gpt-2 was loaded before" in e for e in errors)
+    assert "(the --load-timeout option)" in errors[0]
+    capsys.readouterr()

@@ -296,3 +296,30 @@ def test_a_fuzz_timeout_names_its_pytest_option(sandbox: pytest.Pytester, llama_
         "--tokconf-fuzz-found-dir", str(tmp_path / "found"), "--tokconf-fuzz-timeout", "1",
     )  # fmt: skip
     result.stdout.fnmatch_lines(["*no answer within 1 s (the --tokconf-fuzz-timeout option)*"])
+
+
+RECORDINGS = ROOT / "recordings" / "b11192"
+
+
+INTERRUPTING = """
+def pytest_runtest_call(item):
+    if "{victim}" in item.name:
+        raise KeyboardInterrupt
+"""
+
+
+def test_an_interrupted_pytest_run_fails_and_skips_the_interleaving_check(sandbox: pytest.Pytester) -> None:
+    """Ctrl-C (a cancelled CI job) after some items: what did not run was not judged, so the run fails,
+    says why, and does not go on to the interleaving check. Not interrupted, the same run interleaves."""
+    recordings = [f"--tokconf-recordings={RECORDINGS / name}.yaml" for name in ("qwen2", "gpt-2")]
+    args = [*recordings, "--tokconf-impl", "zoo_ports:right", "-k", "hello", "-p", "no:randomly"]
+    result = sandbox.runpytest(*args, "--tokconf-json=whole.json")
+    assert result.ret == pytest.ExitCode.OK
+    whole = json.loads((sandbox.path / "whole.json").read_text())
+    assert "interleave" in {unit["mode"] for unit in whole["units"]}
+    sandbox.makepyfile(interrupting=INTERRUPTING.format(victim="gpt-2-special"))  # `python -m pytest` finds it
+    result = sandbox.runpytest_subprocess(*args, "-p", "interrupting", "--tokconf-json=cut.json")  # Ctrl-C is its own
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    cut = json.loads((sandbox.path / "cut.json").read_text())
+    assert cut["passed"] is False and cut["reasons"][0] == "the run was interrupted"
+    assert "interleave" not in {unit["mode"] for unit in cut["units"]}
