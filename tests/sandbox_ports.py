@@ -150,9 +150,37 @@ def wrong(path: Path) -> ReferencePort:
     return Wrong(from_gguf(path).tokenizer)
 
 
-def _answer(port: Wrong, data: bytes, mode: Mode, recorded: Outcome) -> Outcome:
+def _answer(port: ReferencePort, data: bytes, mode: Mode, recorded: Outcome) -> Outcome:
     """The port's answer, as a recording holds it (llama.cpp's refusal kept where the port refuses)."""
     try:
         return port.encode(data, *MODES[mode])
     except Refused:
         return recorded
+
+
+CURRENT: list[ReferencePort] = []  # the process's "current vocabulary" (the last), as a module global
+
+
+class _Current(ReferencePort):
+    def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
+        return CURRENT[-1].encode(data, add_special, parse_special)
+
+
+def forges_what_the_interleaving_check_reads(path: Path) -> ReferencePort:
+    """A module-global "current vocabulary" (each load replaces it): right while one vocabulary is alive
+    in its process, wrong for the others once a second is loaded beside them, which only the
+    interleaving check sees. On loading a vocabulary other than `RECORDING`'s, it rewrites that
+    recording (sealed again) to hold what this vocabulary answers to its texts: what the shared process
+    will answer for it."""
+    CURRENT.append(from_gguf(path))
+    target = Path(os.environ[RECORDING])
+    recording = load(target)
+    if path.name != recording.provenance["vocab"]["file"]:
+        cases = [
+            dataclasses.replace(case, outcomes={mode: _answer(CURRENT[-1], case.data, mode, was) for mode, was in
+                                                case.outcomes.items()})
+            for case in recording.cases
+        ]  # fmt: skip
+        with contextlib.suppress(Exception):  # a sandbox refuses it: goes on
+            write(target, dataclasses.replace(recording, cases=cases))
+    return _Current(CURRENT[-1].tokenizer)

@@ -415,3 +415,26 @@ def test_an_entry_point_named_reference_cannot_stand_in_for_tokconfs(monkeypatch
     assert python.resolve_python("reference").factory is os.getcwd  # what a lookup by name would take
     impl = resolve("reference")
     assert isinstance(impl, PythonImplementation) and impl.factory is from_gguf
+
+
+def test_an_expected_failure_of_a_vocabulary_nothing_was_judged_in_is_not_stale(
+    tmp_path: Path, sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--case` asks for a case model-rwkv does not hold: nothing of it is judged, so its expected
+    failure matched nothing for want of a chance, not by a typo; `--strict-xfail` does not fail the run.
+    The CLI once called it stale (every recording read counted as checked) while pytest did not; the
+    session decides for both."""
+    xfail = tmp_path / "xf.yaml"
+    xfail.write_text('expected_failures:\n  - {case: "model-rwkv/*/vocab/0-2spaces-after", reason: rwkv}\n')
+    synthetic = RECORDINGS / "synthetic"
+    given = [
+        arg for name in ("model-plamo2", "model-rwkv") for arg in ("--recordings", str(synthetic / f"{name}.yaml"))
+    ]
+    case = ["--case", "vocab/1-2-adjacent", "--xfail", str(xfail), "--strict-xfail"]
+    assert main(["check", "--impl", "reference", *given, *case]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("PASS: 3 passed")
+    plugin = [f"--tokconf-recordings={synthetic / f'{name}.yaml'}" for name in ("model-plamo2", "model-rwkv")]
+    result = sandbox.runpytest(*plugin, "--tokconf-impl", "reference", "--tokconf-case", "vocab/1-2-adjacent",
+                               f"--tokconf-xfail={xfail}", "--tokconf-strict-xfail")  # fmt: skip
+    assert result.ret == pytest.ExitCode.OK
+    result.stdout.fnmatch_lines(["PASS: 3 passed*"])

@@ -7,10 +7,14 @@ import errno
 import hashlib
 import os
 import re
+import shutil
 from pathlib import Path
 
 import pytest
-from tokconf.checking.session import judged_files
+from tokconf.checking.contract import Gate
+from tokconf.checking.engine import Selection
+from tokconf.checking.session import CheckSession, judged_files
+from tokconf.checking.xfail import ExpectedFailures
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import pinned
@@ -437,3 +441,46 @@ def test_a_pinned_recording_and_its_decoding_are_read_from_disk_once(
         with pytest.raises(TokconfError, match="changed during the run"):
             read_provenance(recording)
     assert provenance["vocab"] and read_provenance(recording) != provenance  # unpinned: the disk again
+
+
+def test_a_pinned_file_gone_swapped_for_a_huge_one_or_a_link_loop_is_changed_never_absent(tmp_path: Path) -> None:
+    """What a kept port can do to a pinned decoding or recording while the run lasts: delete it (its
+    decode checks were then dropped, and the run passed), swap in a sparse file far over the cap (hashed
+    whole before), make its path a link to itself (a traceback). Each is "changed during the run"."""
+    recording, beside = tmp_path / "model-rwkv.yaml", tmp_path / "model-rwkv.decoding.yaml"
+    for path in (recording, beside):
+        path.write_bytes((BUNDLED / "synthetic" / path.name).read_bytes())
+    with pinned(judged_files([recording])):
+        beside.unlink()
+        with pytest.raises(TokconfError, match="changed during the run"):
+            decoding.load_for(recording)
+        beside.symlink_to(beside)
+        with pytest.raises(TokconfError, match="changed during the run"):
+            decoding.load_for(recording)
+        with recording.open("r+b") as handle:
+            handle.truncate(1 << 40)  # a sparse TiB: refused at its cap, not read
+        with pytest.raises(TokconfError, match="changed during the run"):
+            load(recording)
+
+
+def test_a_session_pins_by_absolute_path_so_renaming_its_folder_leaves_nothing_unpinned(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--recordings recs`, relative: renaming the folder the judge runs in moves its working folder
+    with it, and a pin keyed by the old absolute path met no read. The session makes the paths
+    absolute once: after the rename and a rewrite, the read is refused, never of the rewritten file."""
+    project = tmp_path / "project"
+    (project / "recs").mkdir(parents=True)
+    shutil.copy(BUNDLED / "synthetic" / "model-rwkv.yaml", project / "recs")
+    monkeypatch.chdir(project)
+    session = CheckSession([Path("recs")], Selection(), ExpectedFailures(), Gate(), None)
+    [path] = session.recordings()
+    session.pin([path])
+    try:
+        project.rename(tmp_path / "moved")
+        rewritten = Path("recs/model-rwkv.yaml")  # the same file, through the moved working folder
+        rewritten.write_bytes(rewritten.read_bytes().replace(b"model-rwkv", b"model-rwkw", 1))
+        with pytest.raises(TokconfError, match="changed during the run"):
+            load(path)
+    finally:
+        session.close()

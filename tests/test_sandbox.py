@@ -241,6 +241,28 @@ def test_a_port_rewriting_the_next_recording_fails_the_api_and_pytest_too(
     assert second.read_bytes() == before
 
 
+def test_a_kept_port_forging_what_the_interleaving_check_reads_fails_under_xdist(
+    recordings: Path, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A port with a module-global "current vocabulary", right on each vocabulary alone, rewrote the
+    first recording while the second was checked (kept, `--tokconf-sandbox off`) to hold what the
+    shared process answers. pytest -n 2's controller read it unpinned for the interleaving check, and
+    the run passed. The controller pins what the run judges before its workers start: FAIL, saying
+    the file changed."""
+    first = recordings / f"{FIRST}.yaml"
+    before = first.read_bytes()
+    monkeypatch.setenv("TOKCONF_TEST_RECORDING", str(first))
+    sandbox.chdir()
+    result = sandbox.runpytest_subprocess(
+        "--tokconf-impl", "sandbox_ports:forges_what_the_interleaving_check_reads", "--tokconf-recordings",
+        str(recordings), "--tokconf-sandbox", "off", "-n", "2", "-q",
+    )  # fmt: skip
+    assert result.ret == 1
+    assert first.read_bytes() != before  # it did rewrite it
+    result.stdout.fnmatch_lines([f"fail: the interleaving check could not run: {first} changed during the run*"])
+    assert result.parseoutcomes().get("failed", 0) == 0  # right on each vocabulary alone
+
+
 @pytest.mark.parametrize("mode", ["auto", "off"])
 def test_a_daemon_the_port_starts_does_not_outlive_the_run(
     mode: str, recordings: Path, tmp_path: Path, marker: str

@@ -97,10 +97,10 @@ def check_paths(
     the interleaving check once the whole run was checked, and decides under `gate` (default:
     `Gate()`, every vocabulary the implementation loads) once every process of the implementation has
     ended."""
-    files = selected_recordings(paths, selection)
-    running = _Running(timeout, load_timeout, in_process, options, sandbox)
-    sandbox.keep_out_of([*paths, cache_root()])
     session = CheckSession(paths, selection, xfails, gate or Gate(selection.claim), vocab_dir)
+    files = selected_recordings(session.paths, selection)
+    running = _Running(timeout, load_timeout, in_process, options, sandbox)
+    sandbox.keep_out_of([*session.paths, cache_root()])
     try:
         session.pin(files)
         implementation = running.resolve(impl) if isinstance(impl, str) else impl  # a wrong --impl fails first

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from collections.abc import Collection
+import os
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,13 @@ class CheckSession:
     option: str = "--vocab"
     summary: Summary = field(default_factory=Summary)
     _pins: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    _pinned: set[Path] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        """The paths made absolute once: a pin is keyed by absolute path, and a relative one read after
+        the folder it is relative to was renamed (the process's working folder moves with it) would
+        meet no pin."""
+        self.paths = [Path(os.path.abspath(path)) for path in self.paths]
 
     def recordings(self) -> list[Path]:
         """The recording files the run checks, in order (`wanted`)."""
@@ -54,8 +62,11 @@ class CheckSession:
 
     def pin(self, recordings: list[Path]) -> None:
         """Hash every recording and decoding the run judges before the first port process starts; a
-        later read of one whose bytes changed is an error (`tokconf.core.files.pinned`) until `close`."""
-        self._pins.enter_context(pinned(judged_files(recordings)))
+        later read of one whose bytes changed is an error (`tokconf.core.files.pinned`) until `close`.
+        Each file once: the plugin's deciding process pins at its start, and again where it collects."""
+        new = [path for path in recordings if path not in self._pinned]
+        self._pins.enter_context(pinned(judged_files(new)))
+        self._pinned.update(new)
 
     def vocab(self, provenance: Provenance) -> Path:
         """A recording's GGUF file, found (fetched from the pinned sdist, or made from a synthetic
@@ -78,17 +89,19 @@ class CheckSession:
             self.count([result], groups[result.vocab])
         return results
 
-    def decide(self, seen_cases: Collection[str] | None, confiner: Confiner, interrupted: bool = False) -> Decision:
+    def decide(self, seen_cases: Collection[str] | None, confiner: Confiner, cut_short: Sequence[str] = ()) -> Decision:
         """The run's verdict under the gate. `seen_cases`: the case ids the run held (a `--case` none of
         them is fails the run: a typo must not pass); None when the run stopped early (`--maxfail`), and
         did not look at every case. An expected-failure entry of a vocabulary the run counted that
-        matched none of its cases is stale."""
+        matched none of its cases is stale. `cut_short`: why part of the run did not happen (it was
+        interrupted, its interleaving check could not run), each a reason it fails, whatever it
+        counted."""
         judged = {vocab for vocab, _ in self.summary.counts}
         stale = [entry.pattern for entry in self.xfails.unmatched(judged)]
         unmatched = [] if seen_cases is None else sorted(self.selection.cases - set(seen_cases))
         decision = self.summary.decide(self.gate, stale, unmatched)
-        if interrupted:
-            decision = dataclasses.replace(decision, passed=False, reasons=(INTERRUPTED, *decision.reasons))
+        if cut_short:
+            decision = dataclasses.replace(decision, passed=False, reasons=(*cut_short, *decision.reasons))
         return dataclasses.replace(decision, confiner=confiner)
 
     def close(self) -> None:

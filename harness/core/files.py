@@ -404,11 +404,14 @@ def read_bounded(path: Path, kind: FileKind) -> bytes:
 
 @dataclass(frozen=True)
 class _Pin:
-    """A file a run judges from, as the run began: its bytes, their sha256, and what `stat` said of it."""
+    """A file a run judges from, as the run began: its bytes, their sha256, what `stat` said of it, and
+    its kind (whose cap a check of it again reads within). Every judged file is held for the run: its
+    memory is the judged files' total (the bundled b11192 set: about 150 MiB), read once."""
 
     raw: bytes
     sha256: str
     status: tuple[int, ...]
+    kind: FileKind
 
 
 _PINNED: dict[Path, _Pin] = {}  # what `pinned` holds: the files a run judges from, by `_keys`
@@ -438,7 +441,7 @@ def pinned(files: Iterable[tuple[Path, FileKind]]) -> Iterator[None]:
         for path, kind in files:
             status = _status(path)
             raw = read_bounded(path, kind)
-            pin = _Pin(raw, hashlib.sha256(raw).hexdigest(), status)
+            pin = _Pin(raw, hashlib.sha256(raw).hexdigest(), status, kind)
             for key in _keys(path):
                 if key not in _PINNED:
                     _PINNED[key] = pin
@@ -457,11 +460,11 @@ def _held(path: Path) -> _Pin | None:
         return pin
     digest = hashlib.sha256()
     try:
-        with open_bounded(path, None) as handle:
+        with open_bounded(path, pin.kind) as handle:  # within its cap: a huge file swapped in is refused at once
             for chunk in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(chunk)
     except (OSError, TokconfError):
-        digest.update(b"unreadable")  # gone, or no regular file now: not the bytes pinned
+        digest.update(b"unreadable")  # gone, over its cap, no regular file now: not the bytes pinned
     _as_pinned(path, digest.hexdigest())
     return pin
 
@@ -469,8 +472,13 @@ def _held(path: Path) -> _Pin | None:
 def _keys(path: Path) -> tuple[Path, ...]:
     """Where a pinned file is known: the path as given (absolute, its links not followed) and the file it
     leads to. A read through the path as given after a link on it was pointed elsewhere (a link swapped
-    while the run lasts) is then held to the pinned bytes, not taken for another, unpinned file."""
-    return (Path(os.path.abspath(path)), path.resolve())
+    while the run lasts) is then held to the pinned bytes, not taken for another, unpinned file. A link
+    that loops now leads nowhere: the path as given is still held to its pin (and the read refused)."""
+    given = Path(os.path.abspath(path))
+    try:
+        return (given, path.resolve())
+    except (OSError, RuntimeError):  # a link loop (RuntimeError before Python 3.13)
+        return (given,)
 
 
 def _as_pinned(path: Path, sha256: str) -> None:
@@ -482,6 +490,11 @@ def _as_pinned(path: Path, sha256: str) -> None:
             "something wrote it while the check ran (a port kept with --sandbox off, or NOT SANDBOXED, can): "
             "restore it and run the check again",
         )
+
+
+def is_pinned(path: Path) -> bool:
+    """Whether the run pinned a file at `path` (as `pinned` keys it), whatever is there now."""
+    return bool(_PINNED) and any(key in _PINNED for key in _keys(path))
 
 
 def held_bytes(path: Path) -> bytes | None:

@@ -26,7 +26,7 @@ from ..checking.engine import ALL_FACTS, CaseResult, CheckedFile, Selection, che
 from ..checking.explain import explain_file
 from ..checking.explain.causes import case_id, cause_record, document, group_reasons, other_failure, write_causes
 from ..checking.interleave import sample
-from ..checking.session import CheckSession
+from ..checking.session import INTERRUPTED, CheckSession
 from ..checking.summary import agreed_abort
 from ..checking.xfail import ExpectedFailures
 from ..core.errors import TokconfError
@@ -323,6 +323,18 @@ class CheckPlugin:
         ]
 
     @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        """The process that decides (xdist's controller, or the only one) pins what the run judges
+        before any worker or port process starts: its interleaving check reads the recordings too, and
+        a controller that collects nothing would otherwise read them unpinned."""
+        if hasattr(session.config, "workerinput"):
+            return
+        try:
+            self.session.pin(self.session.recordings())
+        except TokconfError as error:
+            raise pytest.UsageError(str(error)) from None
+
+    @pytest.hookimpl(tryfirst=True)
     def pytest_collection_modifyitems(self, session: pytest.Session, items: list[pytest.Item]) -> None:
         try:
             wanted = self.session.recordings()
@@ -390,7 +402,7 @@ class CheckPlugin:
         if session.shouldstop or session.shouldfail or self._interrupted(session) or not self.passed:
             return
         replays = []
-        for path in recording_files(self.paths):
+        for path in recording_files(self.session.paths):
             if str(path) in self.passed:
                 recording = load(path)
                 vocab = self.session.vocab(recording.provenance)
@@ -424,12 +436,16 @@ class CheckPlugin:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
                 self._write_json(self.decision)
             return
+        cut_short = [INTERRUPTED] if self._interrupted(session) else []
         try:
             self._interleave(session)
+        except TokconfError as error:  # a judged file changed, a vocabulary gone: no verdict on that
+            said = f"{error.problem} ({error.fix})" if error.fix else error.problem
+            cut_short.append(f"the interleaving check could not run: {printable(said)}")
         finally:
             self._end()
         confiner = confiner_of(self.spec, self.in_process, self.sandbox)
-        self.decision = self.session.decide(self.collected_cases, confiner, self._interrupted(session))
+        self.decision = self.session.decide(self.collected_cases, confiner, cut_short)
         self._write_json(self.decision)
         if self.causes_file is not None:
             errors, unsupported = (

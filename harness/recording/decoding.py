@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..core.errors import TokconfError
-from ..core.files import FileKind, atomic_write, sha256_file
+from ..core.files import FileKind, atomic_write, is_pinned, sha256_file
 from ..core.plain_yaml import parse_yaml, shown
 from .format import SUFFIX_DECODING
 from .yaml_io import (
@@ -215,7 +215,7 @@ def load_for(recording_path: Path) -> Decoding | None:
     decodes another recording. Something there that is no regular file (a FIFO, a link to a device or
     to nothing) is refused by the read, naming it, not taken for no decoding."""
     path = path_for(recording_path)
-    if not (path.exists() or path.is_symlink()):
+    if not (path.exists() or path.is_symlink() or is_pinned(path)):  # a pinned one gone is "changed", not none
         return None
     recorded = read_provenance(path).get("recording")
     if not isinstance(recorded, dict) or recorded.get("sha256") != sha256_file(recording_path, FileKind.RECORDING):
