@@ -18,10 +18,10 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.sandbox import SandboxPolicy
+from tokconf.core.supervisor import STDERR_KEPT, Program
 from tokconf.implementations.base import VocabInfo
 from tokconf.implementations.command import GIVE_UP_BROKEN, CommandImplementation, CommandSession
 from tokconf.implementations.protocol import Op, encode_fields, request_line
-from tokconf.implementations.transport import STDERR_KEPT, Program
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

@@ -68,8 +68,8 @@ def test_an_answer_past_the_timeout_is_an_error_even_where_llama_cpp_aborts(
         oracle.facts()
         # The worker stopped: its fork server never says that the child serving the request aborted. (A
         # 1 µs timeout alone raced the abort's answer: a client scheduled late found it already there.)
-        assert oracle._proc is not None
-        os.kill(oracle._proc.pid, signal.SIGSTOP)
+        assert oracle._program is not None
+        os.kill(oracle._program.proc.pid, signal.SIGSTOP)
         oracle.answer_wait = Wait(0.5, "--timeout")
         hung = oracle.tokenize(case.data, False, False)
     assert isinstance(hung, Refusal) and hung.kind is RefusalKind.BROKEN, hung

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
 
 import pytest
 from tokconf.builds.build import Build
@@ -214,29 +214,31 @@ def test_a_signal_during_a_large_request_does_not_cut_it_short(llama_build: Buil
         assert (oracle.restarts, oracle.crashes) == (0, 0)  # not answered by retrying after a hang
 
 
-class _Trickle:
-    """A pipe that takes at most 1,000 bytes a write, as a write() a signal ends early does: the
-    deterministic form of the test above (whether a timer lands mid-write depends on the machine)."""
-
-    def __init__(self, raw: BinaryIO) -> None:
-        self.raw = raw
-
-    def write(self, data: bytes) -> int:
-        return self.raw.write(bytes(data[:1000]))
-
-    def close(self) -> None:
-        self.raw.close()
-
-
-def test_a_request_the_pipe_takes_in_pieces_is_written_whole(llama_build: Build) -> None:
+def test_a_request_the_pipe_takes_in_pieces_is_written_whole(
+    llama_build: Build, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every write takes at most 1,000 bytes, as a write() a signal ends early does: the deterministic
+    form of the test above (whether a timer lands mid-write depends on the machine)."""
     texts = [b"Hello world, " * 400 + bytes([65 + i % 26]) for i in range(16)]
     with LibllamaOracle(llama_build, _vocab(llama_build, "gpt-2"), timeout=20) as oracle:
         alone = oracle.tokenize_many([(text, False, False) for text in texts])
-        assert oracle._proc is not None and oracle._proc.stdin is not None
-        oracle._proc.stdin = _Trickle(oracle._proc.stdin)  # type: ignore[assignment]
+        assert oracle._program is not None
+        stdin = oracle._program.proc.stdin
+        assert stdin is not None
+        pieces: list[int] = []
+        write = os.write
+
+        def trickle(fd: int, data: bytes) -> int:
+            if fd != stdin.fileno():
+                return write(fd, data)
+            pieces.append(write(fd, bytes(data[:1000])))
+            return pieces[-1]
+
+        monkeypatch.setattr(os, "write", trickle)
         assert oracle.tokenize_many([(text, False, False) for text in texts]) == alone
         assert oracle.pieces(special=True)[50256] == b"<|endoftext|>"  # the next request still lines up
         assert (oracle.restarts, oracle.crashes) == (0, 0)
+        assert len(pieces) > 80 and max(pieces) == 1000  # the 83 kB request went in pieces
 
 
 def test_the_parsed_binding_is_kept_and_reused(

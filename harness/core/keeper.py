@@ -8,7 +8,7 @@ double-forked grandchild) is adopted by the keeper, not by init, and so cannot l
 care. When PROGRAM exits, or tokconf ends the keeper with SIGTERM, or tokconf itself dies (the
 keeper's `PR_SET_PDEATHSIG`), the keeper kills every process it holds and exits as PROGRAM did (the
 same status, or the same signal). A SIGKILL is the one end it cannot act on: tokconf sends SIGTERM
-first and waits for it (`tokconf.implementations.transport.Program.end`).
+first and waits for it (`tokconf.core.supervisor.Program.end`).
 
 It is a script, run by path with `-I -S`, and imports nothing but the standard library: the port's
 environment (`PYTHONPATH`, `.pth` files, a `sitecustomize`) cannot reach it, and it costs an

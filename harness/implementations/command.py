@@ -1,6 +1,6 @@
 """`cmd:PROGRAM ARGS…`: a tokenizer in any language, over JSON lines (docs/line-protocol.md).
 
-Each vocabulary is checked by a fresh process of the program (`tokconf.implementations.transport`),
+Each vocabulary is checked by a fresh process of the program (`tokconf.core.supervisor`),
 spoken to in typed messages (`tokconf.implementations.protocol`), so what one vocabulary leaves behind
 in the program cannot change another's answers, however the run is scheduled (`--jobs`, pytest-xdist);
 `tokconf.checking.interleave` then loads several into one process, on purpose, to catch exactly that.
@@ -33,6 +33,7 @@ from ..core.errors import TokconfError
 from ..core.facts import ExposedFacts
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
 from ..core.sandbox import DEFAULT_POLICY, Confiner
+from ..core.supervisor import Program, ProgramExited, ProgramFailed, ProgramTimedOut
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions, Wait
 from .base import Broken, Decoder, Detokenize, LoadRefused, Session, Unsupported, VocabInfo
 from .protocol import (
@@ -61,7 +62,6 @@ from .protocol import (
     parse_text,
     request_line,
 )
-from .transport import Program, ProgramExited, ProgramFailed, ProgramTimedOut
 
 GIVE_UP_BROKEN = 5  # a vocabulary is given up on when this many of its recent requests broke the program...
 GIVE_UP_WINDOW = 20  # ...among its last this many (so also after 5 in a row)

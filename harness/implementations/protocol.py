@@ -74,8 +74,8 @@ class BadAnswer(Exception):
 
 
 def request_line(request_id: int, op: Op, fields: Mapping[str, Any]) -> bytes:
-    """One request, as the line written to the program."""
-    return (json.dumps({"op": op.value, "id": request_id, **fields}) + "\n").encode()
+    """One request, as the line written to the program (`Framing.LINE` ends it)."""
+    return json.dumps({"op": op.value, "id": request_id, **fields}).encode()
 
 
 def batch_fields(requests: list[Request]) -> dict[str, Any]:

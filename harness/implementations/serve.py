@@ -225,7 +225,7 @@ def serve(impl: PythonImplementation | TokconfError, requests: TextIO, answers: 
 
 
 def forked(impl: PythonImplementation) -> Callable[[], int]:
-    """What a forked worker runs (`tokconf.implementations.transport.ForkedProcess`): the protocol over
+    """What a forked worker runs (`tokconf.core.supervisor.ForkedProcess`): the protocol over
     its standard streams, for an implementation object already in memory."""
 
     def run() -> int:

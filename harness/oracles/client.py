@@ -9,16 +9,9 @@ recording.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import select
 import shlex
-import signal
 import struct
-import subprocess
-import tempfile
-import time
 from array import array
 from collections.abc import Callable, Iterator
 from itertools import accumulate, pairwise
@@ -31,7 +24,8 @@ from ..core import isolated
 from ..core.errors import TokconfError
 from ..core.facts import VocabFacts, facts_from_json
 from ..core.outcome import Outcome, Refusal, RefusalKind, Request
-from ..core.sandbox import KEEPER_GRACE, Confiner
+from ..core.sandbox import Confiner
+from ..core.supervisor import Framing, Program, ProgramExited, ProgramFailed, ProgramTimedOut
 from ..core.timeouts import TimeoutOptions, Wait
 from .bound import over_bound
 from .crash import crash_reason
@@ -40,15 +34,21 @@ DEFAULT_TIMEOUT = 60.0  # seconds for each answer (a batch of inputs, or a 262k 
 DEFAULT_LOAD_TIMEOUT = 600.0  # seconds to start the worker and load one vocabulary
 BATCH_COUNT = 256  # inputs per round trip
 BATCH_BYTES = 1 << 20  # and about this much text
+# The most one answer of the worker may take: it holds each of llama.cpp's answers to the bound
+# (tokconf.oracles.bound), 4 × 4 bytes an input byte, and a batch is about BATCH_BYTES of text.
+MAX_ANSWER = 1 << 30
+STDERR_READ = 8192  # the end of the worker's standard error a crash's or a load failure's reason is read from
 T = TypeVar("T")
 
 
-class WorkerGone(Exception):
-    """The worker closed its pipe or did not answer in time."""
+class WorkerLost(Exception):
+    """The worker ended on a request: `reason` as a recording holds it; `broken` when it was killed for
+    not answering in time or for breaking its framing: not llama.cpp's answer, unlike a crash."""
 
-
-class WorkerHung(WorkerGone):
-    """The worker did not answer in time (it is alive, and is then killed)."""
+    def __init__(self, reason: str, broken: bool = False) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.broken = broken
 
 
 class LoadHung(TokconfError):
@@ -109,97 +109,71 @@ class LibllamaOracle:
         self.load_wait = Wait(load_timeout, options.load if options else None)
         self.restarts = 0
         self.crashes = 0
-        self._stderr = tempfile.TemporaryFile()  # noqa: SIM115 (lives as long as the oracle; closed in close())
-        self._proc: subprocess.Popen[bytes] | None = None
-        try:
-            self._start()
-        except BaseException:
-            self._stderr.close()
-            raise
+        self._program: Program | None = None
+        self._start()
 
     def _start(self) -> None:
-        self._stderr.seek(0)
-        self._stderr.truncate()
+        """A fresh worker, its vocabulary loaded: the supervisor (`tokconf.core.supervisor`) holds it in a
+        process group of its own, killed whole: the fork server's children go with it, and bubblewrap's
+        child, killed with its parent before it is told to go on, would otherwise wait on its eventfd for
+        ever, adopted by init."""
         args = ["--lib", str(self.build.libllama), "--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
         for path in self.build.include_dirs:
             args += ["--include", str(path)]
         command = isolated.command("tokconf.oracles.worker", args)  # no .pth file or PYTHON* variable reaches it
         # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
-        env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
-        start = subprocess.Popen if self.confiner is None else self.confiner.popen
-        # A group of its own, killed whole (`_kill`): bubblewrap's child, killed with its parent before it
-        # is told to go on, would otherwise wait on its eventfd for ever, adopted by init.
-        self._proc = start(
-            command,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self._stderr,
-            bufsize=0,
-            env=env,
-            start_new_session=True,
-        )
+        env = {**isolated.environment(), "GGML_NO_BACKTRACE": "1"}
+        program = Program(command, self.answer_wait.seconds, env, self.confiner, Framing.LENGTH, MAX_ANSWER)
         try:
-            ready = self._read(self.load_wait)
-        except WorkerHung as hung:
-            self._kill()
-            raise LoadHung(f"llama.cpp did not load {self.vocab} in time: {hung}", "raise the load timeout") from None
-        except WorkerGone as gone:
-            raise VocabRefused(self.build.build, self.vocab, self._died(str(gone)), self.build.source.label()) from None
+            ready = program.receive(self.load_wait)
+        except ProgramTimedOut:
+            raise LoadHung(
+                f"llama.cpp did not load {self.vocab} in time: no answer within {self.load_wait.describe()}",
+                "raise the load timeout",
+            ) from None
+        except ProgramExited:
+            raise VocabRefused(
+                self.build.build, self.vocab, self._why_ended(program), self.build.source.label()
+            ) from None
+        except ProgramFailed as failure:  # alive, but it broke the framing: not llama.cpp's refusal
+            raise TokconfError(f"the llama.cpp worker loading {self.vocab} {failure}", "report this as a bug") from None
+        except BaseException:  # an interrupt while it loads: nothing is left running
+            program.end()
+            raise
         if ready[:1] != b"R":
-            self._kill()
-            self._stderr.seek(0)
-            said = LOAD_ERROR.findall(self._stderr.read()[-8192:].decode("utf-8", errors="replace"))
+            program.end()
+            said = LOAD_ERROR.findall(program.stderr.text(STDERR_READ))
             reason = (
                 said[-1].strip() if said else ready[1:].decode(errors="replace").replace(str(self.vocab), "<vocab>")
             )
             raise VocabRefused(self.build.build, self.vocab, reason, self.build.source.label())
-
-    def _read_exact(self, size: int, wait: Wait) -> bytes:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        chunks: list[bytes] = []
-        deadline = time.monotonic() + wait.seconds
-        while size:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            if not ready:
-                raise WorkerHung(f"no answer within {wait.describe()}")
-            chunk = os.read(fd, size)
-            if not chunk:
-                raise WorkerGone("worker exited")
-            chunks.append(chunk)
-            size -= len(chunk)
-        return b"".join(chunks)
-
-    def _read(self, wait: Wait) -> bytes:
-        (size,) = struct.unpack("<I", self._read_exact(4, wait))
-        return self._read_exact(size, wait)
+        self._program = program
 
     def _request(self, payload: bytes) -> bytes:
-        if self._proc is None:
+        """One round trip with the worker, started afresh if the last one died; `WorkerLost` when it
+        fails (the supervisor has ended it by then)."""
+        if self._program is None:
             self.restarts += 1
             self._start()
-        assert self._proc is not None and self._proc.stdin is not None
-        frame = memoryview(struct.pack("<I", len(payload)) + payload)
+        program = self._program
+        assert program is not None
         try:
-            # The pipe is unbuffered: a signal with a handler (or a stop: Ctrl-Z, a profiler's ptrace)
-            # can end write() after part of a frame.
-            while frame:
-                written = self._proc.stdin.write(frame)
-                if not written:
-                    raise WorkerGone("its input took no bytes")
-                frame = frame[written:]
-        except BrokenPipeError:
-            raise WorkerGone("worker exited") from None
-        return self._read(self.answer_wait)
+            return program.exchange(payload, self.answer_wait)
+        except ProgramTimedOut:
+            self._program = None
+            raise WorkerLost(f"hang: no answer within {self.answer_wait.describe()}", broken=True) from None
+        except ProgramExited:
+            self._program = None
+            raise WorkerLost(self._why_ended(program)) from None
+        except ProgramFailed as failure:  # alive, but it broke the framing (the supervisor has ended it)
+            self._program = None
+            raise WorkerLost(f"the llama.cpp worker {failure}", broken=True) from None
 
-    def _died(self, why: str) -> str:
-        """Why the worker died, as a recording holds it; StubReached when tokconf's stub, not llama.cpp,
-        ended it."""
-        returncode = self._kill()
-        self._stderr.seek(0)
-        tail = self._stderr.read()[-8192:].decode("utf-8", errors="replace")
-        if why.startswith("no answer"):
-            return f"hang: {why}"
+    def _why_ended(self, program: Program) -> str:
+        """Why the worker's process ended, as a recording holds it: llama.cpp's crash, read from its
+        standard error and exit status; StubReached when tokconf's stub, not llama.cpp, ended it."""
+        status = program.end()
+        tail = program.stderr.text(STDERR_READ)
         stub = STUB_REACHED.search(tail)
         if stub:
             raise StubReached(
@@ -208,23 +182,7 @@ class LibllamaOracle:
                 f"(with {self.vocab.name}) is not the tree's",
                 _full_build_hint(self.build),
             )
-        return crash_reason(tail, returncode)
-
-    def _kill(self) -> int | None:
-        proc, self._proc = self._proc, None
-        if proc is None:
-            return None
-        if proc.poll() is None and self.confiner is not None and not self.confiner.sandboxed:
-            proc.terminate()  # a keeper ends what it holds on SIGTERM, and cannot on SIGKILL
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(KEEPER_GRACE)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # the group: a fork server's children, bubblewrap's own
-        for pipe in (proc.stdin, proc.stdout):
-            if pipe is not None:
-                pipe.close()
-        status = proc.wait()
-        return status if self.confiner is None else self.confiner.status(status)
+        return crash_reason(tail, status)
 
     def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
         return self.tokenize_many([(data, add_special, parse_special)])[0]
@@ -249,10 +207,9 @@ class LibllamaOracle:
             parts.append(data)
         try:
             answer = self._request(b"".join(parts))
-        except WorkerHung as hung:  # not llama.cpp's answer: never agreement with a recorded abort
-            return [Refusal(self._died(str(hung)), RefusalKind.BROKEN)] * len(requests), True
-        except WorkerGone as gone:
-            return [Refusal(self._died(str(gone)))] * len(requests), True
+        except WorkerLost as lost:  # a hang is not llama.cpp's answer: never agreement with a recorded abort
+            kind = RefusalKind.BROKEN if lost.broken else RefusalKind.REFUSED
+            return [Refusal(lost.reason, kind)] * len(requests), True
         if answer[:1] == b"X":
             return [Refusal(answer[1:].decode())] * len(requests), True
         if answer[:1] != b"O":
@@ -275,16 +232,16 @@ class LibllamaOracle:
         """The vocab's facts as llama.cpp reports them (see `libllama.Vocab.facts`)."""
         try:
             answer = self._request(b"F")
-        except WorkerGone as gone:
-            raise TokconfError(f"llama.cpp died reading the facts of {self.vocab}: {self._died(str(gone))}") from None
+        except WorkerLost as lost:
+            raise TokconfError(f"llama.cpp died reading the facts of {self.vocab}: {lost.reason}") from None
         return facts_from_json(answer[1:])
 
     def pieces(self, special: bool = True) -> list[bytes]:
         """llama_token_to_piece of every id (special=True renders control tokens' text)."""
         try:
             answer = self._request(b"P" + bytes([int(special)]))
-        except WorkerGone as gone:
-            raise TokconfError(f"llama.cpp died listing the pieces of {self.vocab}: {self._died(str(gone))}") from None
+        except WorkerLost as lost:
+            raise TokconfError(f"llama.cpp died listing the pieces of {self.vocab}: {lost.reason}") from None
         if answer[:1] != b"O":  # `X`: llama.cpp aborted listing them; `E`: the worker says why it could not
             raise TokconfError(
                 f"llama.cpp failed listing the pieces of {self.vocab}: {answer[1:].decode(errors='replace')}"
@@ -299,8 +256,8 @@ class LibllamaOracle:
         flags = (1 if remove_special else 0) | (2 if unparse_special else 0)
         try:
             answer = self._request(b"D" + bytes([flags]) + array("i", ids).tobytes())
-        except WorkerGone as gone:
-            raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
+        except WorkerLost as lost:
+            raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {lost.reason}") from None
         return answer[1:]
 
     def detokenize_many(self, requests: list[tuple[list[int], bool, bool]]) -> list[bytes]:
@@ -315,8 +272,8 @@ class LibllamaOracle:
                 parts.append(array("i", ids).tobytes())
             try:
                 answer = self._request(b"".join(parts))
-            except WorkerGone as gone:
-                raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {self._died(str(gone))}") from None
+            except WorkerLost as lost:
+                raise TokconfError(f"llama.cpp died detokenizing with {self.vocab}: {lost.reason}") from None
             if answer[:1] != b"O":
                 raise TokconfError(
                     f"llama.cpp failed detokenizing with {self.vocab}: {answer[1:].decode(errors='replace')}"
@@ -329,14 +286,10 @@ class LibllamaOracle:
         return texts
 
     def close(self) -> None:
-        proc = self._proc
-        if proc is not None:
-            assert proc.stdin is not None
-            proc.stdin.close()  # the worker's read loop ends at end of input
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
-            self._kill()
-        self._stderr.close()
+        """End the worker: its read loop ends at the end of its input, and what is left is killed."""
+        program, self._program = self._program, None
+        if program is not None:
+            program.close()
 
     def __enter__(self) -> LibllamaOracle:
         return self

@@ -10,20 +10,17 @@ process (`python -m tokconf.oracles.worker --info`), never in this one.
 
 from __future__ import annotations
 
-import io
 import json
-import os
-import subprocess
 from dataclasses import dataclass
 
 from ..builds.build import Build
 from ..core import isolated
 from ..core.errors import TokconfError
 from ..core.sandbox import Confiner
-from .client import DEFAULT_TIMEOUT
+from ..core.supervisor import Framing, Program, ProgramFailed, ProgramTimedOut
+from .client import DEFAULT_TIMEOUT, STDERR_READ
 from .crash import crash_reason
 from .libllama import PARAMS_SAID
-from .worker import read_frame
 
 
 @dataclass(frozen=True)
@@ -57,20 +54,17 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
         "give a libllama.so built for this machine, with the libggml*.so it was built with findable "
         "(beside it, through its RUNPATH, or on LD_LIBRARY_PATH)"
     )
-    start = subprocess.Popen if confiner is None else confiner.popen
-    env = {**os.environ, **isolated.environment(), "GGML_NO_BACKTRACE": "1"}
-    with start(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) as worker:
-        try:
-            out, err = worker.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            worker.kill()
-            raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
-    done = subprocess.CompletedProcess(command, worker.returncode, out, err)
-    frame = read_frame(io.BytesIO(done.stdout))
-    if frame is None:  # it died loading: a static initializer aborted, or it crashed
-        status = done.returncode if confiner is None else confiner.status(done.returncode)
-        reason = crash_reason(done.stderr[-8192:].decode("utf-8", errors="replace"), status)
-        raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix)
+    env = {**isolated.environment(), "GGML_NO_BACKTRACE": "1"}
+    worker = Program(command, timeout, env, confiner, Framing.LENGTH)
+    try:
+        frame = worker.receive()
+    except ProgramTimedOut:
+        raise TokconfError(f"{what} did not load within {timeout:g} s", fix) from None
+    except ProgramFailed:  # it died loading: a static initializer aborted, or it crashed
+        reason = crash_reason(worker.stderr.text(STDERR_READ), worker.end())
+        raise TokconfError(f"{what} cannot be the oracle: loading it, the worker died ({reason})", fix) from None
+    finally:
+        worker.close()
     if frame[:1] != b"O":
         why = frame[1:].decode(errors="replace")
         if why.startswith("it does not export") and "llama_backend_init" not in why:

@@ -5,11 +5,13 @@ U+10FFFF and the uncaught exception kills the process) never reach the recorder.
 
 It is a small fork server: this process loads the vocabulary once (~0.5 s: gcc -E, cffi, GGUF) and
 then forks a child that answers requests. When llama.cpp kills the child, the loaded parent answers
-the request the child died on with the reason from stderr and forks a fresh child, so a crash costs
-a fork, not a reload. (If this process itself dies or hangs, `tokconf.oracles.client` starts a new one.)
+the request the child died on with the reason from the child's last words (its stderr, kept in a file
+of this process's) and forks a fresh child, so a crash costs a fork, not a reload. This process is
+held by tokconf's one supervisor (`tokconf.core.supervisor`, driven by `tokconf.oracles.client`): if
+it dies or hangs itself, its process group is killed and the next request starts a new one.
 
-Frames in both directions are a 4-byte little-endian length and a payload, so binary input reaches
-llama_tokenize byte for byte. Requests:
+Frames in both directions are a 4-byte little-endian length and a payload (the supervisor's
+`Framing.LENGTH`), so binary input reaches llama_tokenize byte for byte. Requests:
 - `M` + u32 count + that many (flag byte, u32 length, text bytes): llama_tokenize, flag bit 0
   add_special, bit 1 parse_special; answered by `O` + per input (i32 count + int32 ids), or a negative
   count alone: llama.cpp needed that many ids, more than the bound (tokconf.oracles.bound);
@@ -33,6 +35,7 @@ import json
 import os
 import struct
 import sys
+import tempfile
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
@@ -144,25 +147,29 @@ def main() -> int:
         write_frame(answers, b"E" + str(error).encode())
         return 1
     write_frame(answers, b"R")
+    last_words = tempfile.TemporaryFile()  # noqa: SIM115 (each child's stdout and stderr, read when it dies)
     while True:
+        last_words.seek(0)
+        last_words.truncate()
         child = os.fork()
         if child == 0:
+            os.dup2(last_words.fileno(), 1)
+            os.dup2(last_words.fileno(), 2)
             serve(vocab, sys.stdin.buffer, answers)
             os._exit(0)
         _, status = os.waitpid(child, 0)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             return 0  # the parent closed the pipe: done
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        write_frame(answers, b"X" + crash_reason(_stderr_tail(), code).encode())
+        said = _tail(last_words.fileno())
+        os.write(2, said.encode())  # for the oracle's supervisor, which keeps the end of this process's stderr
+        write_frame(answers, b"X" + crash_reason(said, code).encode())
 
 
-def _stderr_tail(size: int = 8192) -> str:
-    """The end of our stderr, which the oracle opened as a readable file: the child's last words."""
-    try:
-        end = os.fstat(2).st_size
-        return os.pread(2, size, max(0, end - size)).decode("utf-8", errors="replace")
-    except OSError:
-        return ""
+def _tail(fd: int, size: int = 8192) -> str:
+    """The end of a child's last words (its stderr, and its stdout, where ggml prints a backtrace)."""
+    end = os.fstat(fd).st_size
+    return os.pread(fd, size, max(0, end - size)).decode("utf-8", errors="replace")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,17 @@
-"""The running `cmd:` program: its pipes, one deadline per request, its process group, and the end of
-its standard error (docs/line-protocol.md, "The program's process").
+"""The one supervisor of every child process tokconf runs: a `cmd:` program, a Python port's worker
+(`tokconf.implementations.serve`, or this process forked), and the live llama.cpp's worker
+(`tokconf.oracles.worker`, driven by `tokconf.oracles.client`). Each is a `Program`: its pipes, one
+deadline per request, its process group, the end of its standard error, a bounded answer
+(docs/line-protocol.md, "The program's process").
 
-Nothing here knows the protocol's messages (`tokconf.implementations.protocol`): a `Program` writes a
-request line and returns the answer line, and whatever goes wrong on the way — a hang past the
-deadline, an exit, a closed pipe, output nobody asked for — ends the program and is raised as
-`ProgramFailed` with the reason. Ending it kills its whole process group, so a port behind a wrapper
-that does not `exec` (`bash run.sh`, `npx`, `cargo run`) leaves no process behind.
+Nothing here knows a protocol's messages: a `Program` writes a request and returns the answer, cut by
+its `Framing` (a line for the line protocol, a length prefix for the llama.cpp worker's binary one),
+and whatever goes wrong on the way (a hang past the deadline, an exit, a closed pipe, output nobody
+asked for, an answer over the bound) ends the program and is raised as `ProgramFailed` with the reason.
+Ending it kills its whole process group, so a port behind a wrapper that does not `exec` (`bash run.sh`,
+`npx`, `cargo run`) leaves no process behind, and neither does a llama.cpp worker's fork server. What
+to do next (restart, give up, judge an abort) is the caller's: the restart policy belongs to the
+protocol that knows which request died.
 """
 
 from __future__ import annotations
@@ -15,18 +21,21 @@ import os
 import select
 import shlex
 import signal
+import struct
 import subprocess
 import threading
 import time
 from collections.abc import Callable, Mapping
+from enum import Enum
 from typing import IO, Any, Protocol
 
-from ..core.errors import TokconfError
-from ..core.keeper import keep
-from ..core.sandbox import FORKED, KEEPER_GRACE, Confiner
-from ..core.timeouts import Wait
+from .errors import TokconfError
+from .keeper import keep
+from .sandbox import FORKED, KEEPER_GRACE, Confiner
+from .timeouts import Wait
 
-MAX_LINE = 64 << 20  # the longest answer line taken (a 1 MB input's ids are about 2 MB of JSON)
+MAX_ANSWER = 64 << 20  # the longest answer taken unless a program says (a 1 MB input's ids are about 2 MB of JSON)
+LENGTH = struct.Struct("<I")  # `Framing.LENGTH`'s prefix
 STDERR_KEPT = 64 << 10  # the end of the program's standard error kept in memory, to show on failure
 STDERR_LINES = 5  # how many of its last lines a failure shows...
 STDERR_TAIL = 4096  # ...taken from this many of its last bytes
@@ -34,6 +43,38 @@ EXIT_GRACE = 1.0  # seconds a program whose output ended has to exit before it i
 CLOSE_GRACE = 2.0  # seconds a program has to exit after its input is closed, at the end of the run
 READER_GRACE = 1.0  # seconds to wait for the last of standard error once the whole group is dead
 POLL = 0.01  # seconds between looks at whether the program exited (POSIX has no wait with a timeout)
+
+
+class Framing(Enum):
+    """How the messages on a child's pipes are cut."""
+
+    LINE = "line"  # a message is a line: the line protocol's JSON (docs/line-protocol.md)
+    LENGTH = "length"  # a little-endian u32 byte count, then the message: the llama.cpp worker's binary answers
+
+    def frame(self, message: bytes) -> bytes:
+        """`message` as written to the child."""
+        return message + b"\n" if self is Framing.LINE else LENGTH.pack(len(message)) + message
+
+    def cut(self, buffer: bytearray, searched: int, bound: int) -> tuple[int, int] | None:
+        """Where the first whole message of `buffer` is, as (its end, where the next one starts), or None
+        while it is not whole; `searched`: how much of the buffer is known to hold no line's end. Raises
+        ProgramFailed for a message over `bound` bytes (a line found too long, or a prefix announcing it)."""
+        if self is Framing.LINE:
+            end = buffer.find(b"\n", searched)
+            if end < 0 and len(buffer) > bound:
+                raise ProgramFailed(f"answered a line longer than {bound >> 20} MiB without a newline")
+            return None if end < 0 else (end, end + 1)
+        if len(buffer) < LENGTH.size:
+            return None
+        (size,) = LENGTH.unpack_from(buffer)
+        if size > bound:
+            raise ProgramFailed(f"announced an answer of {size} bytes, more than the {bound} it may take")
+        end = LENGTH.size + size
+        return (end, end) if len(buffer) >= end else None
+
+    def message(self, buffer: bytearray, end: int) -> bytes:
+        """The message `cut` found ending at `end`, without its framing."""
+        return bytes(buffer[:end] if self is Framing.LINE else buffer[LENGTH.size : end])
 
 
 class Process(Protocol):
@@ -126,27 +167,40 @@ class StderrRing:
                     self._kept += chunk
                     del self._kept[: max(0, len(self._kept) - STDERR_KEPT)]
 
+    def text(self, size: int = STDERR_TAIL) -> str:
+        """Its last `size` bytes, as text."""
+        with self._lock:
+            return self._kept[-size:].decode("utf-8", errors="replace")
+
     def tail(self) -> str:
         """Its last `STDERR_LINES` lines, as text."""
-        with self._lock:
-            text = self._kept[-STDERR_TAIL:].decode("utf-8", errors="replace")
-        return "\n".join(text.strip().splitlines()[-STDERR_LINES:])
+        return "\n".join(self.text().strip().splitlines()[-STDERR_LINES:])
 
 
 class Program:
-    """One running instance of the program, in a session (and process group) of its own, with line
-    I/O that cannot hang: every request has one deadline for writing it and reading the whole answer,
+    """One running instance of a child program, in a session (and process group) of its own, with I/O
+    that cannot hang: every request has one deadline for writing it and reading the whole answer,
     writes never block on a program that stopped reading, a closed stdout is noticed while the program
-    lives, and an answer line is bounded (`MAX_LINE`) and gathered in linear time."""
+    lives, and an answer is bounded (`MAX_ANSWER`) and gathered in linear time."""
 
     def __init__(
-        self, argv: list[str], timeout: float, env: Mapping[str, str] | None = None, confiner: Confiner | None = None
+        self,
+        argv: list[str],
+        timeout: float,
+        env: Mapping[str, str] | None = None,
+        confiner: Confiner | None = None,
+        framing: Framing = Framing.LINE,
+        max_answer: int = MAX_ANSWER,
     ) -> None:
-        """`confiner`: how the program is held (`tokconf.core.sandbox`: a bubblewrap sandbox, or a keeper
-        ended with SIGTERM first, see `end`); None for a program of tokconf's own."""
+        """`timeout`: seconds an answer has unless a request says otherwise; `env`: variables over this
+        process's; `confiner`: how the program is held (`tokconf.core.sandbox`: a bubblewrap sandbox, or
+        a keeper ended with SIGTERM first, see `end`), None for a program of tokconf's own; `max_answer`:
+        the most bytes one answer (or output nobody asked for) may take."""
         self.timeout = timeout
         self.argv = argv
         self.confiner = confiner
+        self.framing = framing
+        self.max_answer = max_answer
         try:
             options: dict[str, Any] = {
                 "stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "bufsize": 0,
@@ -156,7 +210,9 @@ class Program:
                 subprocess.Popen(argv, **options) if confiner is None else confiner.popen(argv, **options)
             )
         except OSError as error:
-            raise TokconfError(f"cannot start {shlex.join(argv)}: {error.strerror}", "check the cmd: program") from None
+            raise TokconfError(
+                f"cannot start {shlex.join(argv)}: {error.strerror}", "check the program's command"
+            ) from None
         self._started()
 
     @classmethod
@@ -169,6 +225,8 @@ class Program:
         program.timeout = timeout
         program.argv = [name]
         program.confiner = FORKED
+        program.framing = Framing.LINE
+        program.max_answer = MAX_ANSWER
         program.proc = ForkedProcess(target)
         program._started()
         return program
@@ -194,14 +252,13 @@ class Program:
         return self.proc.returncode is None
 
     def exchange(self, request: bytes, wait: Wait | None = None) -> bytes:
-        """Write one request line and return the answer line (without its newline), all within the
-        time `wait` gives (else the program's timeout); on any failure the program is ended and
-        ProgramFailed raised."""
+        """Write one request and return the answer (without its framing), all within the time `wait`
+        gives (else the program's timeout); on any failure the program is ended and ProgramFailed raised."""
         self.send(request, wait)
         return self.receive(wait)
 
     def send(self, request: bytes, wait: Wait | None = None, pending: bool = False) -> None:
-        """Write one request line, which may ask for several answers (a batch): the program must have
+        """Write one request (framed here), which may ask for several answers (a batch): the program must have
         said nothing since its last answer, unless answers to earlier requests are `pending` (a
         pipeline: their ids tell them apart). What it answers meanwhile is read as the request is
         written, so neither side can block the other on a full pipe."""
@@ -211,7 +268,7 @@ class Program:
         try:
             if not pending:
                 self._refuse_unasked()
-            self._write(request, deadline)
+            self._write(self.framing.frame(request), deadline)
         except ProgramExited as died:  # it ended before this request was whole: on one in flight, if any
             self.end()
             if pending:
@@ -222,11 +279,11 @@ class Program:
             raise
 
     def receive(self, wait: Wait | None = None) -> bytes:
-        """The next answer line, within its own deadline: a batch's answers each have the time one
+        """The next answer, within its own deadline: a batch's answers each have the time one
         answer has, so a hang is found at the input that hangs."""
         deadline = self._deadline(wait)
         try:
-            return self._readline(deadline)
+            return self._next(deadline)
         except ProgramFailed:
             self.end()
             raise
@@ -348,17 +405,16 @@ class Program:
         if not chunk:
             raise self._ended()
         self._buffer += chunk
-        if len(self._buffer) > MAX_LINE:
-            raise ProgramFailed(f"wrote more than {MAX_LINE >> 20} MiB that was not yet asked for")
+        if len(self._buffer) > self.max_answer:
+            raise ProgramFailed(f"wrote more than {self.max_answer >> 20} MiB that was not yet asked for")
 
-    def _readline(self, deadline: float) -> bytes:
+    def _next(self, deadline: float) -> bytes:
+        """The next whole message, read until the framing has one (bounded by it: `Framing.cut`)."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         searched = 0
-        while (end := self._buffer.find(b"\n", searched)) < 0:
+        while (found := self.framing.cut(self._buffer, searched, self.max_answer)) is None:
             searched = len(self._buffer)
-            if searched > MAX_LINE:
-                raise ProgramFailed(f"answered a line longer than {MAX_LINE >> 20} MiB without a newline")
             ready, _, _ = select.select([fd], [], [], self._remaining(deadline))
             if not ready:
                 continue
@@ -366,6 +422,7 @@ class Program:
             if not chunk:
                 raise self._ended()
             self._buffer += chunk
-        line = bytes(self._buffer[:end])
-        del self._buffer[: end + 1]
-        return line
+        end, following = found
+        message = self.framing.message(self._buffer, end)
+        del self._buffer[:following]
+        return message
