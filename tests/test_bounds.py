@@ -27,12 +27,12 @@ from tokconf.oracles.bound import max_ids
 from tokconf.recording.format import Recording, load, recording_files, write
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
+SUPPORT = ROOT / "tests" / "support"  # the ports and programs the tests run
 GPT2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
 MEMORY_LIMIT = 1 << 29  # the address space of the process that judges (and of what it starts)
 CASES = 150  # 450 answers of 200,000 ids: 720 MB of lists, were they kept
 HANG_GUARD = 600  # seconds: a run that takes longer has hung
-FLOOD = 200_000  # ids the flooding ports answer (tests/zoo_ports.py, tests/cmd_programs.py)
+FLOOD = 200_000  # ids the flooding ports answer (tests/support/zoo_ports.py, tests/support/cmd_programs.py)
 BOUND_ERROR = re.compile(r"answered (?:more than )?\d+ ids for a (?P<size>\d+)-byte input: llama\.cpp answers at most "
                          r"(?P<bound>\d+) \(4 × bytes \+ 8\)")  # fmt: skip
 
@@ -103,7 +103,7 @@ def flooding_llama(llama_build: Build, tmp_path_factory: pytest.TempPathFactory)
 FRONT_ENDS = {
     "in process": ("zoo_ports:floods", "--in-process"),
     "its worker": ("zoo_ports:floods",),
-    "cmd:": (f"cmd:{sys.executable} {TESTS / 'cmd_programs.py'} flood-ids",),
+    "cmd:": (f"cmd:{sys.executable} {SUPPORT / 'cmd_programs.py'} flood-ids",),
     "llama.cpp worker": ("llama.cpp:{flooding}",),
 }
 
@@ -116,7 +116,7 @@ def test_an_answer_past_the_bound_is_that_cases_error_within_the_memory_limit(
     that an error naming the bound (the rest, inputs of 50 KB and more, failures: wrong ids), and
     nothing kept that would break the memory limit. (The flooding llama.cpp still aborts where
     llama.cpp does: those cases agree with the recording.)"""
-    monkeypatch.setenv("PYTHONPATH", str(TESTS))
+    monkeypatch.setenv("PYTHONPATH", str(SUPPORT))
     impl, *extra = FRONT_ENDS[front_end]
     if "{flooding}" in impl:
         impl = impl.format(flooding=request.getfixturevalue("flooding_llama"))

@@ -27,7 +27,7 @@ from tokconf.reporting.report import Invocation, conformance, describe_group, gr
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
-ADAPTER = ROOT / "tests" / "protocol1_adapter.py"
+ADAPTER = ROOT / "tests" / "support" / "protocol1_adapter.py"
 FEW = ["--case", "edge/hello-world", "--case", "edge/empty", "--case", "invalid-utf8/above-max-f4-90"]
 FEW += ["--case", "edge/sentence", "--case", "vocab/chat-chatml"]
 
@@ -220,7 +220,7 @@ def test_junit_markdown_and_html_reports(
 @pytest.fixture
 def adapter_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The adapter runs in its own process; it finds `fake_impls` through PYTHONPATH."""
-    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests"))
+    monkeypatch.setenv("PYTHONPATH", str(ROOT / "tests" / "support"))
 
 
 def _cmd(*extra: str) -> str:

@@ -233,8 +233,8 @@ def test_pytest_asked_for_a_check_that_a_conftest_deselected_fails(ports: Path, 
 
 @pytest.fixture
 def zoo(monkeypatch: pytest.MonkeyPatch) -> None:
-    """tests/zoo_ports.py importable by the workers (and pytest's subprocesses)."""
-    tests = str(ROOT / "tests")
+    """tests/support/zoo_ports.py importable by the workers (and pytest's subprocesses)."""
+    tests = str(ROOT / "tests" / "support")
     monkeypatch.syspath_prepend(tests)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [tests, os.environ.get("PYTHONPATH")])))
 

@@ -96,7 +96,7 @@ def test_a_wrong_piece_rule_is_reported_with_the_ids(
 def test_implementations_without_decoding_are_unsupported_not_passed(
     qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:
-    adapter = ROOT / "tests" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
+    adapter = ROOT / "tests" / "support" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
     status, _output = _check(
         capsys, qwen2, f"cmd:{sys.executable} {adapter} tokconf.implementations.reference:from_gguf"
     )

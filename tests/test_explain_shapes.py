@@ -210,7 +210,7 @@ def test_startonly_gets_the_same_kind_in_every_run_and_selection() -> None:
 def test_the_same_causes_whatever_the_hash_seed(tmp_path: Path) -> None:
     """No set or dict order decides a kind: two processes with other hash seeds name the same causes."""
     script = (
-        "import sys; sys.path.insert(0, 'tests'); from test_explain_shapes import _explained\n"
+        "import sys; sys.path[:0] = ['tests', 'tests/support']; from test_explain_shapes import _explained\n"
         "_, e = _explained('contraction_gpt2', ('plain',))\n"
         "print(sorted((c.kind.value, c.label, c.minimal.hex(), len(c.cases)) for c in e.causes))\n"
     )

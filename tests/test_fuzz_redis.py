@@ -22,7 +22,7 @@ from tokconf.recording.format import load
 
 BUG = "fake_impls:ideographic_space_is_space"
 EVERYWHERE = "fake_impls:one_id_too_many"  # a bug every example reaches: see its docstring
-TESTS = Path(__file__).parent
+SUPPORT = Path(__file__).parent / "support"  # fake_impls
 HANG_GUARD = 600  # seconds: a campaign that has not ended by then hangs (each is bounded by its example count)
 
 
@@ -67,7 +67,7 @@ def server(tmp_path: Path) -> Iterator[RedisServer]:
 
 def tokconf_fuzz(*args: str, cwd: Path, impl: str = BUG) -> subprocess.Popen[str]:
     argv = [str(Path(sys.executable).with_name("tokconf")), "fuzz", "--impl", impl, *args]
-    env = {**os.environ, "PYTHONPATH": str(TESTS)}
+    env = {**os.environ, "PYTHONPATH": str(SUPPORT)}
     return subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -502,7 +502,7 @@ def test_the_reproduce_line_runs_as_printed(
     gpt2 = QWEN2.with_name("gpt-2.yaml")
     xfail = tmp_path / "xfail.yaml"
     xfail.write_text("expected_failures:\n  - {case: 'gpt-2/*/edge/empty', reason: not this one}\n")
-    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent))  # fake_impls, for the worker and the rerun
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).parent / "support"))  # fake_impls, for the worker and the rerun
     args = ["--recordings", str(QWEN2), "--recordings", str(gpt2), "--case", "edge/hello-world", "--mode", "plain"]
     args += ["--timeout", "60", "--load-timeout", "120", "--xfail", str(xfail)]
     args += ["--vocab-dir", str(llama_build.models_dir)]

@@ -25,7 +25,7 @@ from tokconf.implementations.protocol import Op, encode_fields, request_line
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
-PROGRAMS = ROOT / "tests" / "cmd_programs.py"
+PROGRAMS = ROOT / "tests" / "support" / "cmd_programs.py"
 VOCAB = VocabInfo(Path("/nowhere/ggml-vocab-test.gguf"), "bpe", "gpt2", "gpt-2", "test")
 LOOKS = 200  # times /proc is scanned for survivors, 50 ms apart (a SIGKILLed process takes a moment to go)
 

@@ -370,10 +370,10 @@ def test_nothing_compared_places_it_nowhere(
 
 
 def test_a_binding_that_dies_where_llama_cpp_aborts_is_placed() -> None:
-    """tests/aborting_port.py dies (SIGABRT) on the 12 qwen2 outcomes llama.cpp aborts on and answers as
+    """tests/support/aborting_port.py dies (SIGABRT) on the 12 qwen2 outcomes llama.cpp aborts on and answers as
     b11192 elsewhere: placed in the whole history (qwen2 never changed), as `check` passes it; each
     death restarts it and does not count toward giving the vocabulary up."""
-    program = f"cmd:{sys.executable} {Path(__file__).parent / 'aborting_port.py'} die"
+    program = f"cmd:{sys.executable} {Path(__file__).parent / 'support' / 'aborting_port.py'} die"
     bundled = _bundled({"qwen2"})
     assert sum(isinstance(o, Refusal) for case in bundled[0][0].cases for o in case.outcomes.values()) == 12
     history = data.read()
@@ -385,7 +385,7 @@ def test_a_binding_that_dies_where_llama_cpp_aborts_is_placed() -> None:
 def test_a_binding_that_dies_on_every_input_is_nothing_to_identify_by() -> None:
     """Dying agrees with a build where it aborts, but a program dying on every input agreed with the 12
     qwen2 aborts and was "nearest" a stretch (exit 1): it said nothing of which build it is like."""
-    program = f"cmd:{sys.executable} {Path(__file__).parent / 'aborting_port.py'} die-always"
+    program = f"cmd:{sys.executable} {Path(__file__).parent / 'support' / 'aborting_port.py'} die-always"
     with pytest.raises(TokconfError, match=r"nothing to identify .* by: (its process died|it broke) on every"):
         _identify_real(program, _bundled({"qwen2"}), data.read())
 

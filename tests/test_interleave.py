@@ -1,7 +1,7 @@
 """The interleaving check (tokconf.checking.interleave): every vocabulary alive at once in one process
 of the port, asked in turns, the same inputs asked of every vocabulary; which cases it asks.
 
-The two hostile probes of issue 46 (tests/zoo_ports.py), a module-global "current vocabulary" and a
+The two hostile probes of issue 46 (tests/support/zoo_ports.py), a module-global "current vocabulary" and a
 process-wide cache keyed by the text, passed every front end on a two-vocabulary claim before; here
 they fail `tokconf check`, `tokconf.check()` and the pytest plugin under xdist, by the interleaving
 check alone, and a port without state passes the same runs. The claim is gpt-2 and llama-bpe in
@@ -36,8 +36,8 @@ from tokconf.implementations.reference import from_gguf
 from tokconf.implementations.serve import serve
 from tokconf.recording.format import Recording, load, write
 
-TESTS = Path(__file__).resolve().parent
-B11192 = TESTS.parent / "recordings" / "b11192"
+SUPPORT = Path(__file__).resolve().parent / "support"  # protocol1_adapter, aborting_port
+B11192 = SUPPORT.parents[1] / "recordings" / "b11192"
 PAIR = ("gpt-2", "llama-bpe")
 CLAIMED = [f"{vocab}/plain" for vocab in PAIR]
 CLAIM = [part for claim in CLAIMED for part in ("--claim", claim)]
@@ -177,7 +177,7 @@ def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_i
     recording order and the first again, each vocabulary asked its questions after the one before,
     SHARED texts of them asked of both. That catches the text-keyed cache; not the module-global,
     which needs two tokenizers alive at once (docs/threat-model.md)."""
-    adapter = f"cmd:{shlex.join([sys.executable, str(TESTS / 'protocol1_adapter.py')])}"
+    adapter = f"cmd:{shlex.join([sys.executable, str(SUPPORT / 'protocol1_adapter.py')])}"
     assert main(["check", "--impl", f"{adapter} zoo_ports:right", *CLAIM]) == 0, capsys.readouterr().out[-2000:]
     events = _shared_process(sent)
     loaded = [vocab for event, vocab, _ in events if event == "load"]
@@ -261,7 +261,7 @@ def test_a_process_shared_by_handles_that_dies_where_llama_cpp_aborts_passes(
     process's closed pipe was read, and the run ended in a traceback)."""
     for name in ("pre-gemma4", "pre-gpt-2"):
         shutil.copy(B11192 / "synthetic" / f"{name}.yaml", tmp_path / f"{name}.yaml")
-    adapter = f"cmd:{shlex.join([sys.executable, str(TESTS / 'aborting_port.py'), 'die', '--handles'])}"
+    adapter = f"cmd:{shlex.join([sys.executable, str(SUPPORT / 'aborting_port.py'), 'die', '--handles'])}"
     cases = ["--case", "invalid-utf8/above-max-f4-90", "--case", "contractions/lower-all"]
     assert main(["check", "--impl", adapter, "--recordings", str(tmp_path), *cases]) == 0, capsys.readouterr()
     assert capsys.readouterr().out.splitlines()[-1].startswith("PASS: 24 passed")

@@ -23,7 +23,7 @@ from tokconf.reporting.report import abort_lines
 ROOT = Path(__file__).resolve().parent.parent
 RECORDING = "bundled/synthetic/variant-spm-no-byte-fallback.yaml"
 VOCAB = "variant-spm-no-byte-fallback"
-PORT = ROOT / "tests" / "aborting_port.py"
+PORT = ROOT / "tests" / "support" / "aborting_port.py"
 ABORTING = ["controls/noncharacters", "controls/specials-block", "digits/arabic-indic-run",
             "digits/arabic-indic-in-word"]  # fmt: skip
 QUOTED = ["contractions/mixed-case", "contractions/alone-upper"]  # llama.cpp gives ids; they hold `'`
@@ -124,7 +124,7 @@ def test_a_python_port_whose_worker_dies_where_llama_cpp_aborts_passes(
     tmp_path: Path, check_runs: list[CheckRun], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The same for a Python port: its worker process (batches) dies, and is restarted."""
-    monkeypatch.syspath_prepend(str(ROOT / "tests"))
+    monkeypatch.syspath_prepend(str(ROOT / "tests" / "support"))
     status, run, _ = _check("fake_impls:aborting_reference", tmp_path, check_runs)
     assert status == 0 and _verdicts(run, ABORTING) == Counter({Verdict.PASSED: ABORTS})
     assert sum(n[RefusalKind.DIED] for n in run.summary.aborts.values()) == ABORTS

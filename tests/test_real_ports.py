@@ -1,4 +1,4 @@
-"""The realistic buggy ports (tests/real_ports.py): with every bug off each answers as llama.cpp
+"""The realistic buggy ports (tests/support/real_ports.py): with every bug off each answers as llama.cpp
 recorded, on a sample that holds the cases each bug breaks; each bug alone breaks those cases. For
 issue 33's ports (`NEW_PORTS`), what `--explain` makes of their faults: each fault one cause of its
 kind, no case misfiled (its kind's bug switched off in the port makes it pass), no cause the port

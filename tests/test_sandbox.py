@@ -2,7 +2,7 @@
 hostile round took (issue 46), taken again as a port or a CI setup would, and each ending in the verdict
 the port's answers earn. Every test here passed the port, or left something behind, on tokconf 0.2.0.
 
-The ports are tests/sandbox_ports.py; the recordings two small synthetic ones, copied where a port can
+The ports are tests/support/sandbox_ports.py; the recordings two small synthetic ones, copied where a port can
 reach them (a port that rewrites a recording must find it writable but for the sandbox)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from tokconf.core.sandbox import bwrap_missing
 from tokconf.recording.format import load
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = ROOT / "tests"
+SUPPORT = ROOT / "tests" / "support"  # the ports and programs the tests run
 SYNTHETIC = ROOT / "recordings" / "b11192" / "synthetic"
 FIRST, SECOND = "pre-gemma4", "pre-sarvam-moe"  # checked in this order
 TOKCONF = str(Path(sys.executable).with_name("tokconf"))  # the console script, as CI runs it
@@ -103,7 +103,7 @@ def _env(**extra: str) -> dict[str, str]:
 def _check(impl: str, recordings: Path, json_file: Path, *more: str, **env: str) -> subprocess.CompletedProcess[str]:
     """`tokconf check` as docs/ci.md runs it, in the ports' folder."""
     argv = [TOKCONF, "check", "--impl", impl, "--recordings", str(recordings), "--json", str(json_file), *more]
-    return subprocess.run(argv, cwd=TESTS, env=_env(**env), capture_output=True, text=True, timeout=600, check=False)
+    return subprocess.run(argv, cwd=SUPPORT, env=_env(**env), capture_output=True, text=True, timeout=600, check=False)
 
 
 def _verdict(json_file: Path) -> dict[str, object]:
@@ -119,7 +119,7 @@ def test_a_port_cannot_write_the_verdict_a_recording_the_cache_or_its_folder(
     and pytest -n 2: it passes (its answers are right), and every file is as it was."""
     verdict = tmp_path / "verdict.json"
     cached = cache_root() / f".sandbox-test-{uuid.uuid4().hex}"
-    here = TESTS / f".sandbox-test-{uuid.uuid4().hex}"
+    here = SUPPORT / f".sandbox-test-{uuid.uuid4().hex}"
     recording = recordings / f"{SECOND}.yaml"
     before = recording.read_bytes()
     for made in (cached, here):
@@ -357,7 +357,7 @@ def test_ending_tokconf_ends_every_port_process(
     argv += ["--json", str(verdict), "--timeout", "600", "--sandbox", mode]
     env = _env(TOKCONF_TEST_MARKER=marker)
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE, "text": True}
-    with subprocess.Popen(argv, cwd=TESTS, env=env, **pipes) as process:  # its pipes closed, even on a failure
+    with subprocess.Popen(argv, cwd=SUPPORT, env=env, **pipes) as process:  # its pipes closed, even on a failure
         try:  # the port's worker is up (it hangs on its first input): at once when idle, 10 minutes at most
             for _ in range(12000):  # (not any process: the judge's first bubblewrap, a probe, comes and goes)
                 if _serving(marker):
@@ -450,7 +450,7 @@ def test_a_pth_file_in_the_environment_cannot_reach_the_judge(recordings: Path, 
     )  # fmt: skip
     assert shown.stdout.strip() == "<lambda>"  # the .pth file runs in this venv's interpreters
     argv = [str(python), "-m", "tokconf", "check", "--impl", "sandbox_ports:wrong", "--recordings", str(recordings)]
-    done = subprocess.run(argv, cwd=TESTS, env=_env(), capture_output=True, text=True, timeout=600, check=False)
+    done = subprocess.run(argv, cwd=SUPPORT, env=_env(), capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
     assert done.stdout.splitlines()[-1].startswith("FAIL: ")
 
@@ -478,7 +478,7 @@ def test_a_hanging_port_behind_a_wrapper_leaves_no_process_run_after_run(tmp_pat
     """`cmd:bash run.sh` whose program hangs left its grandchild running after the run in 4 of 8 tries:
     now none, eight times over, sandboxed and kept."""
     script = tmp_path / "run.sh"
-    program = TESTS / "cmd_programs.py"
+    program = SUPPORT / "cmd_programs.py"
     script.write_text(f'"{sys.executable}" "{program}" hang {marker}\nexit $?\n', encoding="utf-8")
     recording = ROOT / "recordings" / "b11192" / "qwen2.yaml"
     for attempt in range(8):

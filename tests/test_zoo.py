@@ -1,4 +1,4 @@
-"""Every front end judges alike: one zoo of ports (tests/zoo_ports.py) through `tokconf check` (worker
+"""Every front end judges alike: one zoo of ports (tests/support/zoo_ports.py) through `tokconf check` (worker
 processes), `--jobs 2`, `--in-process`, as a `cmd:` program of protocol 2 and of protocol 1, and
 through the pytest plugin without and with xdist. Each port's verdict line, which holds every
 count, the coverage and the declines granted, its `--json` verdict and its exit status must be the
@@ -30,7 +30,7 @@ from tokconf.core.outcome import MODES
 from tokconf.recording.format import Recording, load, write
 
 ROOT = Path(__file__).resolve().parent.parent
-TESTS = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parent / "support"  # zoo_ports, protocol1_adapter
 B11192 = ROOT / "recordings" / "b11192"
 CACHE = cache_root()
 
@@ -133,8 +133,8 @@ def zoo_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """The zoo's module importable here and in every worker or program a front end starts, and
     tokconf's cache where it is (pytester moves HOME)."""
     monkeypatch.setenv("TOKCONF_CACHE", str(CACHE))
-    monkeypatch.syspath_prepend(str(TESTS))
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(TESTS), os.environ.get("PYTHONPATH")])))
+    monkeypatch.syspath_prepend(str(SUPPORT))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH")])))
 
 
 @pytest.mark.usefixtures("zoo_path")
@@ -163,7 +163,7 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     assert (status_in_process, line_in_process.replace(NOT_CONTAINED, "")) == (status, line)
     assert in_process | {"verdict_line": line} == verdict
     if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
-        adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
+        adapter = f"cmd:{sys.executable} {SUPPORT / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, recordings, adapter)[0] == status
         assert _modes(check_runs[-1]) == _modes(check_runs[0])
     args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
@@ -354,6 +354,6 @@ def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end
     in_process, line_in_process = _cli(capsys, two_vocabs, impl, "--in-process")
     assert in_process == 1 and NOT_CONTAINED in line_in_process
     if port != "module_global":
-        adapter = f"cmd:{sys.executable} {TESTS / 'protocol1_adapter.py'} {impl}"
+        adapter = f"cmd:{sys.executable} {SUPPORT / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, two_vocabs, adapter)[0] == 1
     assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0  # the same check, passed by a port without state

@@ -20,7 +20,7 @@ from tokconf.builds.fetch import fetch, fetched_source
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.errors import TokconfError
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 FULL_ANSWERS = Path(__file__).resolve().parent / "full_build_answers.json"  # benchmarks/tokenizer_answers.py
 EXAMPLES = ROOT / "examples"
 DEBIAN_CARGO = Path("/usr/bin/cargo")  # CI's toolchain (rustc 1.63): the Rust port must build with it

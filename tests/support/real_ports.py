@@ -13,7 +13,7 @@ where its bugs bite. Where llama.cpp aborts (the reference raises `LlamaAborts`)
 
 `PORTS` describes the seven `--explain` was designed on, `NEW_PORTS` the ten of issue 33 (fault shapes
 seen in real libraries), `ALL_PORTS` both (`PortSpec`: name, vocabulary, class, bug -> explain kind). For the CLI, one
-factory per port with all its bugs on, e.g. `PYTHONPATH=tests tokconf check --recordings
+factory per port with all its bugs on, e.g. `PYTHONPATH=tests/support tokconf check --recordings
 recordings/b11192/llama-bpe.yaml --impl real_ports:js_llama3`; `factory(name, bugs)` builds one with
 only some bugs on.
 """

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Line-protocol programs that misbehave in the ways tests/test_hostile_cmd.py proves harmless:
 
-    python tests/cmd_programs.py BEHAVIOUR [--starts FILE] [MARKER]
+    python tests/support/cmd_programs.py BEHAVIOUR [--starts FILE] [MARKER]
 
 Each greets (protocol 2, bpe) and loads any vocabulary; `encode` answers the input's bytes as ids,
 except as BEHAVIOUR says. `--starts FILE` appends a line per start (restarts are counted from it);

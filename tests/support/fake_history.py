@@ -22,7 +22,7 @@ from tokconf.recording.decoding import path_for
 from tokconf.recording.decoding import write as write_decoding
 from tokconf.recording.format import load, write
 
-QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"
+QWEN2 = Path(__file__).resolve().parents[2] / "recordings" / "b11192" / "qwen2.yaml"
 SMALL = ("edge/empty", "edge/hello-world", "llama.cpp/0002", "llama.cpp/0011", "llama.cpp/0005", "llama.cpp/0009")
 ONLY_EMPTY = 99999  # a build number no published build has: the empty input's change without Hello world's
 

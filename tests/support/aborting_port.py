@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A line protocol 2 program as a binding that wraps llama.cpp behaves where llama.cpp aborts:
 
-    python tests/aborting_port.py BEHAVIOUR [--starts FILE] [--batch] [--handles]
+    python tests/support/aborting_port.py BEHAVIOUR [--starts FILE] [--batch] [--handles]
 
 It tokenizes with the reference (`reference_impl`, token-identical to b11192), and where the reference
 says llama.cpp aborts (`LlamaAborts`) it does as BEHAVIOUR says. `--starts FILE` appends a line per

@@ -2,7 +2,7 @@
 """A `cmd:` program that speaks protocol 1 only (docs/line-protocol.md), around any Python factory:
 tokconf still checks such programs (their facts and decoding are then unsupported, never passed).
 
-    tokconf check --impl 'cmd:python tests/protocol1_adapter.py MODULE:FACTORY'
+    tokconf check --impl 'cmd:python tests/support/protocol1_adapter.py MODULE:FACTORY'
 
 `MODULE:FACTORY` is called with a GGUF path and returns an object with
 `encode(data: bytes, add_special: bool, parse_special: bool) -> list[int]`, raising to refuse.
