@@ -32,8 +32,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PORT = """from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+PORT = """from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 from tokconf import Refused
 
 

@@ -23,8 +23,7 @@ import test_model_file
 from tokconf.builds.build import require_build
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.tokenizer import from_gguf
+from tokconf_reference.tokenizer import from_gguf
 
 
 def best(load: Callable[[Path], object], path: Path) -> float:

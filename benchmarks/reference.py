@@ -25,8 +25,7 @@ from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"
 MODE = (False, True)  # add_special=false, parse_special=true: a prompt's body

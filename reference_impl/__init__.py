@@ -1,4 +1,4 @@
-"""The bundled pure-Python reference tokenizer: `from reference_impl import Tokenizer`.
+"""The bundled pure-Python reference tokenizer: `from tokconf_reference import Tokenizer`.
 
 Token-identical to llama.cpp b11192 on every bundled recording: byte-level BPE (`gpt2`, all 90
 `tokenizer.ggml.pre` names), gemma4 (BPE on raw UTF-8), SentencePiece (`llama`), WordPiece (`bert`)
@@ -11,6 +11,6 @@ name llama.cpp b11192 does not know raise `UnsupportedVocab`. Modules: `gguf_rea
 (the algorithms), `word_cache`, `tokenizer` (special tokens, BOS/EOS, decoding, the public class).
 """
 
-from reference_impl.tokenizer import StreamDecoder, Tokenizer, UnsupportedVocab
+from tokconf_reference.tokenizer import StreamDecoder, Tokenizer, UnsupportedVocab
 
 __all__ = ["StreamDecoder", "Tokenizer", "UnsupportedVocab"]

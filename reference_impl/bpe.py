@@ -17,9 +17,9 @@ from __future__ import annotations
 import heapq
 from itertools import pairwise
 
-from reference_impl.errors import LlamaAborts
-from reference_impl.pretokenize import LLAMA_CLASSES, split
-from reference_impl.word_cache import encode_words
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.pretokenize import LLAMA_CLASSES, split
+from tokconf_reference.word_cache import encode_words
 
 GPT2 = "'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)"
 LLAMA3 = (

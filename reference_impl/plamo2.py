@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import math
 
-from reference_impl.errors import LlamaAborts
-from reference_impl.unicode import codepoints
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.unicode import codepoints
 
 INVALID_SCORE = -20_000_000
 UNKNOWN_SCORE = -10_000_000

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from itertools import accumulate
 
-from reference_impl import unicode_data_b11192 as data
-from reference_impl.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
+from tokconf_reference import unicode_data_b11192 as data
+from tokconf_reference.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
 
 # unicode_regex_split: k_ucat_cpt and k_ucat_map.
 _CLASS_BYTE = {NUMBER: "\xd1", LETTER: "\xd2", PUNCTUATION: "\xd3", ACCENT_MARK: "\xd4", SYMBOL: "\xd5"}

@@ -8,7 +8,7 @@ way, or the unknown id (-1 unless the file names one) when no token starts with 
 
 from __future__ import annotations
 
-from reference_impl.errors import LlamaAborts
+from tokconf_reference.errors import LlamaAborts
 
 
 class RwkvLoop(LlamaAborts, ValueError):

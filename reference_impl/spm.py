@@ -21,8 +21,8 @@ import heapq
 import re
 from itertools import pairwise
 
-from reference_impl.errors import LlamaAborts
-from reference_impl.word_cache import encode_words
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.word_cache import encode_words
 
 # unicode_len_utf8: by the high nibble of the lead byte.
 _LEN = (1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4)

@@ -23,18 +23,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
-from reference_impl.chunk_hash import ChunkHashEncoder
-from reference_impl.errors import LlamaAborts
-from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
-from reference_impl.hybriddna import DnaSpans, unmarked
-from reference_impl.plamo2 import MissingByteToken, Plamo2Encoder, byte_token
-from reference_impl.rwkv import RwkvEncoder, unescape
-from reference_impl.spm import SentencePieceEncoder
-from reference_impl.ugm import CharsmapError, UnigramEncoder
-from reference_impl.unicode import WHITESPACE, decode
-from reference_impl.unicode_data_b11192 import LOWERCASE
-from reference_impl.wpm import WordPieceEncoder
+from tokconf_reference.bpe import BYTE_TO_UNICODE, PRE_REGEXES, RAW_UTF8, BytePairEncoder
+from tokconf_reference.chunk_hash import ChunkHashEncoder
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.gguf_reader import GGUFError, read_tokenizer_fields
+from tokconf_reference.hybriddna import DnaSpans, unmarked
+from tokconf_reference.plamo2 import MissingByteToken, Plamo2Encoder, byte_token
+from tokconf_reference.rwkv import RwkvEncoder, unescape
+from tokconf_reference.spm import SentencePieceEncoder
+from tokconf_reference.ugm import CharsmapError, UnigramEncoder
+from tokconf_reference.unicode import WHITESPACE, decode
+from tokconf_reference.unicode_data_b11192 import LOWERCASE
+from tokconf_reference.wpm import WordPieceEncoder
 
 # enum llama_token_type (GGUF tokenizer.ggml.token_type) -> enum llama_token_attr bits.
 ATTR_UNDEFINED, ATTR_UNKNOWN, ATTR_UNUSED, ATTR_NORMAL, ATTR_CONTROL, ATTR_USER_DEFINED, ATTR_BYTE = (
@@ -473,7 +473,7 @@ class Tokenizer:
         return sorted(eog)
 
     def encode(self, data: str | bytes, add_special: bool = False, parse_special: bool = False) -> list[int]:
-        """Token ids; raises `reference_impl.unicode.InvalidCodepoint` where llama.cpp aborts."""
+        """Token ids; raises `tokconf_reference.unicode.InvalidCodepoint` where llama.cpp aborts."""
         raw = data.encode("utf-8") if isinstance(data, str) else data
         out: list[int] = []
         adds = self.kind not in ("plamo2", "test")  # their cases in llama_tokenize_impl add nothing

@@ -11,8 +11,8 @@
 
 from __future__ import annotations
 
-from reference_impl import unicode_data_b11192 as data
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import unicode_data_b11192 as data
+from tokconf_reference.errors import LlamaAborts
 
 UNDEFINED, NUMBER, LETTER, SEPARATOR, ACCENT_MARK, PUNCTUATION, SYMBOL, CONTROL = (1 << i for i in range(8))
 MAX_CODEPOINTS = 0x110000

@@ -16,9 +16,9 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from reference_impl import unicode_data_b11192 as data
-from reference_impl.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, flags
-from reference_impl.word_cache import encode_words
+from tokconf_reference import unicode_data_b11192 as data
+from tokconf_reference.unicode import ACCENT_MARK, CONTROL, PUNCTUATION, SYMBOL, WHITESPACE, flags
+from tokconf_reference.word_cache import encode_words
 
 _NFD_STARTS = [first for first, _, _ in data.NFD]
 

@@ -11,11 +11,10 @@ from pathlib import Path
 
 import pytest
 import tokconf
+import tokconf_reference
 from tokconf.builds.build import Build
-
-import reference_impl
-from reference_impl import Tokenizer as Reference
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer as Reference
+from tokconf_reference.errors import LlamaAborts
 
 ROOT = Path(__file__).resolve().parent.parent
 PUBLIC_MODULES = {"tokconf", "tokconf.strategies"}
@@ -164,8 +163,8 @@ def test_the_oracle_fixture_in_a_ports_own_tests(sandbox: pytest.Pytester, llama
 
 
 def test_the_reference_is_no_part_of_the_public_api() -> None:
-    """`reference_impl` is tokconf's own oracle stand-in, shipped beside it; the API never hands it out."""
-    assert not any(getattr(tokconf, name) is reference_impl for name in tokconf.__all__)
+    """`tokconf_reference` is tokconf's own oracle stand-in, shipped beside it; the API never hands it out."""
+    assert not any(getattr(tokconf, name) is tokconf_reference for name in tokconf.__all__)
 
 
 def test_jobs_check_recordings_in_parallel_with_the_same_verdicts(llama_build: Build, tmp_path: Path) -> None:

@@ -12,8 +12,7 @@ from tokconf.cli.main import main
 from tokconf.core.files import BUNDLED_RECORDINGS
 from tokconf.recording.coverage import coverage, known_tokenizers
 from tokconf.recording.format import recording_files
-
-from reference_impl.tokenizer import PRE_NAMES
+from tokconf_reference.tokenizer import PRE_NAMES
 
 
 def test_what_llama_cpp_knows_is_read_from_its_source(llama_build: Build) -> None:

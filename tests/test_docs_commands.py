@@ -65,8 +65,8 @@ REWRITTEN = {
 STATUS = {"tokconf check --impl tiktoken-gguf --vocab gpt-2": 1}
 
 PORT = '''"""A port as its author writes it: here the reference tokenizer, under tokconf's contract."""
-from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 from tokconf import Refused
 
 

@@ -28,9 +28,8 @@ from tokconf.core.outcome import is_utf8
 from tokconf.core.shrink import ddmin, holds, units
 from tokconf.implementations.base import Refused
 from tokconf.implementations.python import PythonImplementation
-
-from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 

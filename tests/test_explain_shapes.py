@@ -34,8 +34,7 @@ from tokconf.checking.xfail import ExpectedFailures
 from tokconf.core.outcome import MODES
 from tokconf.implementations.base import VocabInfo
 from tokconf.implementations.python import PythonImplementation
-
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 # The ports (PORT or PORT@VOCAB, a recording stem) and the modes they are checked in here.

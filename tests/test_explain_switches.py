@@ -19,10 +19,9 @@ from tokconf.checking.explain.causes import faults, reason_template
 from tokconf.checking.explain.kinds import MergeOrder, Replaced, WordPieceCleaning
 from tokconf.checking.xfail import ExpectedFailures
 from tokconf.implementations.python import PythonImplementation
-
-from reference_impl import Tokenizer
-from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
-from reference_impl.wpm import Cleaning, WordPieceEncoder
+from tokconf_reference import Tokenizer
+from tokconf_reference.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+from tokconf_reference.wpm import Cleaning, WordPieceEncoder
 
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 
@@ -98,7 +97,7 @@ def _contraction_ends_run(t: Tokenizer) -> None:
 
 def _regex_of(pre_type: str) -> Any:
     def change(t: Tokenizer) -> None:
-        from reference_impl.bpe import PRE_REGEXES
+        from tokconf_reference.bpe import PRE_REGEXES
 
         t.encoder = copy.copy(t.encoder)
         t.encoder.cache = {}

@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 import tokconf
+import tokconf_reference.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 from tokconf.builds.build import Build
 from tokconf.cli.main import main
 from tokconf.reporting.verdict_json import verdict_document
-
-import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 
 SYNTHETIC = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "synthetic"
 RECORDINGS = [SYNTHETIC / "pre-qwen2.yaml", SYNTHETIC / "pre-falcon.yaml"]

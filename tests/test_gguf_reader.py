@@ -11,8 +11,7 @@ import gguf
 import numpy as np
 import pytest
 from gguf import GGUFWriter
-
-from reference_impl.gguf_reader import GGUFError, GGUFValueType, read_tokenizer_fields
+from tokconf_reference.gguf_reader import GGUFError, GGUFValueType, read_tokenizer_fields
 
 TOKENS = ["<s>", "</s>", "a", "b", "ab", "Ġ", "é", "\U0001f600"]
 
@@ -95,7 +94,7 @@ def test_the_value_types_are_the_gguf_packages() -> None:
     names and numbers them as the `gguf` package does, and the reference does not import `gguf`."""
     assert {t.name: t.value for t in GGUFValueType} == {t.name: t.value for t in gguf.GGUFValueType}
     run = subprocess.run(
-        [sys.executable, "-c", "import sys, reference_impl; print('gguf' in sys.modules, 'numpy' in sys.modules)"],
+        [sys.executable, "-c", "import sys, tokconf_reference; print('gguf' in sys.modules, 'numpy' in sys.modules)"],
         capture_output=True, text=True, check=True,
     )  # fmt: skip
     assert run.stdout.split() == ["False", "False"]

@@ -35,7 +35,7 @@ FEW = ["--recordings", str(QWEN2), "--case", "edge/hello-world", "--case", "edge
 
 EXITING = """
 import sys
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 WHERE = {where!r}
 if WHERE == "import":
@@ -88,7 +88,7 @@ def test_an_implementation_calling_sys_exit_never_passes(
 def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
     (tmp_path / "floats.py").write_text(
-        "from reference_impl import Tokenizer\n"
+        "from tokconf_reference import Tokenizer\n"
         "class Port:\n"
         "    def __init__(self, path):\n        self.tok = Tokenizer.from_gguf(path)\n"
         "    def encode(self, data, a, p):\n        return [float(i) for i in self.tok.encode(data, a, p)]\n"
@@ -101,7 +101,7 @@ def test_ids_that_are_not_ints_are_errors(llama_build: Build, tmp_path: Path, mo
 
 MISBEHAVING_PORT = """
 import os, time
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 class Port:
     def __init__(self, path):

@@ -23,10 +23,9 @@ from gguf import GGUFWriter
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tokconf.builds.build import Build
-
-from reference_impl.gguf_reader import GGUFError, read_tokenizer_fields
-from reference_impl.tokenizer import MissingSpecialToken, Tokenizer, UnsupportedVocab
-from reference_impl.ugm import CharsmapError
+from tokconf_reference.gguf_reader import GGUFError, read_tokenizer_fields
+from tokconf_reference.tokenizer import MissingSpecialToken, Tokenizer, UnsupportedVocab
+from tokconf_reference.ugm import CharsmapError
 
 TYPED = (GGUFError, UnsupportedVocab, MissingSpecialToken, CharsmapError)
 MEMORY_HEADROOM = 1 << 30  # bytes a load may add to the worker's address space (the file is 0.6 MB)

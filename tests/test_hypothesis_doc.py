@@ -16,8 +16,8 @@ DOC = Path(__file__).resolve().parent.parent / "docs" / "hypothesis.md"
 BUG = 'data = data.replace("\\u3000".encode(), b" ")  # reads U+3000 as an ASCII space'
 PORT = '''"""A port: the reference tokenizer, its refusals as tokconf's."""
 import tokconf
-from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 
 
 class Port:

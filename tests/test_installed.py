@@ -19,8 +19,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PORT = """
 from tokconf import Refused
-from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 
 
 class Port:

@@ -272,7 +272,7 @@ RECORDINGS = B11192
 
 INTERLEAVE_PORT = """
 import base64, json, sys, time
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 loads = 0
 tok = None

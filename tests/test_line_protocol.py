@@ -48,7 +48,7 @@ FEW += ["--case", "invalid-utf8/truncated-3"]
 
 PROGRAM = """
 import base64, json, sys
-from reference_impl import Tokenizer
+from tokconf_reference import Tokenizer
 
 DECLARED = {declared}
 SKIP = {skip!r}  # the class this program answers for invalid UTF-8

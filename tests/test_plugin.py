@@ -10,11 +10,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import tokconf_reference.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 from tokconf.builds.build import Build
 from tokconf.core.outcome import MODES
 from tokconf.recording.format import load
-
-import reference_impl.tokenizer  # noqa: F401  # loaded before pytester's first in-process run (see `sandbox`)
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"

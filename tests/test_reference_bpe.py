@@ -9,10 +9,9 @@ from gguf import GGUFWriter
 from tokconf.builds.build import Build
 from tokconf.core.errors import TokconfError
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.gguf_reader import GGUFError
-from reference_impl.tokenizer import Tokenizer, UnsupportedVocab
-from reference_impl.unicode import InvalidCodepoint
+from tokconf_reference.gguf_reader import GGUFError
+from tokconf_reference.tokenizer import Tokenizer, UnsupportedVocab
+from tokconf_reference.unicode import InvalidCodepoint
 
 # GPT-2 byte map: " " is "Ġ", "\n" is "Ċ".
 TOKENS = ["a", "b", "c", "ab", "abc", "Ġ", "Ġa", "<|im_end|>", "[USR]", "<s>", "1", "2", "3", "12", "Ċ"]

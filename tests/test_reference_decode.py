@@ -4,9 +4,8 @@ decodings of every vocabulary in test_reference_conformance.py.)"""
 from __future__ import annotations
 
 from tokconf.builds.build import Build
-
-from reference_impl import Tokenizer
-from reference_impl.tokenizer import StreamDecoder
+from tokconf_reference import Tokenizer
+from tokconf_reference.tokenizer import StreamDecoder
 
 
 def test_stream_decoder_holds_back_characters_split_across_tokens(llama_build: Build) -> None:

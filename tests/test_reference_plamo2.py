@@ -16,9 +16,8 @@ from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.gguf_reader import GGUFError
-from reference_impl.tokenizer import Tokenizer
+from tokconf_reference.gguf_reader import GGUFError
+from tokconf_reference.tokenizer import Tokenizer
 
 SIZE = 9000
 CONTROL = ["<|plamo:unk|>", "<|plamo:bos|>", "<|plamo:eos|>", "<|plamo:pad|>", "<|plamo:op|>"]

@@ -37,10 +37,9 @@ from tokconf.recording.decoding import load_for
 from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab
 from tokconf.synth.recipes import BY_NAME
-
-from reference_impl.bpe import PRE_REGEXES
-from reference_impl.gguf_reader import read_tokenizer_fields
-from reference_impl.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab
+from tokconf_reference.bpe import PRE_REGEXES
+from tokconf_reference.gguf_reader import read_tokenizer_fields
+from tokconf_reference.tokenizer import PRE_NAMES, Tokenizer, UnsupportedVocab
 
 THEMES = ("contractions", "digits", "numbers", "punctuation", "scripts", "emoji", "edge", "controls", "whitespace")
 NOT_REPRODUCED = ("tekken-v2", "no-such-pre")  # not names llama.cpp b11192 knows

@@ -15,9 +15,8 @@ from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.rwkv import RwkvLoop, unescape
-from reference_impl.tokenizer import Tokenizer
+from tokconf_reference.rwkv import RwkvLoop, unescape
+from tokconf_reference.tokenizer import Tokenizer
 
 SIZE = 6000  # tokens, the last ones `[PADn]`
 
@@ -86,7 +85,7 @@ def test_a_byte_no_token_starts_with_is_the_unknown_id(llama_build: Build, tmp_p
 
 
 def test_an_input_llama_cpp_loops_on_is_refused() -> None:
-    from reference_impl.rwkv import RwkvEncoder
+    from tokconf_reference.rwkv import RwkvEncoder
 
     encoder = RwkvEncoder(["ab", "\\n", "x"], -1)  # "a" starts a token but is none
     assert encoder.encode(b"ab\nx") == [0, 1, 2]

@@ -11,8 +11,7 @@ from tokconf.builds.build import Build
 from tokconf.core.outcome import MODES
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.tokenizer import Tokenizer
+from tokconf_reference.tokenizer import Tokenizer
 
 SIZE = 1009  # a prime, so the hash's remainders vary
 

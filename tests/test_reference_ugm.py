@@ -13,9 +13,8 @@ import pytest
 from gguf import GGUFValueType, GGUFWriter
 from tokconf.builds.build import Build
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.tokenizer import Tokenizer
-from reference_impl.ugm import CharsmapError
+from tokconf_reference.tokenizer import Tokenizer
+from tokconf_reference.ugm import CharsmapError
 
 # id: text, score, GGUF type (1 normal, 2 unknown, 3 control, 4 user-defined, 5 unused)
 VOCAB = [

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import pytest
-
-from reference_impl.unicode import (
+from tokconf_reference.unicode import (
     LETTER,
     NUMBER,
     PUNCTUATION,

@@ -15,10 +15,9 @@ from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.oracles.client import LibllamaOracle
-
-from reference_impl.gguf_reader import read_tokenizer_fields
-from reference_impl.tokenizer import Tokenizer
-from reference_impl.unicode import InvalidCodepoint
+from tokconf_reference.gguf_reader import read_tokenizer_fields
+from tokconf_reference.tokenizer import Tokenizer
+from tokconf_reference.unicode import InvalidCodepoint
 
 
 def whitespace_vocab(path: Path, fields: dict[str, Any], pre: str, lowercase: bool | None) -> Path:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import tokconf.synth.files
+import tokconf_reference.hybriddna
 from gguf import GGUFReader
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Standing, Verdict
@@ -30,10 +31,8 @@ from tokconf.reporting.report import table_rows
 from tokconf.synth.files import recorded_vocab, synthesize
 from tokconf.synth.gguf_write import gguf_bytes
 from tokconf.synth.recipes import BASES, BY_NAME, NEW_IN_B11434, PRE_NAMES, RECIPES, SYNTH_VERSION, Family
-
-import reference_impl.hybriddna
-from reference_impl.gguf_reader import read_tokenizer_fields
-from reference_impl.tokenizer import PRE_NAMES as REFERENCE_PRE_NAMES
+from tokconf_reference.gguf_reader import read_tokenizer_fields
+from tokconf_reference.tokenizer import PRE_NAMES as REFERENCE_PRE_NAMES
 
 ROOT = Path(__file__).resolve().parent.parent
 SYNTHETIC = {build: ROOT / "recordings" / f"b{build}" / "synthetic" for build in (11192, 11434)}
@@ -166,7 +165,7 @@ def test_a_hybriddna_k_mer_bug_fails_the_reference(llama_build: Build, monkeypat
     recording = load(_path(11192, "model-hybriddna"))
     recording.cases = [c for c in recording.cases if c.id.startswith("vocab/dna-")]
     vocab = recorded_vocab(recording.provenance["vocab"], 11192, None)
-    monkeypatch.setattr(reference_impl.hybriddna, "K", 5)
+    monkeypatch.setattr(tokconf_reference.hybriddna, "K", 5)
     results = check_recording(recording, resolve("reference", None), vocab)
     failed = [r.case for r in results if r.verdict is Verdict.FAILED]
     assert "vocab/dna-0" in failed and len(set(failed)) >= 8

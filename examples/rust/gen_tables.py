@@ -28,7 +28,7 @@ ROOT = HERE.parent.parent
 OUTPUT = HERE / "src" / "unicode_tables.rs"
 
 sys.path.insert(0, str(ROOT))
-from reference_impl import unicode_data_b11192 as data  # noqa: E402
+from tokconf_reference import unicode_data_b11192 as data  # noqa: E402
 
 NUMBER, LETTER = 0x02, 0x04  # unicode_cpt_flags::NUMBER, ::LETTER (src/unicode.h)
 MAX_CODEPOINTS = 0x110000

@@ -45,14 +45,17 @@ OWN = HERE.parents[1]  # the tokconf package: harness/ in a checkout, .../site-p
 
 def judge_path() -> str:
     """`ENV`'s value: the site-packages folders of this interpreter (as `site` makes them, .pth files
-    aside) and the folders of tokconf's own packages, `tokconf` and `reference_impl` (siblings both in
-    a checkout and in site-packages). Inherited from an isolated judge, else worked out here."""
+    aside) and the folders of tokconf's own packages, `tokconf` and `tokconf_reference` (siblings: harness/
+    and reference_impl/ in a checkout, tokconf/ and tokconf_reference/ in site-packages). Inherited from
+    an isolated judge, else worked out here."""
     if ENV in os.environ:
         return os.environ[ENV]
     import site
 
     folders = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
-    packages = {"tokconf": str(OWN), "reference_impl": str(OWN.parent / "reference_impl")}
+    installed = OWN.parent / "tokconf_reference"
+    reference = installed if installed.is_dir() else OWN.parent / "reference_impl"
+    packages = {"tokconf": str(OWN), "tokconf_reference": str(reference)}
     return json.dumps({"site": folders, "packages": packages})
 
 

@@ -74,8 +74,8 @@ def _chosen(families: Iterable[Family] | None, with_vocab: bool) -> frozenset[Fa
 def vocab_texts(path: Path) -> tuple[tuple[bytes, ...], tuple[bytes, ...]]:
     """A vocabulary's words (`sample_words` of its pieces) and its special-token texts (control and
     user-defined tokens, as llama.cpp's facts list them), read by the reference tokenizer."""
-    from reference_impl import Tokenizer
-    from reference_impl.tokenizer import ATTR_CONTROL, ATTR_USER_DEFINED
+    from tokconf_reference import Tokenizer
+    from tokconf_reference.tokenizer import ATTR_CONTROL, ATTR_USER_DEFINED
 
     try:
         tokenizer = Tokenizer.from_gguf(path)

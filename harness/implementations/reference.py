@@ -1,9 +1,9 @@
-"""`reference`: the bundled pure-Python reference tokenizer (`reference_impl`), under the verdict contract.
+"""`reference`: the bundled pure-Python reference tokenizer (`tokconf_reference`), under the verdict contract.
 
-`reference_impl` stands alone and knows nothing of tokconf, so this adapter speaks the contract for
+`tokconf_reference` stands alone and knows nothing of tokconf, so this adapter speaks the contract for
 it: a vocabulary the reference cannot read or llama.cpp refuses to load (`GGUFError`,
 `UnsupportedVocab`, ...) is declined with `Unsupported`, and an input llama.cpp aborts on
-(`reference_impl.errors.LlamaAborts`) is `Refused`. Anything else it raises is a bug, and an error.
+(`tokconf_reference.errors.LlamaAborts`) is `Refused`. Anything else it raises is a bug, and an error.
 """
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reference_impl import Tokenizer, UnsupportedVocab
-from reference_impl.errors import LlamaAborts
-from reference_impl.gguf_reader import GGUFError
-from reference_impl.ugm import CharsmapError
+from tokconf_reference import Tokenizer, UnsupportedVocab
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.gguf_reader import GGUFError
+from tokconf_reference.ugm import CharsmapError
 
 from .base import Refused, Unsupported
 

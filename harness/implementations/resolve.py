@@ -67,7 +67,7 @@ def resolve(
             )
         return local(Path(path), Limits(timeout, load_timeout, options), sandbox.confiner())
     if spec == IN_PROCESS_ALWAYS:  # tokconf's own, never an entry point an installed package registers by its name
-        from .reference import from_gguf  # reference_impl is slow to import: only when it is asked for
+        from .reference import from_gguf  # tokconf_reference is slow to import: only when it is asked for
 
         return PythonImplementation(spec, from_gguf)
     if in_process:  # imported here, from where its worker would import it: the run says NOT CONTAINED

@@ -16,8 +16,8 @@ def _decoder(vocab: Path) -> Any:
     """The reference tokenizer of a vocab, for its pieces (loaded once per vocab, and imported only when
     a mismatch is shown). None where the reference does not read the vocab: its GGUF token texts are
     shown instead."""
-    from reference_impl import Tokenizer, UnsupportedVocab
-    from reference_impl.gguf_reader import GGUFError
+    from tokconf_reference import Tokenizer, UnsupportedVocab
+    from tokconf_reference.gguf_reader import GGUFError
 
     try:
         return Tokenizer.from_gguf(vocab)
@@ -28,7 +28,7 @@ def _decoder(vocab: Path) -> Any:
 @lru_cache(maxsize=4)
 def _token_texts(vocab: Path) -> list[str]:
     """Token texts as the GGUF file stores them (`Ġ` for a space in GPT-2 byte-level vocabs)."""
-    from reference_impl.gguf_reader import read_tokenizer_fields
+    from tokconf_reference.gguf_reader import read_tokenizer_fields
 
     tokens: list[str] = read_tokenizer_fields(vocab)["tokenizer.ggml.tokens"]
     return tokens

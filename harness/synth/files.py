@@ -50,7 +50,7 @@ def synthesize(recipe: Recipe, out_dir: Path | None = None, again: bool = False)
 def _base_fields(name: str) -> Fields:
     """A base file's tokenizer keys, read once per process (92 recipes share gpt-2's: reading it took
     most of the time of making them all). Recipes build new lists and never change these."""
-    from reference_impl.gguf_reader import read_tokenizer_fields
+    from tokconf_reference.gguf_reader import read_tokenizer_fields
 
     return read_tokenizer_fields(vocab_file(f"ggml-vocab-{name}.gguf", BASES[name], BASE_BUILD, None))
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from reference_impl.gguf_reader import SCALAR_FORMATS, GGUFValueType
+from tokconf_reference.gguf_reader import SCALAR_FORMATS, GGUFValueType
 
 _ARRAYS = {  # key -> element type
     "tokenizer.ggml.tokens": GGUFValueType.STRING,

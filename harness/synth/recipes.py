@@ -111,7 +111,7 @@ def _spm(base: Fields, **flags: Any) -> Fields:
 
 def _gpt2_pieces(base: Fields) -> list[bytes]:
     """gpt-2's tokens as bytes (its byte-to-unicode table undone), in id order."""
-    from reference_impl.bpe import BYTE_TO_UNICODE
+    from tokconf_reference.bpe import BYTE_TO_UNICODE
 
     undo = {char: byte for byte, char in enumerate(BYTE_TO_UNICODE)}
     return [bytes(undo[c] for c in text) if all(c in undo for c in text) else b"" for text in
@@ -213,7 +213,7 @@ UNMERGED = ["<|", "|>", " <|", "endoftext", "_id", "xyz", "assistant", "'LL", "\
 
 def _unmerged() -> list[tuple[str, int]]:
     """UNMERGED as normal tokens of a byte-level BPE vocabulary."""
-    from reference_impl.bpe import byte_level
+    from tokconf_reference.bpe import byte_level
 
     return [(byte_level(text.encode()), NORMAL) for text in UNMERGED]
 

@@ -3,7 +3,7 @@
 
     python tests/support/aborting_port.py BEHAVIOUR [--starts FILE] [--batch] [--handles]
 
-It tokenizes with the reference (`reference_impl`, token-identical to b11192), and where the reference
+It tokenizes with the reference (`tokconf_reference`, token-identical to b11192), and where the reference
 says llama.cpp aborts (`LlamaAborts`) it does as BEHAVIOUR says. `--starts FILE` appends a line per
 start, so a test counts the restarts; `--batch` takes `encode_batch`; `--handles` holds every vocabulary
 loaded under its handle at once (a binding's process shared by them, as the interleaving check asks).
@@ -19,8 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from reference_impl import Tokenizer
-from reference_impl.errors import LlamaAborts
+from tokconf_reference import Tokenizer
+from tokconf_reference.errors import LlamaAborts
 
 BEHAVIOURS = {
     "die": "its process dies (SIGABRT) where llama.cpp aborts, as a binding without a try does",

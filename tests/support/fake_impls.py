@@ -191,9 +191,8 @@ def bpe_only(path: Path) -> LlamaCpp:
 def loads_anything(path: Path) -> object:
     """A port that loads any vocabulary: a pre name it does not know is split as gpt-2 splits."""
     from tokconf.implementations.reference import ReferencePort
-
-    from reference_impl.gguf_reader import read_tokenizer_fields
-    from reference_impl.tokenizer import PRE_NAMES, Tokenizer
+    from tokconf_reference.gguf_reader import read_tokenizer_fields
+    from tokconf_reference.tokenizer import PRE_NAMES, Tokenizer
 
     fields = read_tokenizer_fields(path)
     if fields.get("tokenizer.ggml.pre") not in PRE_NAMES:
@@ -206,12 +205,12 @@ class AbortingReference:
     (`LlamaAborts`), its process dies with SIGABRT (its worker, never tokconf's process)."""
 
     def __init__(self, path: Path) -> None:
-        from reference_impl import Tokenizer  # slow to import: only in the worker that asks for it
+        from tokconf_reference import Tokenizer  # slow to import: only in the worker that asks for it
 
         self.tokenizer = Tokenizer.from_gguf(path)
 
     def encode(self, data: bytes, add_special: bool, parse_special: bool) -> list[int]:
-        from reference_impl.errors import LlamaAborts
+        from tokconf_reference.errors import LlamaAborts
 
         try:
             return self.tokenizer.encode(data, add_special, parse_special)

@@ -2,7 +2,7 @@
 switched off one at a time: the material `--explain` is measured on (a case it files under a kind
 must pass once the bug of that kind is switched off).
 
-Every port is built on the pure-Python reference (`reference_impl`, token-identical to llama.cpp
+Every port is built on the pure-Python reference (`tokconf_reference`, token-identical to llama.cpp
 b11192) and reaches its answer through its *own* code path: its own pre-tokenizer classes or regex,
 its own special-token table, its own normalisation or text handling. With every bug off a port is
 token-identical to llama.cpp; each bug changes exactly one step, the way that step goes wrong in
@@ -33,13 +33,12 @@ from tokconf.checking.engine import CaseResult
 from tokconf.core.outcome import MODES, Outcome, Refusal, is_utf8
 from tokconf.implementations.base import Refused, Unsupported
 from tokconf.implementations.reference import DECLINED
-
-from reference_impl import Tokenizer
-from reference_impl.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
-from reference_impl.errors import LlamaAborts
-from reference_impl.pretokenize import COLLAPSE, LLAMA_CLASSES, Classes, compile_expr, split
-from reference_impl.spm import SentencePieceEncoder
-from reference_impl.tokenizer import (
+from tokconf_reference import Tokenizer
+from tokconf_reference.bpe import BYTE_TO_UNICODE, PRE_REGEXES, BytePairEncoder
+from tokconf_reference.errors import LlamaAborts
+from tokconf_reference.pretokenize import COLLAPSE, LLAMA_CLASSES, Classes, compile_expr, split
+from tokconf_reference.spm import SentencePieceEncoder
+from tokconf_reference.tokenizer import (
     ASCII_SPACE,
     ATTR_CONTROL,
     ATTR_LSTRIP,
@@ -48,9 +47,9 @@ from reference_impl.tokenizer import (
     ATTR_USER_DEFINED,
     ESCAPED_SPACE,
 )
-from reference_impl.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
-from reference_impl.unicode import decode as utf8_codepoints
-from reference_impl.word_cache import encode_words
+from tokconf_reference.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUNCTUATION, SYMBOL, WHITESPACE
+from tokconf_reference.unicode import decode as utf8_codepoints
+from tokconf_reference.word_cache import encode_words
 
 LLAMA3_REGEX = PRE_REGEXES["llama3"]
 QWEN2_REGEX = PRE_REGEXES["qwen2"]

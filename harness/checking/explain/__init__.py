@@ -24,7 +24,7 @@ from .model import Backend, Judge, Model, Mutants, edges_of, reference_backend
 
 __all__ = ["Cause", "Explanation", "Kind", "explain_file", "reference_tokenizer"]
 
-REFERENCE_BUILD = DEFAULT_BUILD  # the build reference_impl is token-identical to
+REFERENCE_BUILD = DEFAULT_BUILD  # the build tokconf_reference is token-identical to
 FILE_SPECIAL_TYPES = (2, 3, 4)  # GGUF token types unknown, control, user-defined
 
 
@@ -33,7 +33,7 @@ def special_texts(vocab: Path, facts: VocabFacts, reference: Any) -> dict[int, b
     (the facts), the reference's unknown ones (`<unk>`, cut out with parse_special), and what the
     file itself types control, user-defined or unknown (llama.cpp makes a few of those normal, as
     phi-3's `</s>`, which libraries reading the file's types still match)."""
-    from reference_impl.gguf_reader import read_tokenizer_fields
+    from tokconf_reference.gguf_reader import read_tokenizer_fields
 
     texts = dict(facts["special_texts"])
     if reference is not None:
@@ -49,8 +49,8 @@ def special_texts(vocab: Path, facts: VocabFacts, reference: Any) -> dict[int, b
 
 def reference_tokenizer(vocab: Path) -> Any:
     """The reference tokenizer of a vocab, or None where it cannot read it."""
-    from reference_impl import Tokenizer, UnsupportedVocab
-    from reference_impl.gguf_reader import GGUFError
+    from tokconf_reference import Tokenizer, UnsupportedVocab
+    from tokconf_reference.gguf_reader import GGUFError
 
     try:
         return Tokenizer.from_gguf(vocab)

@@ -50,7 +50,7 @@ def whitespace_set() -> tuple[bytes, ...]:
     """Every character some tokenizer takes for whitespace: llama.cpp's (unicode_set_whitespace),
     Python's `str.isspace`, the separators (Zs, Zl, Zp), and the zero-width ones JavaScript's `\\s`
     or older tables add (U+FEFF, U+180E, U+200B)."""
-    from reference_impl.unicode import WHITESPACE
+    from tokconf_reference.unicode import WHITESPACE
 
     points = set(WHITESPACE) | {0x180E, 0x200B, 0xFEFF}
     points |= {c for c in range(0x3001) if chr(c).isspace() or unicodedata.category(chr(c)) in ("Zs", "Zl", "Zp")}

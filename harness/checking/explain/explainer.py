@@ -896,7 +896,7 @@ class Explainer:
         reference = self.model.mutants.reference
         if reference is None:
             return
-        from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+        from tokconf_reference.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
 
         if any(attr & (ATTR_LSTRIP | ATTR_RSTRIP) for attr in reference.attrs):
             yield SpecialStrip(Kind.SPECIAL_STRIP, Stage.TOKENIZER)
@@ -955,14 +955,14 @@ def _spacelike(unit: bytes, whitespace: frozenset[int]) -> bool:
 
 def _is_number(point: int) -> bool:
     """Whether llama.cpp counts a code point as a number (`\\p{N}`: unicode_cpt_flags' is_number)."""
-    from reference_impl.unicode import NUMBER, flags
+    from tokconf_reference.unicode import NUMBER, flags
 
     return bool(flags(point) & NUMBER)
 
 
 def _whitespace() -> frozenset[int]:
     """llama.cpp's whitespace code points (unicode.cpp's unicode_set_whitespace)."""
-    from reference_impl.unicode import WHITESPACE
+    from tokconf_reference.unicode import WHITESPACE
 
     return frozenset(WHITESPACE)
 

@@ -9,7 +9,7 @@ that is the "fix" of the kind, run backwards. The mechanisms act at one of four 
   mapping, a character taken for another);
 - `Stage.TOKENIZER`: the port's tokenizer differs (a character's whitespace class, the
   pre-tokenizer's split rule, `ignore_merges`, which special tokens are cut out): replayed on the
-  reference tokenizer (`reference_impl`) with that one difference;
+  reference tokenizer (`tokconf_reference`) with that one difference;
 - `Stage.OUTPUT`: the port changes the ids (BOS or EOS missing or added, ids numbered differently);
 - `Stage.VERDICT`: the port refuses where llama.cpp answers, or the reverse.
 
@@ -320,7 +320,7 @@ class ByteMapped(Mechanism):
     raw-UTF-8 vocabulary tokenized as if it were byte-level BPE)."""
 
     def transform(self, data: bytes) -> bytes:
-        from reference_impl.bpe import byte_level
+        from tokconf_reference.bpe import byte_level
 
         return byte_level(data).encode()
 
@@ -471,7 +471,7 @@ class RawBytes(Segmenting):
     throws on a continuation or F8-FF byte where a sequence starts and on a lead byte whose
     sequence is cut short; the catch emits one U+FFFD and moves on by *one* byte (a truncated
     `E4 B8` is two U+FFFD, where Python's `errors="replace"` makes one), and overlong forms (`C0 80`)
-    decode, since only the top bits are checked (`reference_impl.unicode.decode` is that rule)."""
+    decode, since only the top bits are checked (`tokconf_reference.unicode.decode` is that rule)."""
 
     def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
         if is_utf8(data):
@@ -603,7 +603,7 @@ class MergeOrder(Mechanism):
 @dataclass
 class WordPieceCleaning(Mechanism):
     """Steps of BERT's text cleaning (llm_tokenizer_wpm_session::preprocess) the port leaves out:
-    `off` names them (`reference_impl.wpm.Cleaning`'s switches), one cause for all of them."""
+    `off` names them (`tokconf_reference.wpm.Cleaning`'s switches), one cause for all of them."""
 
     off: set[str] = field(default_factory=set)
 
@@ -612,7 +612,7 @@ class WordPieceCleaning(Mechanism):
         self.off |= other.off
 
     def cleaning(self) -> Any:
-        from reference_impl.wpm import Cleaning
+        from tokconf_reference.wpm import Cleaning
 
         return Cleaning(**dict.fromkeys(self.off, False))
 
@@ -734,7 +734,7 @@ class ContextRule(Widening):
         return chr(inside), chr(outside)
 
     def table(self) -> dict[int, str]:
-        from reference_impl.unicode import WHITESPACE
+        from tokconf_reference.unicode import WHITESPACE
 
         inside, outside = self._marks()
         return {c: inside if c in self.points else outside for c in WHITESPACE if c >= 0x80}
@@ -752,7 +752,7 @@ class ContextRule(Widening):
         return out
 
     def label(self) -> str:
-        from reference_impl.unicode import WHITESPACE
+        from tokconf_reference.unicode import WHITESPACE
 
         rules = (("matches no contraction", self.contraction), ("drops a word's leading space", self.prefix))
         broken = " and ".join(what for what, on in rules if on)
@@ -778,7 +778,7 @@ class SplitRule:
 
     def regexes(self, current: list[str]) -> list[str] | None:
         """The port's regexes, or None where the rule changes nothing for this vocabulary."""
-        from reference_impl.bpe import PRE_REGEXES
+        from tokconf_reference.bpe import PRE_REGEXES
 
         if self.pre_type:
             other = PRE_REGEXES[self.pre_type]

@@ -63,7 +63,7 @@ class Judge:
 
 def reference_backend(tokenizer: Any) -> Backend:
     """The reference tokenizer as a judge; its `LlamaAborts` are llama.cpp's aborts: refusals."""
-    from reference_impl.errors import LlamaAborts
+    from tokconf_reference.errors import LlamaAborts
 
     def answers(requests: list[Request]) -> list[Outcome]:
         out: list[Outcome] = []
@@ -81,12 +81,12 @@ class Mutants:
     """The reference tokenizer with a port's tokenizer-stage deviations, one per combination used."""
 
     def __init__(self, reference: Any) -> None:
-        self.reference = reference  # a reference_impl.Tokenizer, or None where it cannot read the vocab
+        self.reference = reference  # a tokconf_reference.Tokenizer, or None where it cannot read the vocab
         self.made: dict[str, Backend] = {}  # by the mechanisms' parameters, the most recent last
 
     @property
     def is_bpe(self) -> bool:
-        from reference_impl.bpe import BytePairEncoder
+        from tokconf_reference.bpe import BytePairEncoder
 
         return self.reference is not None and isinstance(self.reference.encoder, BytePairEncoder)
 
@@ -109,7 +109,7 @@ class Mutants:
     @property
     def unknown(self) -> int:
         """The vocabulary's unknown token (WordPiece's [UNK], else the first typed unknown), or -1."""
-        from reference_impl.wpm import WordPieceEncoder
+        from tokconf_reference.wpm import WordPieceEncoder
 
         if self.reference is None:
             return -1
@@ -120,7 +120,7 @@ class Mutants:
         """The ids of raw bytes merged as one word by the vocabulary's byte-level BPE (each byte its
         printable stand-in, as unicode_byte_encoding_process maps it), or None where the vocabulary
         has no byte-level BPE or no token for one of them (refact has none for some bytes)."""
-        from reference_impl.bpe import SCAN_LIMIT, byte_level
+        from tokconf_reference.bpe import SCAN_LIMIT, byte_level
 
         encoder = self.reference.encoder if self.is_bpe else None
         if encoder is None or not encoder.byte_encode:
@@ -134,7 +134,7 @@ class Mutants:
     def words(self, text: bytes) -> list[bytes] | None:
         """The vocabulary's pre-tokenizer words of a valid UTF-8 text (the reference's regexes), or
         None where the vocabulary has no BPE pre-tokenizer the reference carries."""
-        from reference_impl.pretokenize import split
+        from tokconf_reference.pretokenize import split
 
         if not self.is_bpe:
             return None
@@ -142,7 +142,7 @@ class Mutants:
         return [w.encode("utf-8") for w in split(text.decode("utf-8"), encoder.regexes, encoder.classes)]
 
     def _mutate(self, mechanisms: Sequence[Mechanism]) -> Any:
-        from reference_impl.pretokenize import LLAMA_CLASSES, Classes, reclassified
+        from tokconf_reference.pretokenize import LLAMA_CLASSES, Classes, reclassified
 
         mutant = copy.copy(self.reference)
         mutant._recent = {}  # the fragment cache holds the unchanged tokenizer's ids
@@ -163,7 +163,7 @@ class Mutants:
                 mutant.encoder.cut_valid = True
                 continue
             if isinstance(mechanism, SpecialStrip):
-                from reference_impl.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
+                from tokconf_reference.tokenizer import ATTR_LSTRIP, ATTR_RSTRIP
 
                 mutant.attrs = [attr & ~(ATTR_LSTRIP | ATTR_RSTRIP) for attr in mutant.attrs]
                 continue
@@ -214,7 +214,7 @@ class Mutants:
         """The switches outside the BPE encoder: SentencePiece's space prefix, another tokenizer model
         on the vocabulary (WordPiece on a Unigram one) and WordPiece's cleaning steps. False where
         the vocabulary's model has no such switch."""
-        from reference_impl.wpm import WordPieceEncoder
+        from tokconf_reference.wpm import WordPieceEncoder
 
         cleaning = next((m for m in mechanisms if isinstance(m, WordPieceCleaning)), None)
         model = next((m for m in mechanisms if isinstance(m, TokenizerModel)), None)
@@ -241,7 +241,7 @@ class Mutants:
 
 def _unknown(reference: Any, default: int = 0) -> int:
     """The vocabulary's unknown token: the first typed unknown, else `default`."""
-    from reference_impl.tokenizer import ATTR_UNKNOWN
+    from tokconf_reference.tokenizer import ATTR_UNKNOWN
 
     return next((t for t, attr in enumerate(reference.attrs) if attr & ATTR_UNKNOWN), default)
 

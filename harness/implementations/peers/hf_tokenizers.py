@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reference_impl.gguf_reader import read_tokenizer_fields
+from tokconf_reference.gguf_reader import read_tokenizer_fields
 
 from ...core.errors import TokconfError
 from ...core.files import FileKind, regular_file

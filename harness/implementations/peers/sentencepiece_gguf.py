@@ -57,7 +57,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reference_impl.gguf_reader import read_tokenizer_fields
+from tokconf_reference.gguf_reader import read_tokenizer_fields
 
 from ..base import Unsupported
 
