@@ -4,9 +4,12 @@ abort)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import struct
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -97,6 +100,19 @@ def test_a_llama_cpp_worker_breaking_its_framing_is_an_error_never_its_abort(
         monkeypatch.setattr(client, "MAX_ANSWER", 1 << 30)
         again = oracle.tokenize(text, False, False)
     size = 1 + 4 + 4 * len(ids)  # `O`, the count, the ids
-    reason = f"the llama.cpp worker announced an answer of {size} bytes, more than the 100 it may take"
+    reason = f"llama.cpp's worker failed: announced an answer of {size} bytes, more than the 100 it may take"
     assert long == Refusal(reason, RefusalKind.BROKEN)
     assert again == ids and oracle.restarts == 2
+
+
+def test_a_llama_cpp_worker_that_died_idle_costs_no_answer(llama_build: Build) -> None:
+    """A worker killed between requests did not die on the next one: that request goes to a fresh
+    worker and gets llama.cpp's ids (it was a crash reason, an abort no input caused)."""
+    vocab = llama_build.models_dir / "ggml-vocab-gpt-2.gguf"
+    with LibllamaOracle(llama_build, vocab, timeout=20) as oracle:
+        ids = oracle.tokenize(b"Hello world", False, False)
+        assert oracle._program is not None
+        os.killpg(oracle._program.proc.pid, signal.SIGKILL)
+        time.sleep(0.2)  # dead before the request, not during it
+        assert oracle.tokenize(b"Hello world", False, False) == ids
+        assert (oracle.restarts, oracle.crashes) == (1, 0)

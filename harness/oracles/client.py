@@ -52,8 +52,8 @@ class WorkerLost(Exception):
 
 
 class LoadHung(TokconfError):
-    """The worker did not load the vocabulary within the load timeout: not llama.cpp's answer (as a
-    refusal is), so never judged as one."""
+    """The worker did not load the vocabulary as it must: no answer within the load timeout, or one that
+    broke its framing. Not llama.cpp's answer (as a refusal is), so never judged as one."""
 
 
 class StubReached(TokconfError):
@@ -136,7 +136,9 @@ class LibllamaOracle:
                 self.build.build, self.vocab, self._why_ended(program), self.build.source.label()
             ) from None
         except ProgramFailed as failure:  # alive, but it broke the framing: not llama.cpp's refusal
-            raise TokconfError(f"the llama.cpp worker loading {self.vocab} {failure}", "report this as a bug") from None
+            raise LoadHung(
+                f"llama.cpp's worker broke loading {self.vocab}: {failure}", "report this as a bug"
+            ) from None
         except BaseException:  # an interrupt while it loads: nothing is left running
             program.end()
             raise
@@ -149,17 +151,30 @@ class LibllamaOracle:
             raise VocabRefused(self.build.build, self.vocab, reason, self.build.source.label())
         self._program = program
 
-    def _request(self, payload: bytes) -> bytes:
-        """One round trip with the worker, started afresh if the last one died; `WorkerLost` when it
-        fails (the supervisor has ended it by then)."""
+    def _worker(self) -> Program:
+        """The running worker, or a fresh one if the last ended."""
         if self._program is None:
             self.restarts += 1
             self._start()
-        program = self._program
-        assert program is not None
+        assert self._program is not None
+        return self._program
+
+    def _request(self, payload: bytes) -> bytes:
+        """One round trip with the worker; `WorkerLost` when it fails (the supervisor has ended it by
+        then). A worker found ended before the request was whole (it died idle, or said something
+        unasked) did not die on this request: the request goes to a fresh worker, once."""
+        program = self._worker()
         try:
-            return program.exchange(payload, self.answer_wait)
-        except ProgramTimedOut:
+            try:
+                program.send(payload, self.answer_wait)
+            except ProgramTimedOut:
+                raise
+            except ProgramFailed:  # it ended before the request was whole: not this request's doing
+                self._program = None
+                program = self._worker()
+                program.send(payload, self.answer_wait)  # failing again: below
+            return program.receive(self.answer_wait)
+        except ProgramTimedOut:  # writing the request or reading its answer
             self._program = None
             raise WorkerLost(f"hang: no answer within {self.answer_wait.describe()}", broken=True) from None
         except ProgramExited:
@@ -167,7 +182,7 @@ class LibllamaOracle:
             raise WorkerLost(self._why_ended(program)) from None
         except ProgramFailed as failure:  # alive, but it broke the framing (the supervisor has ended it)
             self._program = None
-            raise WorkerLost(f"the llama.cpp worker {failure}", broken=True) from None
+            raise WorkerLost(f"llama.cpp's worker failed: {failure}", broken=True) from None
 
     def _why_ended(self, program: Program) -> str:
         """Why the worker's process ended, as a recording holds it: llama.cpp's crash, read from its

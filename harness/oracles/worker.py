@@ -146,24 +146,34 @@ def main() -> int:
     except Exception as error:  # the parent shows it; this process has nothing else to do
         write_frame(answers, b"E" + str(error).encode())
         return 1
+    last_words = _last_words()  # made before `R`: a worker that cannot make it fails loading, never later
     write_frame(answers, b"R")
-    last_words = tempfile.TemporaryFile()  # noqa: SIM115 (each child's stdout and stderr, read when it dies)
     while True:
-        last_words.seek(0)
-        last_words.truncate()
+        os.lseek(last_words, 0, os.SEEK_SET)
+        os.ftruncate(last_words, 0)
         child = os.fork()
         if child == 0:
-            os.dup2(last_words.fileno(), 1)
-            os.dup2(last_words.fileno(), 2)
+            os.dup2(last_words, 1)
+            os.dup2(last_words, 2)
             serve(vocab, sys.stdin.buffer, answers)
             os._exit(0)
         _, status = os.waitpid(child, 0)
         if os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0:
             return 0  # the parent closed the pipe: done
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-        said = _tail(last_words.fileno())
+        said = _tail(last_words)
         os.write(2, said.encode())  # for the oracle's supervisor, which keeps the end of this process's stderr
         write_frame(answers, b"X" + crash_reason(said, code).encode())
+
+
+def _last_words() -> int:
+    """The file each child's stdout and stderr go to, read when it dies: its own, so a crash's reason is
+    this child's and never an earlier one's. In memory where the system has `memfd_create` (Linux): no
+    temporary folder is needed, in a sandbox or out."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create("tokconf-last-words")
+    with tempfile.TemporaryFile() as file:  # already unlinked: the duplicate keeps it
+        return os.dup(file.fileno())
 
 
 def _tail(fd: int, size: int = 8192) -> str:
