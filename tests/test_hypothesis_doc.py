@@ -55,9 +55,18 @@ def suite(sandbox: pytest.Pytester, bug: str = "") -> None:
         (sandbox.path / name).write_text(text, encoding="utf-8")
 
 
-def run(sandbox: pytest.Pytester) -> tuple[pytest.RunResult, dict[str, tuple[int, int, int]]]:
+# The run's seed: under hypothesis's default random seed the planted bug is found within the doc's 500
+# examples almost every time, not every time (seeds 0-33 all found it, one after 378 examples; a
+# fresh-clone CI run missed it once). With this seed it is found at the 16th example: the doc's claim is
+# about a typical run, a test's about this one. A seeded run uses no example database, so the Redis test
+# below runs unseeded, as the doc's users do, and draws again when a run finds nothing.
+SEED = "--hypothesis-seed=1"
+TRIES = 3  # unseeded runs the Redis test allows for the first find
+
+
+def run(sandbox: pytest.Pytester, *args: str) -> tuple[pytest.RunResult, dict[str, tuple[int, int, int]]]:
     """One run of the copied suite: the result, and hypothesis's test cases per phase."""
-    result = sandbox.runpytest_subprocess("tests", "-p", "no:cacheprovider", "--hypothesis-show-statistics")
+    result = sandbox.runpytest_subprocess("tests", "-p", "no:cacheprovider", "--hypothesis-show-statistics", *args)
     phases = {phase: (int(p), int(f), int(i)) for phase, p, f, i in CASES.findall(result.stdout.str())}
     return result, phases
 
@@ -70,7 +79,10 @@ def test_a_port_reading_u3000_as_a_space_fails_shrunk_and_replays_from_redis(
     server = RedisServer(tmp_path / "redis")
     monkeypatch.setenv("TOKCONF_FUZZ_DATABASE", server.url)
     try:
-        result, phases = run(sandbox)
+        for _ in range(TRIES):  # a run that draws 500 examples without U+3000 stores nothing: run again
+            result, phases = run(sandbox)
+            if result.ret != 0:
+                break
         result.assert_outcomes(failed=1)
         assert SHRUNK.findall(result.stdout.str()) == ["b'\\xe3\\x80\\x80'"]  # shrunk to U+3000 alone
         assert sum(phases["generate"]) <= 1000 and phases["generate"][1] >= 1  # found while generating
@@ -86,6 +98,6 @@ def test_a_port_reading_u3000_as_a_space_fails_shrunk_and_replays_from_redis(
 def test_the_reference_passes(sandbox: pytest.Pytester, llama_build: Build, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TOKCONF_FUZZ_DATABASE", raising=False)
     suite(sandbox)
-    result, phases = run(sandbox)
+    result, phases = run(sandbox, SEED)
     result.assert_outcomes(passed=1)
     assert phases["generate"][:2] == (500, 0)  # the doc's max_examples, every one judged

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from builds import fresh_venv, install, wheel
-from test_hypothesis_doc import BUG, SHRUNK, documented_files
+from test_hypothesis_doc import BUG, SEED, SHRUNK, documented_files
 from test_hypothesis_doc import PORT as DOC_PORT
 from tokconf.builds.build import Build
 from tokconf.core.files import cache_root
@@ -165,6 +165,6 @@ def test_the_documented_hypothesis_test_from_the_wheel_beside_a_ports_own_harnes
         for name, text in files.items():
             (port / name).parent.mkdir(exist_ok=True)
             (port / name).write_text(text, encoding="utf-8")
-        ran = _run(venv, "python", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", cwd=port)
+        ran = _run(venv, "python", "-m", "pytest", "tests", "-q", "-p", "no:cacheprovider", SEED, cwd=port)
         assert outcome in ran.stdout.splitlines()[-1], ran.stdout + ran.stderr
         assert SHRUNK.findall(ran.stdout) == (["b'\\xe3\\x80\\x80'"] if bug else [])
