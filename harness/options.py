@@ -12,7 +12,7 @@ import fnmatch
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from .builds.pins import DEFAULT_BUILD
 from .checking.contract import DEFAULT_GRANTS, DEFAULT_MIN_COVERAGE, NO_GRANTS, grants_named
@@ -20,16 +20,23 @@ from .core.outcome import MODES
 from .core.sandbox import SandboxMode
 from .fuzz import PROFILES
 
+N = TypeVar("N", int, float)
+
+
+def _number(text: str, kind: Callable[[str], N], what: str = "a number") -> N:
+    """`kind(text)`, or the argparse error that says what was expected."""
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
 
 def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable[[str], Any]:
     """An argparse type: `kind`, above zero and at most `most` (a timeout of -1 or nan would never
     fire, one of 1e308 overflows the clock it is added to)."""
 
     def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        value = _number(text, kind)
         if not (0 < value <= most) or value == float("inf"):
             raise argparse.ArgumentTypeError(f"{text} must be above zero" + (f" and at most {most:g}" * (most < 1e300)))
         return value
@@ -40,10 +47,7 @@ def positive(kind: Callable[[str], Any], most: float = float("inf")) -> Callable
 
 def count(text: str) -> int:
     """An argparse type: a whole number from 0 up (`--jobs 0`: one per core; `--details 0`: none)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    value = _number(text, int, "a whole number")
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text} must be 0 or more")
     return value
@@ -51,10 +55,7 @@ def count(text: str) -> int:
 
 def percentage(text: str) -> float:
     """An argparse type: a share from 0 to 100 (`80`, `99.5`), returned as a fraction."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    value = _number(text, float)
     if not 0 <= value <= 100:
         raise argparse.ArgumentTypeError(f"{text} must be from 0 to 100")
     return value / 100

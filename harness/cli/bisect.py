@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core.files import recordings_arg
+from . import add_recordings
 from .llama import add_lock, lock_of
 
 
@@ -21,10 +21,8 @@ def add_parser(commands: Any) -> None:
     bis.set_defaults(run=run)
     bis.add_argument("--good", type=int, required=True, metavar="N", help="a build with the old answers")
     bis.add_argument("--bad", type=int, required=True, metavar="M", help="a later build with the new answers")
-    bis.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
-    bis.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
+    add_recordings(bis)
     bis.add_argument("--case", action="append", default=[], help="only these case ids (repeatable)")
-    bis.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
     add_lock(bis)
     bis.add_argument("--jobs", type=int, help="parallel compile jobs (default: all cores)")
     bis.add_argument(

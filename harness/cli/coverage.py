@@ -7,7 +7,7 @@ import argparse
 from typing import Any
 
 from ..builds.pins import DEFAULT_BUILD
-from ..core.files import recordings_arg
+from . import add_recordings
 
 
 def add_parser(commands: Any) -> None:
@@ -15,7 +15,7 @@ def add_parser(commands: Any) -> None:
         "coverage", help="which tokenizer models and pre-tokenizers the recordings gate, of all llama.cpp knows"
     )
     cov.set_defaults(run=run)
-    cov.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
+    add_recordings(cov, None)
     cov.add_argument("--build", type=int, default=DEFAULT_BUILD, help="the llama.cpp build whose list is used")
 
 

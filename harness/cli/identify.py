@@ -9,29 +9,24 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..core.files import recordings_arg
 from ..core.printable import escape_unprintable
 from ..options import IMPL_HELP, LOAD_TIMEOUT, TIMEOUT
+from . import add_recordings
 
 
 def add_parser(commands: Any) -> None:
     ident = commands.add_parser(
         "identify",
         help="which published llama.cpp builds tokenize exactly like an implementation",
-        description="Asks the implementation every case of the recordings in every mode and matches its answers "
-        "against every stretch of published builds between two change points of the bundled history "
-        "(docs/identify.md). Exit 0 when some published build matches, 1 when none does, 2 when nothing "
-        "could be compared (every input declined, or the implementation broke or died on every input).",
+        description="Matches the implementation's answers against the bundled build history (docs/identify.md).",
+        epilog="It is asked every case of the recordings in every mode; its answers are matched against every stretch "
+        "of published builds between two change points of the history. Exit 0 when some published build matches, "
+        "1 when none does, 2 when nothing could be compared (every input declined, or the implementation broke or "
+        "died on every input).",
     )
     ident.set_defaults(run=run)
     ident.add_argument("--impl", required=True, help=f"what to identify: {IMPL_HELP}")
-    ident.add_argument(
-        "--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder"
-    )
-    ident.add_argument(
-        "--vocab", action="append", default=[], help="only these vocabs (repeatable): quicker, less sure"
-    )
-    ident.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
+    add_recordings(ident, "only these vocabs (repeatable): quicker, less sure")
     ident.add_argument("--data", type=Path, help="a build history of tokconf upgrade --data (default: the bundled one)")
     ident.add_argument(
         "--timeout", type=TIMEOUT.type, help="seconds an implementation has for each answer (default 10)"

@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..core.files import recordings_arg, recordings_shown
+from ..core.files import recordings_shown
+from . import add_recordings
 from .llama import add_lock, lock_of
 
 
@@ -21,15 +22,12 @@ def add_parser(commands: Any) -> None:
         help="what changed between the recordings' llama.cpp build and build N, and in which build",
         description="Asks build N every case of the recordings (default: the bundled b11192 ones), then finds every "
         "published build between --from and --to where some answer changed: ids, facts, pieces or detokenized text "
-        "(each build fetched and built on first "
-        "use, under the lock's trust policy), and writes the report (docs/reports/upgrade-b11192-b11434.md is one).",
+        "(each build fetched and built on first use, under the lock's trust policy), and writes the report.",
     )
     up.set_defaults(run=run)
     up.add_argument("--to", type=int, required=True, metavar="N", help="the new build")
     up.add_argument("--from", dest="start", type=int, metavar="M", help="the old build (default: the recordings')")
-    up.add_argument("--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder")
-    up.add_argument("--vocab", action="append", default=[], help="only these vocabs (repeatable)")
-    up.add_argument("--vocab-dir", type=Path, help="folder with the GGUF files (default: the recording's build)")
+    add_recordings(up)
     up.add_argument("-o", "--output", type=Path, help="write the Markdown report here (default: stdout)")
     up.add_argument("--html", type=Path, help="also write the report as an HTML page")
     up.add_argument("--data", type=Path, help="also write what every stretch of builds answers (identify --data)")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..core.files import recordings_arg
+from . import add_recordings
 
 
 def add_parser(commands: Any) -> None:
@@ -18,9 +18,7 @@ def add_parser(commands: Any) -> None:
         help="every vocabulary name the recordings hold (what --vocab takes), its tokenizer model and pre name",
     )
     listing.set_defaults(run=run_list)
-    listing.add_argument(
-        "--recordings", type=recordings_arg, action="append", default=[], help="recording file or folder"
-    )
+    add_recordings(listing, None)
     synth = sub.add_parser(
         "synth",
         help="write the synthetic GGUF vocabularies (deterministic: the recordings pin their sha256)",

@@ -21,16 +21,8 @@ SEPARATOR = b"\n__ggml_vocab_test__\n"
 
 def split_inputs(raw: bytes) -> list[bytes]:
     """The inputs of an .inp file, split as test-tokenizer-0.cpp does (no empty tail after a final separator)."""
-    inputs = []
-    pos = 0
-    while pos < len(raw):
-        nxt = raw.find(SEPARATOR, pos)
-        if nxt < 0:
-            inputs.append(raw[pos:])
-            break
-        inputs.append(raw[pos:nxt])
-        pos = nxt + len(SEPARATOR)
-    return inputs
+    inputs = raw.split(SEPARATOR)
+    return inputs[:-1] if inputs[-1] == b"" else inputs
 
 
 def read_expected(out_file: Path) -> list[list[int]]:

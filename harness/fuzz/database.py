@@ -223,18 +223,16 @@ class ExampleStore:
         return replay
 
     def save(self, key: bytes, value: bytes) -> None:
-        if self.writer is None:
-            return
-        try:
-            self.writer.save(key, value)
-        except Exception as error:
-            self._failed("write", error)
+        self._write(key, value, delete=False)
 
     def delete(self, key: bytes, value: bytes) -> None:
+        self._write(key, value, delete=True)
+
+    def _write(self, key: bytes, value: bytes, delete: bool) -> None:
         if self.writer is None:
             return
         try:
-            self.writer.delete(key, value)
+            (self.writer.delete if delete else self.writer.save)(key, value)
         except Exception as error:
             self._failed("write", error)
 

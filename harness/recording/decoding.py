@@ -28,12 +28,9 @@ from ..core.plain_yaml import parse_yaml, shown
 from .format import SUFFIX_DECODING
 from .yaml_io import (
     Flow,
-    check_seal,
+    SealedFormat,
     corrupt,
     dump_yaml,
-    read_head,
-    read_untrusted,
-    seal,
 )
 
 SCHEMA = "tokconf-decoding/1"
@@ -145,7 +142,7 @@ def dumps(decoding: Decoding) -> str:
             for setting in DETOKENIZE
         },
     }
-    return seal(dump_yaml(doc).encode("utf-8"), SEALED_BEFORE).decode("utf-8")
+    return FORMAT.seal(dump_yaml(doc).encode("utf-8")).decode("utf-8")
 
 
 def from_document(path: Path, doc: Any) -> Decoding:
@@ -181,30 +178,26 @@ def _case_id(value: object) -> str:
     return value
 
 
-UNSEALED = (
-    "if you trust where it came from, `tokconf seal --trust RECORDING` seals it with the recording beside it; "
-    "otherwise record it again: tokconf record-decoding RECORDING"
+FORMAT = SealedFormat(
+    "decoding",
+    from_document,
+    SEALED_BEFORE,
+    unsealed=(
+        "if you trust where it came from, `tokconf seal --trust RECORDING` seals it with the recording beside it; "
+        "otherwise record it again: tokconf record-decoding RECORDING"
+    ),
 )
-
-
-def _sealed(path: Path, raw: bytes, doc: Any) -> Decoding:
-    """The decoding a file's bytes and their parsed document hold, checked field by field and then
-    against its digest."""
-    decoding = from_document(path, doc)
-    check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
-    return decoding
 
 
 def load(path: Path) -> Decoding:
     """Read one decoding file: every field checked, then the file's bytes against its digest."""
-    raw, doc = read_untrusted(path, "decoding")
-    return _sealed(path, raw, doc)
+    return FORMAT.read(path)
 
 
 def read_provenance(path: Path) -> dict[str, Any]:
     """The `provenance:` block alone, from the head of the file (the pieces that follow are megabytes):
     what `load_for` checks before it reads the rest (and `load` then checks against the digest)."""
-    doc = read_head(path, SEALED_BEFORE, "decoding")
+    doc = FORMAT.head(path)
     if doc.get("schema") != SCHEMA:
         raise corrupt(path, f"not a {SCHEMA} file (schema: {shown(doc.get('schema'))})")
     return {k: v for k, v in doc["provenance"].items() if k != "digest"}
@@ -230,7 +223,7 @@ def write(path: Path, decoding: Decoding) -> None:
     """Atomic, and only after the text reads back to the same decoding, digest included."""
     text = dumps(decoding)
     raw = text.encode("utf-8")
-    if _sealed(path, raw, parse_yaml(raw)) != decoding:
+    if FORMAT.sealed(path, raw, parse_yaml(raw)) != decoding:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
     atomic_write(path, text, "decoding")
 
@@ -243,7 +236,7 @@ def reseal(path: Path, raw: bytes, doc: Any, recording_was: str, recording_is: s
     parses to."""
     decoding = from_document(path, doc)
     if "digest" in doc["provenance"]:
-        check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
+        FORMAT.check(path, raw, doc)
     named = decoding.provenance.get("recording")
     if not isinstance(named, dict) or named.get("sha256") not in (recording_was, recording_is):
         raise TokconfError(
@@ -255,8 +248,8 @@ def reseal(path: Path, raw: bytes, doc: Any, recording_was: str, recording_is: s
     if head < 0 or raw.count(old, 0, head) != 1:
         raise corrupt(path, "`provenance.recording.sha256` is not one line of `provenance:` as tokconf writes it")
     at = raw.index(old, 0, head)
-    sealed = seal(raw[:at] + new + raw[at + len(old) :], SEALED_BEFORE)
+    sealed = FORMAT.seal(raw[:at] + new + raw[at + len(old) :])
     renamed = replace(decoding, provenance=decoding.provenance | {"recording": named | {"sha256": recording_is}})
-    if _sealed(path, sealed, parse_yaml(sealed)) != renamed:
+    if FORMAT.sealed(path, sealed, parse_yaml(sealed)) != renamed:
         raise TokconfError(f"{path}: sealed, it does not read back identically; nothing was written")
     return sealed

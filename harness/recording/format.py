@@ -27,12 +27,9 @@ from ..core.plain_yaml import parse_yaml, shown
 from .yaml_io import (
     Flow,
     FlowList,
-    check_seal,
+    SealedFormat,
     corrupt,
     dump_yaml,
-    read_head,
-    read_untrusted,
-    seal,
     text_fields,
 )
 
@@ -128,7 +125,7 @@ def dumps(recording: Recording, visible: bool = False) -> str:
     by `provenance.digest` (the sha256 of every other byte), so a truncated or edited file is refused
     on load."""
     text = dump_yaml(to_document(recording), visible).encode("utf-8")
-    return seal(text, SEALED_BEFORE).decode("utf-8")
+    return FORMAT.seal(text).decode("utf-8")
 
 
 def _outcome(path: Path, case_id: str, mode: str, node: Any) -> Outcome:
@@ -297,33 +294,30 @@ def from_document(path: Path, doc: Any) -> Recording:
 def read_provenance(path: Path) -> Provenance:
     """A recording's provenance alone, from the head of the file (the cases are megabytes); not
     checked against the digest, which covers the whole file: `load` checks it."""
-    doc = read_head(path, SEALED_BEFORE, "recording")
+    doc = FORMAT.head(path)
     if doc.get("schema") != SCHEMA:
         raise corrupt(path, f"not a {SCHEMA} recording (schema: {shown(doc.get('schema'))})")
     provenance: Provenance = {k: v for k, v in doc["provenance"].items() if k not in SEAL_KEYS}  # type: ignore[assignment]
     return provenance
 
 
-# What to do with a recording an older tokconf wrote: its digest, `provenance.cases`, covers only its cases.
-UNSEALED = (
-    "if you trust where it came from, `tokconf seal --trust PATH` checks its cases and seals it as it is "
-    '(its decoding too); otherwise re-record it with `tokconf record` (docs/recording-format.md, "Digest")'
+# How a recording is read and sealed; `unsealed`: what to do with one an older tokconf wrote (its digest,
+# `provenance.cases`, covers only its cases).
+FORMAT = SealedFormat(
+    "recording",
+    from_document,
+    SEALED_BEFORE,
+    unsealed=(
+        "if you trust where it came from, `tokconf seal --trust PATH` checks its cases and seals it as it is "
+        '(its decoding too); otherwise re-record it with `tokconf record` (docs/recording-format.md, "Digest")'
+    ),
 )
-
-
-def _sealed(path: Path, raw: bytes, doc: Any) -> Recording:
-    """The recording a file's bytes and their parsed document hold, checked field by field and then
-    against its digest."""
-    recording = from_document(path, doc)
-    check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
-    return recording
 
 
 def load(path: Path, kind: FileKind = FileKind.RECORDING) -> Recording:
     """Read one recording file: every field checked, then the file's bytes against its digest. `kind`:
     whose size cap it is read within (`FileKind.FOUND` for the found file a campaign adds to)."""
-    raw, doc = read_untrusted(path, "recording", kind)
-    return _sealed(path, raw, doc)
+    return FORMAT.read(path, kind)
 
 
 def recording_files(paths: list[Path]) -> list[Path]:
@@ -361,7 +355,7 @@ def write(path: Path, recording: Recording, visible: bool = False) -> None:
     included (`visible`: invisible characters escaped, see `dump_yaml`)."""
     text = dumps(recording, visible)
     raw = text.encode("utf-8")
-    again = _sealed(path, raw, parse_yaml(raw))
+    again = FORMAT.sealed(path, raw, parse_yaml(raw))
     if again.cases != recording.cases or again.facts != recording.facts:
         raise TokconfError(f"{path}: the YAML form does not read back identically; nothing was written")
     atomic_write(path, text, "recording")
@@ -375,7 +369,7 @@ def reseal(path: Path, raw: bytes, doc: Any) -> bytes:
     file's facts and provenance, so only a user who trusts it may seal it. `doc`: what `raw` parses to."""
     recording = from_document(path, doc)
     if "digest" in doc["provenance"]:
-        check_seal(path, raw, doc["provenance"], SEALED_BEFORE, UNSEALED)
+        FORMAT.check(path, raw, doc)
         return raw
     at = raw.find(b"\n" + SEALED_BEFORE + b"\n") + 1
     start = raw.rfind(b"\n", 0, max(at - 1, 0)) + 1
@@ -387,7 +381,7 @@ def reseal(path: Path, raw: bytes, doc: Any) -> bytes:
             "neither sealed nor a recording an older tokconf wrote: no `provenance.digest`, and no "
             "`provenance.cases` line matching its cases (they were cut short or edited)",
         )
-    sealed = seal(raw[:start] + raw[at:], SEALED_BEFORE)
-    if _sealed(path, sealed, parse_yaml(sealed)) != recording:
+    sealed = FORMAT.seal(raw[:start] + raw[at:])
+    if FORMAT.sealed(path, sealed, parse_yaml(sealed)) != recording:
         raise TokconfError(f"{path}: sealed, it does not read back identically; nothing was written")
     return sealed

@@ -21,8 +21,10 @@ import marshal
 import os
 import re
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import yaml
 
@@ -267,6 +269,47 @@ def seal(raw: bytes, section: bytes) -> bytes:
     if raw.startswith(b"  digest: ", start):
         raw, at = raw[:start] + raw[at:], start
     return raw[:at] + _digest_line(hashlib.sha256(raw).hexdigest()) + raw[at:]
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class SealedFormat(Generic[T]):
+    """A kind of file tokconf seals (recordings, decodings): what it is called (the `FileKind` whose cap
+    it is read within), how its document is read, the top-level line its digest line precedes, and what
+    to do with a file of it that has no digest. One helper for both, so a recording and its decoding are
+    read, sealed and refused alike."""
+
+    what: str
+    from_document: Callable[[Path, Any], T]
+    section: bytes
+    unsealed: str
+
+    def read(self, path: Path, kind: FileKind | None = None) -> T:
+        """One file of this kind: every field checked, then its bytes against its digest. `kind`: whose
+        size cap it is read within, if not its own."""
+        raw, doc = read_untrusted(path, self.what, kind)
+        return self.sealed(path, raw, doc)
+
+    def head(self, path: Path) -> dict[str, Any]:
+        """The top-level keys before the sealed section (`read_head`), not checked against the digest."""
+        return read_head(path, self.section, self.what)
+
+    def seal(self, raw: bytes) -> bytes:
+        """`seal` before this kind's section."""
+        return seal(raw, self.section)
+
+    def check(self, path: Path, raw: bytes, doc: Any) -> None:
+        """`check_seal` on a parsed document of this kind."""
+        check_seal(path, raw, doc["provenance"], self.section, self.unsealed)
+
+    def sealed(self, path: Path, raw: bytes, doc: Any) -> T:
+        """What a file's bytes and their parsed document hold, checked field by field and then against
+        its digest."""
+        value = self.from_document(path, doc)
+        self.check(path, raw, doc)
+        return value
 
 
 def check_seal(path: Path, raw: bytes, provenance: dict[str, Any], section: bytes, unsealed: str) -> None:
