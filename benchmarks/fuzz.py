@@ -39,7 +39,7 @@ from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
 from tokconf.implementations.reference import from_gguf as reference
 from tokconf.implementations.resolve import resolve
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 
 IDEOGRAPHIC_SPACE = "\u3000".encode()
 BATCH = 512

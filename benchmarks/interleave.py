@@ -3,7 +3,7 @@
     python benchmarks/interleave.py [--impl IMPL] [--recordings DIR] [--vocab NAME ...]
 
 The default implementation is the reference served by tokconf's Python worker, as every Python port
-is run (`cmd:python -m tokconf.implementations.serve reference`; `--impl reference` alone runs in
+is run (`cmd:python -m tokconf.implementations.command_worker reference`; `--impl reference` alone runs in
 process and has no interleaving check). The run's progress lines are timed as they come: the
 interleaving check is what follows the last vocabulary's `checked` line up to its `interleaved:` line
 (loading every vocabulary into one process of the port, and asking them), and its share is of the
@@ -26,7 +26,7 @@ from tokconf.checking.run import check_paths
 from tokconf.checking.xfail import ExpectedFailures
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER = f"cmd:{sys.executable} -m tokconf.implementations.serve reference"
+WORKER = f"cmd:{sys.executable} -m tokconf.implementations.command_worker reference"
 
 
 def main() -> None:

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "suppo
 import test_model_file
 from tokconf.builds.build import require_build
 from tokconf.builds.pins import DEFAULT_BUILD
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference.tokenizer import from_gguf
 
 

@@ -22,7 +22,7 @@ from tokconf.builds.vocabs import shipped_vocabs
 from tokconf.core.outcome import MODES
 from tokconf.corpus.files import Case, load_corpus
 from tokconf.corpus.generator import DEFAULT_COUNT, DEFAULT_SEED
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.oracles.llama_tokenize import CliOracle
 from tokconf.recording.recorder import Plan, all_cases, record
 

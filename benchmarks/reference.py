@@ -24,7 +24,7 @@ from tokconf.builds.build import Build, require_build
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference import Tokenizer
 
 CORPORA = Path(__file__).resolve().parent.parent / "corpora"

@@ -38,7 +38,7 @@ from tokconf.builds.fetch import fetch, source_dir
 from tokconf.core.facts import facts_to_json
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Outcome, Refusal
-from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.oracles.libllama_client import LibllamaOracle, VocabRefused
 from tokconf.recording.decoding import DETOKENIZE, PIECE_KINDS
 from tokconf.recording.format import load, recording_files
 from tokconf.synth.files import recorded_vocab

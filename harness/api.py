@@ -26,7 +26,7 @@ from .core.timeouts import API_TIMEOUTS
 from .implementations.base import Implementation, Refused, Tokenizer
 from .implementations.python import PythonImplementation
 from .implementations.resolve import contained_factory
-from .oracles.client import LibllamaOracle
+from .oracles.libllama_client import LibllamaOracle
 from .synth.files import gguf_of
 
 Factory = Callable[[Path], Tokenizer]  # a port's loader: the GGUF file's path in, a tokenizer out

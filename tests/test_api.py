@@ -219,7 +219,7 @@ def test_a_live_llama_cpp_agrees_with_a_recorded_load_refusal(llama_build: Build
 
 
 def test_an_error_crosses_a_process_boundary_with_its_words() -> None:
-    from tokconf.oracles.client import VocabRefused
+    from tokconf.oracles.libllama_client import VocabRefused
 
     error = VocabRefused(11192, Path("x.gguf"), "unknown pre-tokenizer type: 'glm5'")
     again = pickle.loads(pickle.dumps(error))

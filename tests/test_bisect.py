@@ -34,7 +34,7 @@ from tokconf.history.bisect import probe as probe_module
 from tokconf.history.bisect.probe import ProbeSet
 from tokconf.history.bisect.search import Unprobeable, bisect
 from tokconf.implementations.resolve import resolve
-from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.oracles.libllama_client import LibllamaOracle, VocabRefused
 from tokconf.recording.format import load
 
 QWEN2 = Path(__file__).resolve().parent.parent / "recordings" / "b11192" / "qwen2.yaml"

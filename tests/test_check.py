@@ -242,7 +242,7 @@ def test_a_protocol_1_program_passes_and_its_facts_are_unsupported(
 def test_a_python_implementation_runs_in_a_worker_over_protocol_2(
     llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The worker (`python -m tokconf.implementations.serve`) answers facts and decoding over protocol
+    """The worker (`python -m tokconf.implementations.command_worker`) answers facts and decoding over protocol
     2: a wrong BOS id fails there as it does in process."""
     status, output = check(capsys, "--impl", "fake_impls:wrong_bos", "--timeout", "10", "--mode", "decode")
     assert status == 1

@@ -256,7 +256,7 @@ def test_selective_declines_fail_the_documented_ci_command(tmp_path: Path) -> No
         str(tmp_path / "t.md"),
     ]
     check = [sys.executable, "-m", "tokconf", "check", *ci, "--impl"]
-    serve = f"cmd:{sys.executable} -m tokconf.implementations.serve"
+    serve = f"cmd:{sys.executable} -m tokconf.implementations.command_worker"
     for port, status in (("declines_digits", 1), ("declines_newlines", 1), ("declines_invalid_utf8", 0)):
         for impl in (f"zoo_ports:{port}", f"{serve} zoo_ports:{port}"):
             run = subprocess.run([*check, impl], capture_output=True, text=True, timeout=600, check=False)

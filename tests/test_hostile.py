@@ -650,7 +650,7 @@ def test_the_worker_exits_on_a_broken_pipe_whatever_its_port_left_running(
         from tokconf.implementations.reference import from_gguf as load
     """)  # fmt: skip
     worker = subprocess.Popen(
-        [sys.executable, "-m", "tokconf.implementations.serve", "lingering:load"],
+        [sys.executable, "-m", "tokconf.implementations.command_worker", "lingering:load"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
     )  # fmt: skip
     assert worker.stdin is not None and worker.stdout is not None

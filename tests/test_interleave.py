@@ -30,10 +30,10 @@ from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.outcome import MODES
 from tokconf.implementations.command import Conversation
+from tokconf.implementations.command_worker import serve
 from tokconf.implementations.protocol import HANDLE, BadAnswer, Hello, Op
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import from_gguf
-from tokconf.implementations.serve import serve
 from tokconf.recording.format import Recording, load, write
 
 SUPPORT = Path(__file__).resolve().parent / "support"  # protocol1_adapter, aborting_port

@@ -238,7 +238,7 @@ def test_what_the_worker_writes_reads_back_as_written() -> None:
 
 
 # ---------------------------------------------------------------------------------------------------
-# A Python port under `--timeout` (the worker, `tokconf.implementations.serve`) gets the verdicts it
+# A Python port under `--timeout` (the worker, `tokconf.implementations.command_worker`) gets the verdicts it
 # gets in process, and the worker survives whatever the port does short of ending its process.
 
 PORT = """

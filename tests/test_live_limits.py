@@ -25,7 +25,7 @@ from tokconf.core.files import recordings_arg as resolve_recordings
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.sandbox import INSTALL, SandboxPolicy
 from tokconf.core.timeouts import Wait
-from tokconf.oracles.client import LibllamaOracle, LoadHung
+from tokconf.oracles.libllama_client import LibllamaOracle, LoadHung
 from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab
 

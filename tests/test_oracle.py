@@ -16,8 +16,8 @@ from tokconf.core.outcome import MODES, Refusal, RefusalKind
 from tokconf.core.timeouts import Wait
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import SplitMix64
-from tokconf.oracles.client import LibllamaOracle
 from tokconf.oracles.libllama import binding
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.oracles.llama_tokenize import CliOracle
 from tokconf.recording.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
 from tokconf.recording.crosscheck import sample as crosscheck_sample

@@ -163,7 +163,7 @@ def test_llama_3_1_reserved_token_names_are_a_vocab_mismatch_for_llama_bpe(llama
 def test_in_a_worker_with_a_timeout(
     llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`--timeout` runs it in `python -m tokconf.implementations.serve hf-tokenizers:PATH`, over the
+    """`--timeout` runs it in `python -m tokconf.implementations.command_worker hf-tokenizers:PATH`, over the
     line protocol: the same verdicts, the vocab-mismatch decline included."""
     gpt2 = _tokenizer_json("gpt2")
     args = ["--impl", f"hf-tokenizers:{gpt2}", "--timeout", "30", "--mode", "plain"]

@@ -12,7 +12,7 @@ from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.outcome import Outcome, Refusal, Request
 from tokconf.corpus.files import load_corpus_file
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.recording import recorder
 from tokconf.recording.format import load
 from tokconf.recording.recorder import Plan, record, record_vocab

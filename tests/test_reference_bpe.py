@@ -8,7 +8,7 @@ import pytest
 from gguf import GGUFWriter
 from tokconf.builds.build import Build
 from tokconf.core.errors import TokconfError
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference.gguf_reader import GGUFError
 from tokconf_reference.tokenizer import Tokenizer, UnsupportedVocab
 from tokconf_reference.unicode import InvalidCodepoint

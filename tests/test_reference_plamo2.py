@@ -15,7 +15,7 @@ from tokconf.core.files import CORPUS
 from tokconf.core.outcome import MODES
 from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference.gguf_reader import GGUFError
 from tokconf_reference.tokenizer import Tokenizer
 

@@ -32,7 +32,7 @@ from tokconf.corpus.files import load_corpus
 from tokconf.corpus.generator import fuzz_strings
 from tokconf.implementations.python import PythonImplementation
 from tokconf.implementations.reference import ReferencePort
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.recording.decoding import load_for
 from tokconf.recording.format import load
 from tokconf.synth.files import recorded_vocab

@@ -10,7 +10,7 @@ from gguf import GGUFWriter
 from tokconf.builds.build import Build
 from tokconf.core.outcome import MODES
 from tokconf.corpus.generator import fuzz_strings
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference.tokenizer import Tokenizer
 
 SIZE = 1009  # a prime, so the hash's remainders vary

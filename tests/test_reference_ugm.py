@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from gguf import GGUFValueType, GGUFWriter
 from tokconf.builds.build import Build
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf_reference.tokenizer import Tokenizer
 from tokconf_reference.ugm import CharsmapError
 

@@ -78,7 +78,7 @@ def _serving(word: str) -> list[int]:
     found = []
     for pid in _with(word):
         try:
-            if b"tokconf.implementations.serve" in Path(f"/proc/{pid}/cmdline").read_bytes():
+            if b"tokconf.implementations.command_worker" in Path(f"/proc/{pid}/cmdline").read_bytes():
                 found.append(pid)
         except OSError:
             continue

@@ -20,7 +20,7 @@ from tokconf.core.render import WHITESPACE
 from tokconf.corpus.generator import CONTRACTIONS, DIGITS, MALFORMED_UTF8, RANGES, SPECIAL_TEXTS
 from tokconf.fuzz.generator import CATEGORIES, PADDING_AFTER, PADDING_BEFORE, sample_words
 from tokconf.fuzz.strategies import vocab_texts
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.strategies import Family, inputs
 
 U3000 = "\u3000".encode()

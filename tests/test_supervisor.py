@@ -16,8 +16,8 @@ import pytest
 from tokconf.builds.build import Build
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.supervisor import Framing, Program, ProgramExited, ProgramFailed
-from tokconf.oracles import client
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles import libllama_client as client
+from tokconf.oracles.libllama_client import LibllamaOracle
 
 
 @pytest.mark.parametrize(

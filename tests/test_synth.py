@@ -22,7 +22,7 @@ from tokconf.core.files import sha256_file
 from tokconf.core.outcome import MODES, Refusal
 from tokconf.corpus.generator import SplitMix64
 from tokconf.implementations.resolve import resolve
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.recording.coverage import known_tokenizers
 from tokconf.recording.decoding import load_for
 from tokconf.recording.decoding import path_for as decoding_path

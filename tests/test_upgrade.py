@@ -29,7 +29,7 @@ from tokconf.history.bisect.probe import VOCAB_WIDE, Answer, Answers, Key, Probe
 from tokconf.history.bisect.search import Unprobeable
 from tokconf.history.report import Block, Kind, markdown, page, plain
 from tokconf.history.walk import Cases, walk
-from tokconf.oracles.client import LibllamaOracle, VocabRefused
+from tokconf.oracles.libllama_client import LibllamaOracle, VocabRefused
 from tokconf.recording.decoding import load as load_decoding
 from tokconf.recording.decoding import path_for
 from tokconf.recording.decoding import write as write_decoding

@@ -152,7 +152,7 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     assert status == want_status, line
     assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
     assert verdict["verdict_line"] == line and verdict["exit_status"] == status
-    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     front_ends = {
         "--timeout": _judged(capsys, recordings, impl, "--timeout", "30"),
         "--jobs 2": _judged(capsys, recordings, impl, "--jobs", "2"),
@@ -229,7 +229,7 @@ def test_a_probe_passes_only_where_the_command_grants_its_class(
 
     run = tokconf.check(impl, recordings, allow_decline=[tokconf.InputClass.INVALID_UTF8, "nul", name])
     assert (run.decision.exit_status, run.decision.line()) == (status, line)
-    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
     front_ends = {
         "--jobs 2": _judged(capsys, recordings, impl, "--allow-decline", f"invalid-utf8,nul,{name}", "--jobs", "2"),
@@ -339,7 +339,7 @@ def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end
     assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
     failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
     assert failed == {(vocab, "interleave") for vocab in STATEFUL[port]}
-    worker = f"cmd:{sys.executable} -m tokconf.implementations.serve {impl}"
+    worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(two_vocabs)]
     plain = pytester.runpytest_inprocess(*args)
     distributed = pytester.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")

@@ -80,7 +80,7 @@ C_STANDARD, CXX_STANDARD = "-std=gnu11", "-std=gnu++17"
 # so a class missing its vtable (constructed somewhere in these files) is no case for one.
 DATA_PREFIXES = ("_ZTV", "_ZTT", "_ZTI", "_ZTS", "_ZGV")
 UNDEFINED = re.compile(r"undefined reference to `([^']+)'")
-# What a stub prints before it aborts (tokconf.oracles.client reads it: never llama.cpp's abort).
+# What a stub prints before it aborts (tokconf.oracles.libllama_client reads it: never llama.cpp's abort).
 STUB_SAYS, STUB_SAYS_AFTER = "tokconf tokenizer-only libllama: ", " is not in this library; use the full build"
 STUB_REACHED = re.compile(re.escape(STUB_SAYS) + "(.+?)" + re.escape(STUB_SAYS_AFTER))
 # The files that tokenize, and the shim: what they call is what tokenizing runs, so none of it may be a

@@ -13,7 +13,7 @@ worker) start the same way (`command`).
 
 The port keeps its environment: its worker is started as any Python program is, with the `sys.path`
 the command was started with and the current folder first, as `python -m` puts it
-(`PORT_PATH`, read by `tokconf.implementations.serve`), so `PYTHONPATH=.` is no longer needed to name a
+(`PORT_PATH`, read by `tokconf.implementations.command_worker`), so `PYTHONPATH=.` is no longer needed to name a
 port in the current folder.
 
 What this cannot do, said in docs/threat-model.md: start-up code ran in the first interpreter, before

@@ -1,6 +1,6 @@
 """The one supervisor of every child process tokconf runs: a `cmd:` program, a Python port's worker
-(`tokconf.implementations.serve`, or this process forked), and the live llama.cpp's worker
-(`tokconf.oracles.worker`, driven by `tokconf.oracles.client`). Each is a `Program`: its pipes, one
+(`tokconf.implementations.command_worker`, or this process forked), and the live llama.cpp's worker
+(`tokconf.oracles.libllama_worker`, driven by `tokconf.oracles.libllama_client`). Each is a `Program`: its pipes, one
 deadline per request, its process group, the end of its standard error, a bounded answer
 (docs/line-protocol.md, "The program's process").
 

@@ -22,7 +22,7 @@ from ..core.files import CORPUS
 from ..core.outcome import Outcome, Refusal, Request
 from ..corpus.files import load_corpus
 from ..implementations.base import Broken, Implementation, Unsupported, VocabInfo
-from ..oracles.client import LibllamaOracle
+from ..oracles.libllama_client import LibllamaOracle
 from ..recording.format import Recording
 from .matrix import Matrix, Speed
 

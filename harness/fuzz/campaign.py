@@ -49,7 +49,7 @@ from ..core.files import cache_root, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Request
 from ..core.shrink import ddmin, units
 from ..implementations.base import Broken, Implementation, LoadRefused, Session, Unsupported, VocabInfo
-from ..oracles.client import LibllamaOracle
+from ..oracles.libllama_client import LibllamaOracle
 from . import Engine
 from .database import ExampleStore, HypothesisView, hypothesis_key
 from .findings import Finding

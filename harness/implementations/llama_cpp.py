@@ -15,7 +15,7 @@ from ..core.facts import ExposedFacts, Fact
 from ..core.outcome import Outcome, Request
 from ..core.sandbox import DEFAULT_POLICY, Confiner
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
-from ..oracles.client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
+from ..oracles.libllama_client import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, LibllamaOracle, LoadHung, VocabRefused
 from ..oracles.probe import LibraryInfo, probe_library
 from .base import Broken, Decoder, LoadRefused, Session, VocabInfo
 

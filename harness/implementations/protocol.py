@@ -7,7 +7,7 @@ an error that says what was wrong and shows what was sent. Two kinds of error, b
 different things: `OutOfStep` (the line cannot be the answer to the request in flight: the program
 must be restarted) and `BadAnswer` (an answer to the right request, of a shape it does not allow: that
 request's check is an error, and the conversation goes on). The worker that serves a Python
-implementation (`tokconf.implementations.serve`) writes its answers with the same classes
+implementation (`tokconf.implementations.command_worker`) writes its answers with the same classes
 (`fields()`), so both ends read one definition of the protocol.
 """
 

@@ -67,7 +67,7 @@ class PythonSession:
 
     def encode_many(self, requests: list[Request], llama_aborts: frozenset[int] = frozenset()) -> list[Outcome]:
         """In tokconf's process (`--in-process`): a port that aborts it ends the run, so `llama_aborts`
-        changes nothing here; a worker process (`tokconf.implementations.serve`) is what survives one."""
+        changes nothing here; a worker process (`tokconf.implementations.command_worker`) is what survives one."""
         try:
             encode = _call("reading encode", getattr, self.tokenizer, "encode")
         except Exception as error:

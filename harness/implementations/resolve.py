@@ -27,9 +27,9 @@ from ..core.sandbox import DEFAULT_POLICY, FORKED, IN_PROCESS, OWN_CODE, Confine
 from ..core.timeouts import CLI_TIMEOUTS, TimeoutOptions
 from .base import Implementation
 from .command import DEFAULT_LOAD_TIMEOUT, DEFAULT_TIMEOUT, CommandImplementation, Launcher
+from .command_worker import forked
 from .llama_cpp import Limits, local, published
 from .python import PythonImplementation, resolve_python
-from .serve import forked
 
 IN_PROCESS_ALWAYS = "reference"  # tokconf's own code: trusted, and the main job's speed
 
@@ -44,7 +44,7 @@ def resolve(
     sandbox: SandboxPolicy = DEFAULT_POLICY,
 ) -> Implementation:
     """Turn an `--impl` value into an implementation. A Python implementation (but the reference) runs
-    in worker processes (`tokconf.implementations.serve`, given the same value), one per vocabulary,
+    in worker processes (`tokconf.implementations.command_worker`, given the same value), one per vocabulary,
     and is imported there only: its code never runs in this process, which judges it. With
     `in_process` it is imported and called here (for debugging), and says it is not contained.
     `timeout`: seconds for each answer; `load_timeout`: for starting and loading one vocabulary;
@@ -75,7 +75,8 @@ def resolve(
         python = resolve_python(spec)
         python.contained = False
         return python
-    worker = (sys.executable, "-P", "-m", "tokconf.implementations.serve", spec)  # -P: the path is the caller's
+    # -P: the path is the caller's
+    worker = (sys.executable, "-P", "-m", "tokconf.implementations.command_worker", spec)
     launcher = Launcher(
         worker, sandbox.confiner(), {PORT_PATH: port_path()}, label=f"--impl {spec} (its worker process)"
     )

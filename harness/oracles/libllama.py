@@ -1,6 +1,6 @@
 """libllama through cffi, as llama.cpp's own tests/test-tokenizer-random.py loads it.
 
-This module is imported only inside the oracle worker process (`tokconf.oracles.worker`): llama.cpp
+This module is imported only inside the oracle worker process (`tokconf.oracles.libllama_worker`): llama.cpp
 aborts the whole process on some inputs, so it must never run in the harness's own process.
 
 The declarations come from the build's own `llama.h`, run through `gcc -E` with the same pycparser

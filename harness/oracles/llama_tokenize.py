@@ -10,8 +10,8 @@ from pathlib import Path
 from ..builds.build import Build
 from ..core.outcome import Outcome, Refusal, RefusalKind
 from .bound import max_ids, over_bound
-from .client import DEFAULT_TIMEOUT
 from .crash import crash_reason
+from .libllama_client import DEFAULT_TIMEOUT
 
 
 class CliOracle:

@@ -5,7 +5,7 @@ A library of another architecture, one whose libggml*.so cannot be found, or a f
 libllama would otherwise fail at the first vocabulary, where the oracle reads a load failure as
 llama.cpp refusing that vocabulary (`VocabRefused`), and a recording would hold it as every case's
 outcome. Asked here, it is an error naming the library and why. The library is loaded in the worker
-process (`python -m tokconf.oracles.worker --info`), never in this one.
+process (`python -m tokconf.oracles.libllama_worker --info`), never in this one.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from ..core import isolated
 from ..core.errors import TokconfError
 from ..core.sandbox import Confiner
 from ..core.supervisor import Framing, Program, ProgramFailed, ProgramTimedOut
-from .client import DEFAULT_TIMEOUT, STDERR_READ
 from .crash import crash_reason
 from .libllama import PARAMS_SAID
+from .libllama_client import DEFAULT_TIMEOUT, STDERR_READ
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def probe_library(build: Build, timeout: float = DEFAULT_TIMEOUT, confiner: Conf
     args = ["--lib", str(build.libllama), "--header", str(build.llama_h), "--info"]
     for path in build.include_dirs:
         args += ["--include", str(path)]
-    command = isolated.command("tokconf.oracles.worker", args)
+    command = isolated.command("tokconf.oracles.libllama_worker", args)
     what = f"llama.cpp {build.source.label()}"
     if str(build.libllama) != build.source.origin:  # a tree's library, or one reached through a link
         what += f" (libllama {build.libllama})"

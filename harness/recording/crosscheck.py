@@ -29,7 +29,7 @@ from ..core.files import atomic_write, sha256_file
 from ..core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
 from ..corpus.files import Case
 from ..corpus.generator import SplitMix64
-from ..oracles.client import LibllamaOracle
+from ..oracles.libllama_client import LibllamaOracle
 from ..oracles.llama_tokenize import CliOracle
 from .recorder import Plan, all_cases
 

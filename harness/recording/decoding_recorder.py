@@ -14,7 +14,7 @@ from ..builds.local import local_build
 from ..core.errors import TokconfError
 from ..core.facts import LlamaCppProvenance
 from ..core.files import sha256_file
-from ..oracles.client import LibllamaOracle
+from ..oracles.libllama_client import LibllamaOracle
 from ..synth.files import recorded_vocab
 from .decoding import DETOKENIZE, Decoding, Edit, splice
 from .decoding import path_for as decoding_path

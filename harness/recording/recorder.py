@@ -36,7 +36,7 @@ from ..corpus.files import Case, CorpusFile
 from ..corpus.generator import GENERATOR_VERSION, fuzz_strings
 from ..corpus.upstream import upstream_cases
 from ..corpus.vocab_cases import vocab_cases
-from ..oracles.client import LibllamaOracle, VocabRefused
+from ..oracles.libllama_client import LibllamaOracle, VocabRefused
 from ..oracles.probe import LibraryInfo
 from ..synth.files import synth_provenance
 from ..synth.recipes import BY_NAME

@@ -20,7 +20,7 @@ from ..builds.build import Build
 from ..core.outcome import MODES, Outcome
 from ..core.shrink import ddmin, units
 from ..fuzz.generator import InputGenerator, sample_words
-from ..oracles.client import LibllamaOracle
+from ..oracles.libllama_client import LibllamaOracle
 from ..recording.decoding import DETOKENIZE
 from .mutants import Mutant
 from .schemata import ENVIRONMENT

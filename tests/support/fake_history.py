@@ -16,7 +16,7 @@ from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.core.outcome import Outcome, Request
 from tokconf.history.bisect import probe as probe_module
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.recording.decoding import load as load_decoding
 from tokconf.recording.decoding import path_for
 from tokconf.recording.decoding import write as write_decoding

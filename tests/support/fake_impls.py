@@ -14,7 +14,7 @@ from tokconf.builds.build import require_build
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.core.outcome import Refusal
 from tokconf.implementations.base import Refused, Unsupported
-from tokconf.oracles.client import LibllamaOracle
+from tokconf.oracles.libllama_client import LibllamaOracle
 
 HELLO = b"Hello world"
 

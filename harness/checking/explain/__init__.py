@@ -15,7 +15,7 @@ from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Refusal
 from ...implementations.base import Implementation, VocabInfo
 from ...implementations.python import PortBroke
-from ...oracles.client import LibllamaOracle
+from ...oracles.libllama_client import LibllamaOracle
 from ..contract import Standing, Verdict
 from ..engine import CheckedFile
 from .explainer import Cause, Explainer, Explanation, explained_failures

@@ -37,7 +37,7 @@ from ...core.facts import VocabFacts, facts_to_json
 from ...core.files import atomic_write, cache_root, sha256_file
 from ...core.outcome import LOAD, MODES, Mode, Outcome, Refusal
 from ...implementations.base import Decoder
-from ...oracles.client import LibllamaOracle, VocabRefused
+from ...oracles.libllama_client import LibllamaOracle, VocabRefused
 from ...recording.decoding import DETOKENIZE, PIECE_KINDS, Decoding, PieceKind, Setting
 from ...recording.format import Recording
 from ...synth.files import recorded_vocab

@@ -1,4 +1,4 @@
-"""The process that hosts libllama for one vocabulary: `python -m tokconf.oracles.worker`.
+"""The process that hosts libllama for one vocabulary: `python -m tokconf.oracles.libllama_worker`.
 
 It exists so that llama.cpp's aborts (b11192 throws `std::invalid_argument` on a code point above
 U+10FFFF and the uncaught exception kills the process) never reach the recorder.
@@ -7,7 +7,7 @@ It is a small fork server: this process loads the vocabulary once (~0.5 s: gcc -
 then forks a child that answers requests. When llama.cpp kills the child, the loaded parent answers
 the request the child died on with the reason from the child's last words (its stderr, kept in a file
 of this process's) and forks a fresh child, so a crash costs a fork, not a reload. This process is
-held by tokconf's one supervisor (`tokconf.core.supervisor`, driven by `tokconf.oracles.client`): if
+held by tokconf's one supervisor (`tokconf.core.supervisor`, driven by `tokconf.oracles.libllama_client`): if
 it dies or hangs itself, its process group is killed and the next request starts a new one.
 
 Frames in both directions are a 4-byte little-endian length and a payload (the supervisor's

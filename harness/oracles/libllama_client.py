@@ -1,7 +1,7 @@
 """`LibllamaOracle`: the live llama.cpp for one vocabulary, crash-isolated in a worker process.
 
 The worker calls llama_tokenize in-process through cffi, ~25,000 inputs/s. When llama.cpp aborts on
-an input, the worker's fork server reports it and carries on (`tokconf.oracles.worker`); when the
+an input, the worker's fork server reports it and carries on (`tokconf.oracles.libllama_worker`); when the
 worker hangs past the timeout or dies itself, it is killed and the next call starts a fresh one.
 Either way that input's answer is a `Refusal` carrying the reason: one bad input never stops a
 recording.
@@ -120,7 +120,8 @@ class LibllamaOracle:
         args = ["--lib", str(self.build.libllama), "--header", str(self.build.llama_h), "--vocab", str(self.vocab)]
         for path in self.build.include_dirs:
             args += ["--include", str(path)]
-        command = isolated.command("tokconf.oracles.worker", args)  # no .pth file or PYTHON* variable reaches it
+        # isolated: no .pth file or PYTHON* variable reaches it
+        command = isolated.command("tokconf.oracles.libllama_worker", args)
         # GGML_NO_BACKTRACE: on abort ggml would otherwise run gdb for a backtrace (~0.4 s a crash).
         env = {**isolated.environment(), "GGML_NO_BACKTRACE": "1"}
         program = Program(command, self.answer_wait.seconds, env, self.confiner, Framing.LENGTH, MAX_ANSWER)

@@ -1,6 +1,6 @@
 """A Python implementation served over the line protocol, version 2 (docs/line-protocol.md):
 
-    python -m tokconf.implementations.serve MODULE:FACTORY
+    python -m tokconf.implementations.command_worker MODULE:FACTORY
 
 Every Python implementation but tokconf's own reference runs this way unless `--in-process`: in a
 process of its own, one per vocabulary, so nothing its code does (patching tokconf, `os._exit`,
@@ -239,7 +239,7 @@ def forked(impl: PythonImplementation) -> Callable[[], int]:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 1:
-        print("usage: python -m tokconf.implementations.serve MODULE:FACTORY", file=sys.stderr)
+        print("usage: python -m tokconf.implementations.command_worker MODULE:FACTORY", file=sys.stderr)
         return 2
     requests, answers = protocol_pipes()  # before the implementation is imported: its import may print too
     caller_path = json.loads(os.environ.get(PORT_PATH, "[]"))
