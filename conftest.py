@@ -61,7 +61,11 @@ def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
     return runs
 
 
-CONFORMANCE = ("test_tokenizer_build.py", "test_docs_commands.py", "test_examples.py")  # whole files of proofs
+# Whole files of proofs: the three builds' equality, the docs' commands, the example ports, the installed wheel and
+# one failing port through every front end. Single tests elsewhere are marked `conformance` where they prove the
+# same of every front end (the CLI's case stays in `tox`) or of every bundled recording.
+CONFORMANCE = ("test_tokenizer_build.py", "test_docs_commands.py", "test_examples.py", "test_installed.py",
+               "test_front_ends.py")  # fmt: skip
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -167,6 +167,7 @@ def test_the_reference_is_no_part_of_the_public_api() -> None:
     assert not any(getattr(tokconf, name) is tokconf_reference for name in tokconf.__all__)
 
 
+@pytest.mark.conformance
 def test_jobs_check_recordings_in_parallel_with_the_same_verdicts(llama_build: Build, tmp_path: Path) -> None:
     """`jobs=2` (`tokconf check --jobs 2`): every result, cause and expected-failure match as one process
     finds them, in the same order."""

@@ -55,6 +55,7 @@ def _tokconf(*args: str) -> subprocess.CompletedProcess[str]:
         pytest.fail(f"hung: no end in {HANG_GUARD} s: tokconf {' '.join(args)}", pytrace=False)
 
 
+@pytest.mark.conformance
 def test_llama_cpp_answers_within_the_bound_in_every_bundled_recording() -> None:
     """The bound must never judge llama.cpp's own answer: every answer of b11192's 128 recordings and
     b11434's is within it, with room (the most is 3 ids a byte plus 2: tokconf.oracles.bound)."""

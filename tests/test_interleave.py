@@ -67,6 +67,7 @@ def _failed_vocabs(run: CheckRun) -> set[tuple[str, str]]:
     return {(r.vocab, str(r.section)) for r in run.results if r.verdict.is_problem}
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("probe", sorted(PROBES))
 def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vocabulary_claim(
     probe: str, sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
@@ -92,6 +93,7 @@ def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vo
     assert failing == want
 
 
+@pytest.mark.conformance
 def test_a_port_without_state_passes_the_same_check(
     sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
 ) -> None:

@@ -22,6 +22,7 @@ from tokconf.recording.format import load, recording_files
 BUNDLED = Path(__file__).resolve().parent.parent / "recordings" / "b11192"
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("name", [p.stem for p in recording_files([BUNDLED]) if p.parent == BUNDLED])
 def test_reference_matches_llama_cpp(name: str, llama_build: Build) -> None:
     recording = load(BUNDLED / f"{name}.yaml")

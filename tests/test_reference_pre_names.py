@@ -101,6 +101,7 @@ def test_the_spliced_file_is_the_file_gguf_writes(
     assert _with_pre(tmp_path, vocab_head, "deepseek-llm").read_bytes() == written.read_bytes()
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("pre", sorted(name for name in PRE_NAMES if name is not None))
 def test_the_pre_name_tokenizes_as_llama_cpp(pre: str, texts: list[bytes], llama_build: Build) -> None:
     recording = load(SYNTHETIC / f"pre-{pre}.yaml")

@@ -222,6 +222,7 @@ def test_a_port_pointing_the_next_recordings_link_at_a_forged_file_does_not_pass
     assert second.resolve() != real  # it did swap the link: the run refused to judge what it leads to
 
 
+@pytest.mark.conformance
 def test_a_port_rewriting_the_next_recording_fails_the_api_and_pytest_too(
     recordings: Path, tmp_path: Path, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -323,6 +324,7 @@ def test_a_grant_over_what_the_judge_reads_or_writes_is_refused(recordings: Path
     assert done.returncode == 1 and _verdict(verdict)["sandbox"]["about"] == f"bubblewrap (granted: writes {own})"  # type: ignore[index]
 
 
+@pytest.mark.conformance
 def test_a_daemon_started_under_the_api_or_pytest_does_not_outlive_the_run(
     recordings: Path, tmp_path: Path, marker: str, sandbox: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -116,3 +116,61 @@ def test_a_llama_cpp_worker_that_died_idle_costs_no_answer(llama_build: Build) -
         time.sleep(0.2)  # dead before the request, not during it
         assert oracle.tokenize(b"Hello world", False, False) == ids
         assert (oracle.restarts, oracle.crashes) == (1, 0)
+
+
+STUBBED_CHILD = textwrap.dedent(
+    """
+    import struct, sys
+    def say(payload):
+        sys.stdout.buffer.write(struct.pack("<I", len(payload)) + payload)
+        sys.stdout.buffer.flush()
+    say(b"R")  # loaded
+    while head := sys.stdin.buffer.read(4):
+        sys.stdin.buffer.read(struct.unpack("<I", head)[0])
+        say(b"Sdownstream_hook(unsigned int)")  # as the fork server says a child's stub
+    """
+)
+
+
+def test_a_stub_a_forked_child_reaches_is_an_error_never_an_abort(
+    llama_build: Build, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A child of the worker's fork server that reaches a stub of the tokenizer-only library dies by
+    SIGABRT, as llama.cpp aborting would: the server says `S` and the function's name (not `X` and a
+    crash reason), and the oracle raises StubReached, so no recording holds tokconf's abort as
+    llama.cpp's refusal."""
+    script = tmp_path / "worker.py"
+    script.write_text(STUBBED_CHILD)
+    monkeypatch.setattr(client.isolated, "command", lambda module, args: [sys.executable, str(script)])
+    vocab = llama_build.models_dir / "ggml-vocab-gpt-2.gguf"
+    with LibllamaOracle(llama_build, vocab, timeout=20) as oracle, pytest.raises(client.StubReached) as stub:
+        oracle.tokenize(b"Hello", False, False)
+    assert "reached downstream_hook(unsigned int), which it has as a stub" in str(stub.value)
+
+
+ONE_SHOT = {  # a one-shot program's whole input on stdin -> (status, output), or the failure it must be
+    "echoes and exits 3": ("import sys; sys.stdout.write(sys.stdin.read().upper()); sys.exit(3)", (3, b"ABC")),
+    "hangs": ("import sys, time; sys.stdin.read(); time.sleep(60)", "no answer within 1 s"),
+    "floods": ("import sys; sys.stdin.read(); sys.stdout.write('x' * 5000)", "more than the 4096 bytes"),
+    "lives on": ("import os, sys, time; sys.stdin.read(); os.close(1); time.sleep(60)", "kept running"),
+    "reads nothing": ("import sys; sys.exit(5)", (5, b"")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONE_SHOT))
+def test_a_one_shot_program_gives_its_status_and_output_or_is_ended(name: str) -> None:
+    """`Framing.WHOLE` (llama-tokenize, `tokconf.oracles.llama_tokenize`): all of the input, closed after
+    it; all of the output and the exit status, within the deadline and the bound, or a `ProgramFailed`
+    that says why, the program's whole group killed."""
+    source, want = ONE_SHOT[name]
+    program = Program([sys.executable, "-c", source], 1.0, framing=Framing.WHOLE, max_answer=4096)
+    data = b"abc" if name != "reads nothing" else b"x" * (1 << 20)  # more than a pipe holds: it never reads it
+    started = time.monotonic()
+    if isinstance(want, tuple):
+        assert program.run_once(data) == want
+    else:
+        with pytest.raises(ProgramFailed, match=want):
+            program.run_once(data)
+    assert not program.running and time.monotonic() - started < 30
+    with pytest.raises(ProcessLookupError):
+        os.killpg(program.proc.pid, 0)

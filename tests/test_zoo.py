@@ -137,6 +137,27 @@ def zoo_path(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(SUPPORT), os.environ.get("PYTHONPATH")])))
 
 
+def _contract_verdict(capsys: pytest.CaptureFixture[str], recordings: Path, port: str) -> Judged:
+    """`tokconf check` on a zoo port, held to the verdict the contract gives it (`ZOO`)."""
+    status, line, verdict = _judged(capsys, recordings, f"zoo_ports:{port}")
+    want_status, pattern = ZOO[port]
+    assert status == want_status, line
+    assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
+    assert verdict["verdict_line"] == line and verdict["exit_status"] == status
+    return status, line, verdict
+
+
+@pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(ZOO))
+def test_each_port_gets_the_verdict_of_the_contract(
+    port: str, recordings: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tokconf check`: the exit status, the verdict line and its `--json` verdict the contract gives
+    the port (every other front end is held to the same in the conformance proof below)."""
+    _contract_verdict(capsys, recordings, port)
+
+
+@pytest.mark.conformance
 @pytest.mark.usefixtures("zoo_path")
 @pytest.mark.parametrize("port", sorted(ZOO))
 def test_every_front_end_gives_a_port_the_same_verdict(
@@ -147,11 +168,7 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     check_runs: list[CheckRun],
 ) -> None:
     impl = f"zoo_ports:{port}"
-    status, line, verdict = _judged(capsys, recordings, impl)
-    want_status, pattern = ZOO[port]
-    assert status == want_status, line
-    assert re.search(pattern, line) or re.search(pattern, capsys.readouterr().out), line
-    assert verdict["verdict_line"] == line and verdict["exit_status"] == status
+    status, line, verdict = _contract_verdict(capsys, recordings, port)
     worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     front_ends = {
         "--timeout": _judged(capsys, recordings, impl, "--timeout", "30"),
@@ -320,6 +337,33 @@ def two_vocabs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 STATEFUL = {"stateful": {"llama-bpe"}, "module_global": {"gpt-2"}, "text_keyed_cache": {"gpt-2", "llama-bpe"}}
 
 
+def _stateful_fails(
+    capsys: pytest.CaptureFixture[str], two_vocabs: Path, port: str, check_runs: list[CheckRun]
+) -> tuple[int, str]:
+    """`tokconf check` on a port with state: FAIL, by the interleaving rows of `STATEFUL` alone."""
+    status, line = _cli(capsys, two_vocabs, f"zoo_ports:{port}")
+    assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
+    failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
+    assert failed == {(vocab, "interleave") for vocab in STATEFUL[port]}
+    return status, line
+
+
+@pytest.mark.usefixtures("zoo_path")
+@pytest.mark.parametrize("port", sorted(STATEFUL))
+def test_a_port_keeping_state_across_vocabularies_fails_by_the_interleaving_check(
+    port: str, two_vocabs: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+) -> None:
+    """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with
+    state across vocabularies fails, by that check's row alone. In tokconf's own process (`--in-process`)
+    the vocabularies share it from the start, so the port fails there too, with more. The same check
+    is passed by a port without state."""
+    _stateful_fails(capsys, two_vocabs, port, check_runs)
+    in_process, line_in_process = _cli(capsys, two_vocabs, f"zoo_ports:{port}", "--in-process")
+    assert in_process == 1 and NOT_CONTAINED in line_in_process
+    assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0
+
+
+@pytest.mark.conformance
 @pytest.mark.usefixtures("zoo_path")
 @pytest.mark.parametrize("port", sorted(STATEFUL))
 def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end(
@@ -329,16 +373,11 @@ def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end
     capsys: pytest.CaptureFixture[str],
     check_runs: list[CheckRun],
 ) -> None:
-    """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with
-    state across vocabularies gets the same counts and exit status whatever the scheduling, and fails,
-    by that check's row alone. In tokconf's own process (`--in-process`) the vocabularies share it from
-    the start, so the port fails there too, with more. A protocol 1 program holds one vocabulary at a
-    time: the first-loaded and the cache fail it too; the module-global cannot (docs/threat-model.md)."""
+    """The same counts and exit status whatever the scheduling. A protocol 1 program holds one
+    vocabulary at a time: the first-loaded and the cache fail it too; the module-global cannot
+    (docs/threat-model.md)."""
     impl = f"zoo_ports:{port}"
-    status, line = _cli(capsys, two_vocabs, impl)
-    assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
-    failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
-    assert failed == {(vocab, "interleave") for vocab in STATEFUL[port]}
+    status, line = _stateful_fails(capsys, two_vocabs, port, check_runs)
     worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(two_vocabs)]
     plain = pytester.runpytest_inprocess(*args)
@@ -351,9 +390,6 @@ def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end
         "pytest -n 2": (distributed.ret, _verdict_line(distributed.stdout.str())),
     }
     assert front_ends == dict.fromkeys(front_ends, (status, line))
-    in_process, line_in_process = _cli(capsys, two_vocabs, impl, "--in-process")
-    assert in_process == 1 and NOT_CONTAINED in line_in_process
     if port != "module_global":
         adapter = f"cmd:{sys.executable} {SUPPORT / 'protocol1_adapter.py'} {impl}"
         assert _cli(capsys, two_vocabs, adapter)[0] == 1
-    assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0  # the same check, passed by a port without state

@@ -50,15 +50,22 @@ class Framing(Enum):
 
     LINE = "line"  # a message is a line: the line protocol's JSON (docs/line-protocol.md)
     LENGTH = "length"  # a little-endian u32 byte count, then the message: the llama.cpp worker's binary answers
+    WHOLE = "whole"  # one request, all of the input; one answer, all of the output: a one-shot program (`run_once`)
 
     def frame(self, message: bytes) -> bytes:
         """`message` as written to the child."""
+        if self is Framing.WHOLE:
+            return message
         return message + b"\n" if self is Framing.LINE else LENGTH.pack(len(message)) + message
 
     def cut(self, buffer: bytearray, searched: int, bound: int) -> tuple[int, int] | None:
         """Where the first whole message of `buffer` is, as (its end, where the next one starts), or None
         while it is not whole; `searched`: how much of the buffer is known to hold no line's end. Raises
         ProgramFailed for a message over `bound` bytes (a line found too long, or a prefix announcing it)."""
+        if self is Framing.WHOLE:  # whole only when the output ends (`Program._next`)
+            if len(buffer) > bound:
+                raise ProgramFailed(f"wrote more than the {bound} bytes its output may take")
+            return None
         if self is Framing.LINE:
             end = buffer.find(b"\n", searched)
             if end < 0 and len(buffer) > bound:
@@ -288,6 +295,32 @@ class Program:
             self.end()
             raise
 
+    def run_once(self, data: bytes, wait: Wait | None = None) -> tuple[int, bytes]:
+        """A one-shot program's run (`Framing.WHOLE`, e.g. `llama-tokenize --stdin`): `data` is all of its
+        input, closed after it; its exit status and all it wrote, within one deadline. One that hangs,
+        floods its output or lives on `EXIT_GRACE` after closing it is ended, and ProgramFailed raised."""
+        assert self.framing is Framing.WHOLE and self.proc.stdin is not None
+        deadline = self._deadline(wait)
+        try:
+            self._write(data, deadline)
+        except ProgramExited:  # it stopped reading and exited (ended now): its status and output say why
+            return self._status(), bytes(self._buffer)
+        except ProgramFailed:
+            self.end()
+            raise
+        with contextlib.suppress(OSError):
+            self.proc.stdin.close()
+        output = self.receive(wait)
+        if not self._exits_within(EXIT_GRACE):
+            self.end()
+            raise ProgramFailed("it closed its output but kept running, and was killed")
+        return self.end(), output
+
+    def _status(self) -> int:
+        """The exit status of a program already ended, as `end` gave it."""
+        assert self.proc.returncode is not None
+        return self.proc.returncode if self.confiner is None else self.confiner.status(self.proc.returncode)
+
     def end(self) -> int:
         """Kill the program's whole process group and reap its leader (the rest become init's
         children, and init reaps them); the leader's exit status. The group is killed before the
@@ -301,12 +334,12 @@ class Program:
                 self._exits_within(KEEPER_GRACE)
             with contextlib.suppress(ProcessLookupError, PermissionError):  # macOS: a group of zombies only
                 os.killpg(self.proc.pid, signal.SIGKILL)
-        status = self.proc.wait()
+        self.proc.wait()
         for pipe in (self.proc.stdin, self.proc.stdout):
             assert pipe is not None
             pipe.close()
         self._reader.join(READER_GRACE)  # a process that left the group may hold stderr: not waited for
-        return status if self.confiner is None else self.confiner.status(status)
+        return self._status()
 
     def close(self) -> None:
         """Close its input, give it `CLOSE_GRACE` seconds to exit, then end it (whatever of its group is
@@ -420,6 +453,8 @@ class Program:
                 continue
             chunk = os.read(fd, 1 << 16)
             if not chunk:
+                if self.framing is Framing.WHOLE:  # its output ended: that is the answer
+                    return bytes(self._buffer)
                 raise self._ended()
             self._buffer += chunk
         end, following = found

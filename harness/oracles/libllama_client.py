@@ -174,7 +174,7 @@ class LibllamaOracle:
                 self._program = None
                 program = self._worker()
                 program.send(payload, self.answer_wait)  # failing again: below
-            return program.receive(self.answer_wait)
+            answer = program.receive(self.answer_wait)
         except ProgramTimedOut:  # writing the request or reading its answer
             self._program = None
             raise WorkerLost(f"hang: no answer within {self.answer_wait.describe()}", broken=True) from None
@@ -184,6 +184,9 @@ class LibllamaOracle:
         except ProgramFailed as failure:  # alive, but it broke the framing (the supervisor has ended it)
             self._program = None
             raise WorkerLost(f"llama.cpp's worker failed: {failure}", broken=True) from None
+        if answer[:1] == b"S":  # a forked child reached a stub (`tokconf.oracles.libllama_worker`)
+            raise self._stub_reached(answer[1:].decode(errors="replace"))
+        return answer
 
     def _why_ended(self, program: Program) -> str:
         """Why the worker's process ended, as a recording holds it: llama.cpp's crash, read from its
@@ -192,13 +195,18 @@ class LibllamaOracle:
         tail = program.stderr.text(STDERR_READ)
         stub = STUB_REACHED.search(tail)
         if stub:
-            raise StubReached(
-                f"the tokenizer-only libllama of llama.cpp {self.build.source.label()} reached {stub[1]}, which it "
-                f"has as a stub: the tree's tokenizer calls code outside the files it was made of, so its answer "
-                f"(with {self.vocab.name}) is not the tree's",
-                _full_build_hint(self.build),
-            )
+            raise self._stub_reached(stub[1])
         return crash_reason(tail, status)
+
+    def _stub_reached(self, function: str) -> StubReached:
+        """A stub of the tokenizer-only library ended the worker or one of its children: no answer of
+        llama.cpp's, whatever the input (an abort recorded from it would be tokconf's own)."""
+        return StubReached(
+            f"the tokenizer-only libllama of llama.cpp {self.build.source.label()} reached {function}, which it "
+            f"has as a stub: the tree's tokenizer calls code outside the files it was made of, so its answer "
+            f"(with {self.vocab.name}) is not the tree's",
+            _full_build_hint(self.build),
+        )
 
     def tokenize(self, data: bytes, add_special: bool, parse_special: bool) -> Outcome:
         return self.tokenize_many([(data, add_special, parse_special)])[0]

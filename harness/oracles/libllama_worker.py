@@ -22,7 +22,9 @@ Frames in both directions are a 4-byte little-endian length and a payload (the s
 - `N` + u32 count + that many (flag byte as for `D`, u32 id count, int32 ids): llama_detokenize of
   each, answered by `O` + per request (u32 length + text).
 Errors: `E` + message; `X` + crash reason (the child died on this request; the oracle then retries
-its inputs one by one to find the culprit).
+its inputs one by one to find the culprit); `S` + the function's name: the child reached a stub of a
+tokenizer-only library (`tokconf.builds.tokenizer_only`), which is tokconf's abort, not llama.cpp's, and
+must never be recorded as one.
 
 With `--info` instead of `--vocab` it loads the library alone and answers one frame, `O` + JSON of
 what it says about itself, or `E` + why it cannot be the oracle (tokconf.oracles.probe).
@@ -163,7 +165,10 @@ def main() -> int:
         code = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
         said = _tail(last_words)
         os.write(2, said.encode())  # for the oracle's supervisor, which keeps the end of this process's stderr
-        write_frame(answers, b"X" + crash_reason(said, code).encode())
+        from ..builds.tokenizer_only import STUB_REACHED  # here: 40 ms of imports no worker start should pay
+
+        stub = STUB_REACHED.search(said)
+        write_frame(answers, b"S" + stub[1].encode() if stub else b"X" + crash_reason(said, code).encode())
 
 
 def _last_words() -> int:

@@ -1,14 +1,15 @@
 """`llama-tokenize` once per input: the independent path `tokconf record --backend cli` compares the
-libllama worker against (~0.4 s an input: it reloads the vocab every time)."""
+libllama worker against (~0.4 s an input: it reloads the vocab every time). Each run is held by the
+supervisor (`tokconf.core.supervisor`, `Program.run_once`): its process group killed at the deadline,
+its output bounded."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 from ..builds.build import Build
 from ..core.outcome import Outcome, Refusal, RefusalKind
+from ..core.supervisor import Framing, Program, ProgramFailed, ProgramTimedOut
 from .bound import max_ids, over_bound
 from .crash import crash_reason
 from .libllama_client import DEFAULT_TIMEOUT
@@ -40,16 +41,16 @@ class CliOracle:
             command.append("--no-bos")
         if not parse_special:
             command.append("--no-parse-special")
-        env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
+        program = Program(command, self.timeout, {"GGML_NO_BACKTRACE": "1"}, framing=Framing.WHOLE)
         try:
-            result = subprocess.run(
-                command, input=data, capture_output=True, timeout=self.timeout, check=False, env=env
-            )
-        except subprocess.TimeoutExpired:
+            status, output = program.run_once(data)
+        except ProgramTimedOut:
             return Refusal(f"hang: no answer within {self.timeout:g} s")
-        if result.returncode != 0:
-            return Refusal(crash_reason(result.stderr.decode("utf-8", errors="replace"), result.returncode))
-        line = result.stdout.decode().strip().splitlines()[-1]
+        except ProgramFailed as error:
+            return Refusal(f"llama-tokenize failed: {error}", RefusalKind.BROKEN)
+        if status != 0:
+            return Refusal(crash_reason(program.stderr.text(), status))
+        line = output.decode().strip().splitlines()[-1]
         ids = [int(x) for x in line.strip("[]").split(",") if x.strip()]
         if len(ids) > max_ids(len(data)):  # as the worker holds libllama's answer (tokconf.oracles.bound)
             return Refusal(f"llama-tokenize {over_bound(len(ids), len(data))}", RefusalKind.BROKEN)
