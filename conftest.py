@@ -12,13 +12,10 @@ import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tokconf.builds.build import Build, require_build
 from tokconf.builds.pins import DEFAULT_BUILD
-from tokconf.checking import run as check_run
-from tokconf.checking.run import CheckRun
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import cache_root
 
@@ -44,21 +41,6 @@ def llama_full_build() -> Build:
         return require_build(DEFAULT_BUILD)
     except TokconfError as error:
         pytest.fail(str(error), pytrace=False)
-
-
-@pytest.fixture
-def check_runs(monkeypatch: pytest.MonkeyPatch) -> list[CheckRun]:
-    """Every check run the test makes, as the command computed it (summary, results): tests assert on
-    these, not on the drawn table."""
-    runs: list[CheckRun] = []
-    real = check_run.check_paths
-
-    def spy(*args: Any, **kwargs: Any) -> CheckRun:
-        runs.append(real(*args, **kwargs))
-        return runs[-1]
-
-    monkeypatch.setattr(check_run, "check_paths", spy)
-    return runs
 
 
 # Whole files of proofs: the three builds' equality, the docs' commands, the example ports, the installed wheel and

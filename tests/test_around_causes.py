@@ -7,10 +7,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import checked
 import pytest
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.recording.format import recording_files
 
@@ -21,7 +21,7 @@ LONG = ["code/python", "code/python-gguf-reader", "code/cpp", "code/c-header", "
 SHORT = ["contractions/mixed-case", "contractions/alone", "contractions/alone-upper"]
 
 
-def test_a_port_slow_on_long_inputs_is_not_given_up(tmp_path: Path, check_runs: list[CheckRun]) -> None:
+def test_a_port_slow_on_long_inputs_is_not_given_up(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Six long inputs time out (a WordPiece cubic in a word's length): each is that case's error,
     saying it is slowness and which option gives it longer; the short ones are still answered."""
     program = tmp_path / "slow.py"
@@ -37,9 +37,10 @@ def test_a_port_slow_on_long_inputs_is_not_given_up(tmp_path: Path, check_runs: 
         "    print(json.dumps({'id': r['id'], **out}), flush=True)\n"
     )
     cases = [arg for case in [*LONG, *SHORT] for arg in ("--case", case)]
-    args = ["check", "--impl", f"cmd:{sys.executable} {program}", "--recordings", str(QWEN2), "--mode", "plain"]
-    assert main([*args, *cases, "--timeout", "2", "--details", "0"]) == 1
-    results = {r.case: r for r in check_runs[-1].results if r.section == "plain"}
+    args = ["--impl", f"cmd:{sys.executable} {program}", "--recordings", str(QWEN2), "--mode", "plain"]
+    done = checked.check(capsys, *args, *cases, "--timeout", "2", "--details", "0")
+    assert done.status == 1
+    results = done.section("plain")
     assert {results[c].verdict for c in SHORT} == {Verdict.FAILED}  # answered: [0] is not qwen2's ids
     for case in LONG:
         assert results[case].verdict is Verdict.ERROR

@@ -10,12 +10,12 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from pathlib import Path
 
+import checked
 import pytest
+from checked import Checked
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CaseResult
-from tokconf.checking.explain.causes import reasons_of
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.implementations import python
@@ -23,7 +23,7 @@ from tokconf.implementations.python import ENTRY_POINT_GROUP, PythonImplementati
 from tokconf.implementations.reference import from_gguf
 from tokconf.implementations.resolve import resolve
 from tokconf.recording.format import load
-from tokconf.reporting.report import Invocation, conformance, describe_group, group_problems
+from tokconf.reporting.report import Invocation, describe_group, group_problems
 
 ROOT = Path(__file__).resolve().parent.parent
 QWEN2 = ROOT / "recordings" / "b11192" / "qwen2.yaml"
@@ -36,35 +36,31 @@ def _hello_cases() -> int:
     return sum(1 for c in load(QWEN2).cases if c.data == b"Hello world")
 
 
+LAST: list[Checked] = []  # the test's last run, as its --json and --junit files say it
+
+
+def _command(capsys: pytest.CaptureFixture[str], *args: str) -> Checked:
+    """`tokconf check ARGS`, read back through its public outputs (`checked`)."""
+    LAST[:] = [checked.check(capsys, *args)]
+    return LAST[0]
+
+
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    status = main(["check", "--recordings", str(QWEN2), *args])
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
-
-
-RUNS: list[CheckRun] = []
-
-
-@pytest.fixture(autouse=True)
-def _keep_runs(check_runs: list[CheckRun]) -> None:
-    """The runs of each test, for `_counts`."""
-    global RUNS
-    RUNS = check_runs
+    done = _command(capsys, "--recordings", str(QWEN2), *args)
+    return done.status, done.output
 
 
 def _counts(section: str, vocab: str = "qwen2") -> list[int]:
-    """The last run's counts for one vocab and section, in `Verdict` order: passed, failed, error,
-    unsupported, xfailed, xpassed."""
-    counts = RUNS[-1].summary.counts[(vocab, section)]  # type: ignore[index]
-    return [counts[verdict] for verdict in Verdict]
+    """The last run's counts for one vocab and section (its --json verdict), in `Verdict` order: passed,
+    failed, error, unsupported, xfailed, xpassed."""
+    return LAST[0].counts(vocab, section)
 
 
 def test_llama_cpp_passes_its_own_recording(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     status, output = check(capsys, "--impl", "llama.cpp@11192")
     assert status == 0, output
     assert "\nPASS: " in output
-    summary = RUNS[-1].summary
-    assert conformance(summary.totals()) == "100.00%"
+    assert {unit["coverage"] for unit in LAST[0].verdict["units"]} == {1.0, None}  # every mode 100%; facts, decode
     cases = len(load(QWEN2).cases)
     assert _counts("plain")[0:2] == [cases, 0]
 
@@ -133,15 +129,16 @@ def test_a_mistyped_vocab_beside_a_right_one_is_an_error_before_any_work(
 
 def test_unsupported_vocabs_are_counted_never_passed(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     spm = ROOT / "recordings" / "b11192" / "llama-spm.yaml"
-    status = main(["check", "--recordings", str(spm), "--impl", "fake_impls:bpe_only", "--mode", "plain"])
+    done = _command(capsys, "--recordings", str(spm), "--impl", "fake_impls:bpe_only", "--mode", "plain")
     cases = len(load(spm).cases)
-    assert status == 1  # nothing passed
+    assert done.status == 1  # nothing passed
     assert _counts("plain", "llama-spm")[0:4] == [0, 0, 0, cases]
-    summary = RUNS[-1].summary
-    assert conformance(summary.counts[("llama-spm", "plain")]) == "n/a"
-    (group,) = reasons_of(RUNS[-1].results, Verdict.UNSUPPORTED)  # its facts too
-    assert (group.vocab, group.example, len(group.cases)) == ("llama-spm", "only BPE vocabularies", cases + len(Fact))
-    output = capsys.readouterr().out
+    [plain] = [unit for unit in done.verdict["units"] if unit["mode"] == "plain"]
+    assert plain["coverage"] == 0.0  # every case in scope, none judged: the table's conformance n/a
+    unsupported = {(c.vocab, c.reason) for c in done.cases if c.verdict is Verdict.UNSUPPORTED}
+    assert unsupported == {("llama-spm", "only BPE vocabularies")}  # its facts too
+    assert sum(c.verdict is Verdict.UNSUPPORTED for c in done.cases) == cases + len(Fact)
+    output = done.output
     assert f"unsupported: {cases + len(Fact)} of llama-spm: only BPE vocabularies" in output
     assert output.rstrip().endswith(
         f"FAIL: {cases + len(Fact)} unsupported; coverage 0/0 cases in scope, 0 vocab x mode — nothing in scope: "
@@ -319,9 +316,9 @@ def test_exitfirst_stops_asking_after_the_first_failing_case(
 ) -> None:
     status, output = check(capsys, "--impl", "fake_impls:one_id_changed", "-x")
     assert status == 1
-    run = RUNS[-1]
-    assert run.stopped and len(group_problems(run.summary.problems)) == 1  # one case (in the modes asked with it)
-    assert len(run.results) < 3 * len(load(QWEN2).cases)  # the rest was never asked
+    failed = {c.case for c in LAST[0].cases if c.verdict is Verdict.FAILED}
+    assert len(failed) == 1  # one case (in the modes asked with it)
+    assert len(LAST[0].cases) < 3 * len(load(QWEN2).cases)  # the rest was never asked
     assert "stopped after 1 failing case(s) (--maxfail)" in output
 
 
@@ -338,7 +335,9 @@ RECORDINGS = ROOT / "recordings" / "b11192"
 TWO_CASES = ["--recordings", str(RECORDINGS / "qwen2.yaml"), "--case", "edge/hello-world", "--case", "edge/sentence"]
 
 
-def test_add_sep_is_a_compared_fact(port_module: Callable[[str, str], None], check_runs: list[CheckRun]) -> None:
+def test_add_sep_is_a_compared_fact(
+    port_module: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
+) -> None:
     """WordPiece adds [SEP]: a port that says it does not fails the fact; the reference, right, passes it."""
     port_module("sep_ports", """
         from tokconf.implementations.reference import from_gguf
@@ -349,16 +348,17 @@ def test_add_sep_is_a_compared_fact(port_module: Callable[[str, str], None], che
             return port
     """)  # fmt: skip
     bert = ["--recordings", str(RECORDINGS / "bert-bge.yaml"), "--mode", "plain"]
-    assert main(["check", "--impl", "sep_ports:no_sep", *bert]) == 1
-    facts = {r.case: r for r in check_runs[-1].results if r.section == "facts"}
+    done = _command(capsys, "--impl", "sep_ports:no_sep", *bert)
+    assert done.status == 1
+    facts = done.section("facts")
     assert facts["add_sep"].verdict is Verdict.FAILED
     assert facts["add_sep"].reason == "add_sep: the implementation says False, llama.cpp says True"
-    assert main(["check", "--impl", "reference", *bert]) == 0
-    assert {r.case: r.verdict for r in check_runs[-1].results if r.section == "facts"}["add_sep"] is Verdict.PASSED
+    done = _command(capsys, "--impl", "reference", *bert)
+    assert done.status == 0 and done.section("facts")["add_sep"].verdict is Verdict.PASSED
 
 
 def test_a_python_factory_takes_an_argument_as_a_registered_name_does(
-    port_module: Callable[[str, str], None], check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    port_module: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`module:factory:ARG` is `factory(ARG)`, in the worker too; ARG is the rest, colons and all."""
     port_module("arg_ports", """
@@ -369,8 +369,8 @@ def test_a_python_factory_takes_an_argument_as_a_registered_name_does(
                 raise ValueError(f"no such file: {argument}")
             return from_gguf
     """)  # fmt: skip
-    assert main(["check", "--impl", "arg_ports:for_file:C:/models/tokenizer.json", *TWO_CASES]) == 0
-    assert {r.verdict for r in check_runs[-1].results} == {Verdict.PASSED}
+    done = _command(capsys, "--impl", "arg_ports:for_file:C:/models/tokenizer.json", *TWO_CASES)
+    assert done.status == 0 and {c.verdict for c in done.cases} == {Verdict.PASSED}
     assert main(["check", "--impl", "arg_ports:for_file:other.json", *TWO_CASES]) == 2
     err = capsys.readouterr().err
     assert "arg_ports:for_file cannot use 'other.json': ValueError: no such file: other.json" in err
@@ -379,7 +379,7 @@ def test_a_python_factory_takes_an_argument_as_a_registered_name_does(
 
 
 def test_a_port_that_cannot_do_a_mode_is_pointed_to_claim(
-    port_module: Callable[[str, str], None], check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    port_module: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """It cannot turn special parsing off: plain mode judged nothing, and the reason says which claim
     leaves plain out; with that claim the run passes."""

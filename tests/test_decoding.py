@@ -7,11 +7,10 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
+import checked
 import pytest
+from checked import Checked
 from tokconf.builds.build import Build
-from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
 from tokconf.recording.decoding import load, load_for, path_for, read_provenance
@@ -34,10 +33,8 @@ def qwen2(tmp_path_factory: pytest.TempPathFactory, llama_build: Build) -> Path:
     return recording
 
 
-def _check(capsys: pytest.CaptureFixture[str], recording: Path, impl: str) -> tuple[int, str]:
-    status = main(["check", "--recordings", str(recording), "--mode", "decode", "--impl", impl])
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
+def _check(capsys: pytest.CaptureFixture[str], recording: Path, impl: str) -> Checked:
+    return checked.check(capsys, "--recordings", str(recording), "--mode", "decode", "--impl", impl)
 
 
 def test_the_recorded_decoding_is_the_bundled_one(qwen2: Path) -> None:
@@ -63,45 +60,39 @@ def test_the_provenance_read_alone_is_the_whole_files() -> None:
     assert read_recording_provenance(BUNDLED / "gpt-2.yaml") == load_recording(BUNDLED / "gpt-2.yaml").provenance
 
 
-def _decode_counts(runs: list[CheckRun]) -> list[int]:
-    """passed, failed, error, unsupported of the last run's decoding checks."""
-    counts = runs[-1].summary.counts[("qwen2", "decode")]
-    return [counts[v] for v in (Verdict.PASSED, Verdict.FAILED, Verdict.ERROR, Verdict.UNSUPPORTED)]
+def _decode_counts(done: Checked) -> list[int]:
+    """passed, failed, error, unsupported of a run's decoding checks (its --json verdict)."""
+    return done.counts("qwen2", "decode")[0:4]
 
 
-def test_llama_cpp_and_the_reference_decode_as_recorded(
-    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
+def test_llama_cpp_and_the_reference_decode_as_recorded(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for impl in ("llama.cpp@11192", "reference"):
-        status, output = _check(capsys, qwen2, impl)
-        assert _decode_counts(check_runs)[0:2] == [4, 0]
+        done = _check(capsys, qwen2, impl)
+        assert _decode_counts(done)[0:2] == [4, 0]
         # the contract: a decoding that agrees is no conformance pass without a mode checked beside it
-        assert status == 1 and "facts and decoding alone are not conformance" in output, output
+        assert done.status == 1 and "facts and decoding alone are not conformance" in done.output, done.output
 
 
-def test_a_wrong_piece_rule_is_reported_with_the_ids(
-    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
-    status, output = _check(capsys, qwen2, "fake_impls:control_text_always")
-    assert status == 1
+def test_a_wrong_piece_rule_is_reported_with_the_ids(qwen2: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    done = _check(capsys, qwen2, "fake_impls:control_text_always")
+    assert done.status == 1
+    output = done.output
     assert (
         "qwen2 [decode] pieces-plain: failed — 4 of 151936 differ — id 128247: llama.cpp b'', implementation b'</s>'"
         in output
     )
     assert "qwen2 [decode] remove-special: failed" in output
     assert "reproduce:   tokconf check --impl fake_impls:control_text_always" in output
-    assert _decode_counts(check_runs)[0:2] == [2, 2]  # pieces-special and unparse-special agree
+    assert _decode_counts(done)[0:2] == [2, 2]  # pieces-special and unparse-special agree
 
 
 def test_implementations_without_decoding_are_unsupported_not_passed(
-    qwen2: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    qwen2: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     adapter = ROOT / "tests" / "support" / "protocol1_adapter.py"  # protocol 1 has no decoding requests
-    status, _output = _check(
-        capsys, qwen2, f"cmd:{sys.executable} {adapter} tokconf.implementations.reference:from_gguf"
-    )
-    assert _decode_counts(check_runs) == [0, 0, 0, 4]
-    assert status == 1  # nothing passed: unsupported is never counted as a pass
+    done = _check(capsys, qwen2, f"cmd:{sys.executable} {adapter} tokconf.implementations.reference:from_gguf")
+    assert _decode_counts(done) == [0, 0, 0, 4]
+    assert done.status == 1  # nothing passed: unsupported is never counted as a pass
 
 
 def test_a_stale_decoding_is_refused(qwen2: Path, tmp_path: Path) -> None:

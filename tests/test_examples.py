@@ -9,13 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import checked
 import pytest
 from builds import EXAMPLES, ROOT, build_go, build_java, build_rust, once, tool
+from checked import Checked
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
 from tokconf.checking.explain import Kind
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
 from tokconf.recording.format import load
 
 GPT2 = ROOT / "recordings" / "b11192" / "gpt-2.yaml"
@@ -56,95 +56,84 @@ def adapter(request: pytest.FixtureRequest) -> tuple[str, str]:
     return request.param, request.getfixturevalue(f"{request.param}_adapter")
 
 
-def _check(capsys: pytest.CaptureFixture[str], *args: str, recording: Path = GPT2) -> tuple[int, str]:
-    status = main(["check", "--recordings", str(recording), *args])
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
-
-
-def _verdicts(run: CheckRun, section: str, vocab: str = "gpt-2") -> dict[Verdict, int]:
-    return {v: n for v, n in run.summary.counts[(vocab, section)].items() if n}  # type: ignore[index]
+def _check(capsys: pytest.CaptureFixture[str], *args: str, recording: Path = GPT2) -> Checked:
+    return checked.check(capsys, "--recordings", str(recording), *args)
 
 
 def test_each_adapter_passes_every_gpt2_case_fact_and_decoding(
-    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     language, impl = adapter
-    status, output = _check(capsys, "--impl", impl)
-    assert status == 0, output
-    run = check_runs[-1]
-    assert run.impl_name == f"gpt2-{language}-example (cmd)"
+    done = _check(capsys, "--impl", impl)
+    assert done.status == 0, done.output
+    assert done.verdict is not None and done.verdict["implementation"] == f"gpt2-{language}-example (cmd)"
     for mode in ("plain", "special", "bos"):
-        assert _verdicts(run, mode) == {Verdict.PASSED: len(load(GPT2).cases)}
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 6}  # over protocol 2's facts op
-    assert _verdicts(run, "decode") == {Verdict.PASSED: 4}  # token_to_piece and detokenize, both ways
+        assert done.unit("gpt-2", mode) == {Verdict.PASSED: len(load(GPT2).cases)}
+    assert done.unit("gpt-2", "facts") == {Verdict.PASSED: 6}  # over protocol 2's facts op
+    assert done.unit("gpt-2", "decode") == {Verdict.PASSED: 4}  # token_to_piece and detokenize, both ways
 
 
 def test_a_planted_whitespace_bug_in_each_adapter_is_one_cause(
-    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """U+0085 not whitespace (JavaScript's `\\s`, Java's `Character.isWhitespace`): the cases with a
     NEL fail, nothing else, and `--explain` (asking the program again over the protocol) makes them
     one cause, U+0085."""
     _, impl = adapter
-    status, output = _check(capsys, "--impl", f"{impl} --plant-bug nel-not-space", "--mode", "plain", "--explain")
-    assert status == 1
-    run = check_runs[-1]
-    failed = [r for r in run.results if r.verdict is Verdict.FAILED]
-    assert len(failed) == 8 and all("\x85".encode() in r.data for r in failed)
-    assert _verdicts(run, "plain") == {Verdict.PASSED: len(load(GPT2).cases) - 8, Verdict.FAILED: 8}
-    assert "gpt-2 [plain] whitespace/u0085-nel-space-mix: failed — different ids" in output
-    (cause,) = run.causes
-    assert cause.kind is Kind.WHITESPACE_CLASS and "does not treat U+0085 (NEXT LINE)" in cause.label
-    assert len(cause.cases) == 8
+    done = _check(capsys, "--impl", f"{impl} --plant-bug nel-not-space", "--mode", "plain", "--explain")
+    assert done.status == 1
+    data = {case.id: case.data for case in load(GPT2).cases}
+    failed = [c for c in done.cases if c.verdict is Verdict.FAILED]
+    assert len(failed) == 8 and all("\x85".encode() in data[c.case] for c in failed)
+    assert done.unit("gpt-2", "plain") == {Verdict.PASSED: len(load(GPT2).cases) - 8, Verdict.FAILED: 8}
+    assert "gpt-2 [plain] whitespace/u0085-nel-space-mix: failed — different ids" in done.output
+    (cause,) = done.causes
+    assert cause["kind"] == Kind.WHITESPACE_CLASS.value and "does not treat U+0085 (NEXT LINE)" in cause["label"]
+    assert len(cause["cases"]) == 8
 
 
 def test_each_adapter_declines_other_vocabularies_as_unsupported(
-    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, adapter: tuple[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status, _ = _check(capsys, "--impl", adapter[1], "--mode", "plain", recording=QWEN2)
-    assert status == 1  # nothing passed: unsupported is never a pass
-    assert _verdicts(check_runs[-1], "plain", "qwen2") == {Verdict.UNSUPPORTED: len(load(QWEN2).cases)}
-    reasons = [reason for counter in check_runs[-1].summary.unsupported_reasons.values() for reason in counter]
+    done = _check(capsys, "--impl", adapter[1], "--mode", "plain", recording=QWEN2)
+    assert done.status == 1  # nothing passed: unsupported is never a pass
+    assert done.unit("qwen2", "plain") == {Verdict.UNSUPPORTED: len(load(QWEN2).cases)}
+    reasons = {c.reason for c in done.cases if c.verdict is Verdict.UNSUPPORTED}
     assert any("only gpt2 vocabularies with the gpt-2 pre-tokenizer (this one: gpt2, qwen2)" in r for r in reasons)
 
 
 @pytest.mark.parametrize("language", ["node", "rust"])
 def test_a_planted_fact_bug_fails_the_gate(
     llama_build: Build, language: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:  # fmt: skip
     impl = request.getfixturevalue(f"{language}_adapter")
-    status, output = _check(capsys, "--impl", f"{impl} --plant-bug eos-plus-one", "--mode", "decode")
-    assert status == 1
-    run = check_runs[-1]
-    (wrong,) = [r for r in run.results if r.verdict is not Verdict.PASSED]
+    done = _check(capsys, "--impl", f"{impl} --plant-bug eos-plus-one", "--mode", "decode")
+    assert done.status == 1
+    (wrong,) = [c for c in done.cases if c.verdict is not Verdict.PASSED]
     assert (wrong.section, wrong.case, wrong.verdict) == ("facts", "eos", Verdict.FAILED)
-    assert "eos: the implementation says 50257, llama.cpp says 50256" in output
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 5, Verdict.FAILED: 1}
-    assert _verdicts(run, "decode") == {Verdict.PASSED: 4}
+    assert "eos: the implementation says 50257, llama.cpp says 50256" in done.output
+    assert done.unit("gpt-2", "facts") == {Verdict.PASSED: 5, Verdict.FAILED: 1}
+    assert done.unit("gpt-2", "decode") == {Verdict.PASSED: 4}
 
 
 @pytest.mark.parametrize("language", ["java", "rust"])
 def test_a_planted_decoding_bug_fails_only_detokenize(
     llama_build: Build, language: str, request: pytest.FixtureRequest, capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:  # fmt: skip
     """detokenize without llama.cpp's clean-up of spaces (" ," stays " ,"): both detokenize settings
     fail, the pieces, the ids and the facts still pass."""
     impl = request.getfixturevalue(f"{language}_adapter")
-    status, _ = _check(capsys, "--impl", f"{impl} --plant-bug no-clean-spaces", "--mode", "plain", "--mode", "decode")
-    assert status == 1
-    run = check_runs[-1]
-    assert {r.case: r.verdict for r in run.results if r.section == "decode"} == {
+    done = _check(capsys, "--impl", f"{impl} --plant-bug no-clean-spaces", "--mode", "plain", "--mode", "decode")
+    assert done.status == 1
+    assert {c.case: c.verdict for c in done.cases if c.section == "decode"} == {
         "pieces-special": Verdict.PASSED,
         "pieces-plain": Verdict.PASSED,
         "remove-special": Verdict.FAILED,
         "unparse-special": Verdict.FAILED,
     }
-    assert all(" differ" in r.reason for r in run.results if r.section == "decode" and r.verdict is Verdict.FAILED)
-    assert _verdicts(run, "plain") == {Verdict.PASSED: len(load(GPT2).cases)}
-    assert _verdicts(run, "facts") == {Verdict.PASSED: 6}
+    assert all(" differ" in c.reason for c in done.cases if c.section == "decode" and c.verdict is Verdict.FAILED)
+    assert done.unit("gpt-2", "plain") == {Verdict.PASSED: len(load(GPT2).cases)}
+    assert done.unit("gpt-2", "facts") == {Verdict.PASSED: 6}
 
 
 def test_the_rust_unicode_tables_are_generated_from_llama_cpps_data() -> None:

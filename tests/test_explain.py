@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import real_ports
+import tokconf
 from builds import tokenizer_build
 from tokconf.builds.build import Build
 from tokconf.checking import explain
@@ -21,7 +22,6 @@ from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CheckedFile, Selection, check_file
 from tokconf.checking.explain import Kind, explain_file
 from tokconf.checking.explain.causes import reason_template
-from tokconf.checking.run import CheckRun
 from tokconf.checking.xfail import ExpectedFailures
 from tokconf.cli.main import main
 from tokconf.core.outcome import is_utf8
@@ -225,11 +225,10 @@ def test_the_judge_is_the_recordings_build(llama_build: Build, monkeypatch: pyte
     assert cause.kind is Kind.NUL_TRUNCATED and not explanation.unexplained
 
 
-def test_live_judge_explains_a_port_of_the_live_library(llama_build: Build, check_runs: list[CheckRun]) -> None:
+def test_live_judge_explains_a_port_of_the_live_library(llama_build: Build) -> None:
     """Two bugs (no BOS, U+3000 read as a space) of a port wrapping the live llama.cpp: two causes."""
-    args = ["check", "--recordings", str(BUNDLED / "llama-spm.yaml"), "--impl", "fake_impls:two_bugs", "--explain"]
-    assert main([*args, "--details", "0"]) == 1
-    run = check_runs[-1]
+    run = tokconf.check("fake_impls:two_bugs", BUNDLED / "llama-spm.yaml", explain=True)
+    assert not run.decision.passed
     bos, space = run.causes
     assert (bos.kind, space.kind) == (Kind.BOS_MISSING, Kind.WHITESPACE_CLASS)
     assert space.minimal == "\u3000".encode() and "U+3000 (IDEOGRAPHIC SPACE) as U+0020 (SPACE)" in space.label
@@ -341,9 +340,7 @@ class OpensOnce(Deviant):
         super().__init__(path, lambda ref, data, *f: [*ref.encode(data, *f), 0])
 
 
-def test_an_explanation_that_fails_loses_no_verdict(
-    capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
+def test_an_explanation_that_fails_loses_no_verdict(capsys: pytest.CaptureFixture[str]) -> None:
     """The table, the verdict and every failure stay; the failures are unexplained, and why is said."""
     OpensOnce.opened = 0
     impl = PythonImplementation("opens-once", OpensOnce)
@@ -412,15 +409,16 @@ for line in sys.stdin:
 
 
 def test_a_run_with_nothing_to_explain_says_nothing_about_explaining(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Errors only (a port that faults on every input): no failed case, so no "explained: 0 failed cases
     as 0 cause(s)"; neither on a clean run."""
     program = tmp_path / "faults.py"
     program.write_text(FAULTS)
-    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", *TWO_CASES, "--explain"]) == 1
-    run = check_runs[-1]
+    impl = f"cmd:{sys.executable} {program}"
+    run = tokconf.check(impl, TWO_CASES[1], cases=TWO_CASES[3::2], explain=True)
     assert {r.verdict for r in run.results} == {Verdict.ERROR} and run.explained and not run.causes
+    assert main(["check", "--impl", impl, *TWO_CASES, "--explain"]) == 1
     assert "explained:" not in capsys.readouterr().out
     assert main(["check", "--impl", "reference", *TWO_CASES, "--explain"]) == 0
     assert "explained:" not in capsys.readouterr().out

@@ -15,11 +15,11 @@ import tarfile
 from collections.abc import Callable
 from pathlib import Path
 
+import checked
 import pytest
 from tokconf.builds import fetch as fetch_module
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core import files
 from tokconf.core.errors import TokconfError
@@ -215,30 +215,30 @@ def test_bad_command_lines_are_one_line_errors(
 
 
 def test_a_program_that_dies_loading_gives_errors_not_a_traceback(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = _program(tmp_path / "load_fails.py", on_load="sys.exit(4)")
-    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", *FEW, "--mode", "plain"]) == 1
-    counts = check_runs[-1].summary.counts[("qwen2", "plain")]
-    assert (counts[Verdict.PASSED], counts[Verdict.ERROR]) == (0, 2)  # every selected case an error
-    output = capsys.readouterr().out
+    done = checked.check(capsys, "--impl", f"cmd:{sys.executable} {program}", *FEW, "--mode", "plain")
+    assert done.status == 1
+    assert done.unit("qwen2", "plain") == {Verdict.ERROR: 2}  # every selected case an error
+    output = done.output
     assert "error — the program failed loading ggml-vocab-qwen2.gguf: the program exited with status 4" in output
     assert "Traceback" not in output
 
 
 def test_a_program_printing_debug_lines_is_given_up_on_with_the_cause(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     starts = tmp_path / "starts"
     stray = "print('debug: encoding', flush=True); answer(ids=[])"  # a stray line where an answer belongs
     program = _program(tmp_path / "stray.py", on_load=f"open({str(starts)!r}, 'a').write('loaded\\n')", on_encode=stray)
     granted = ["--sandbox-write", str(tmp_path)]  # it counts its loads in a file there
-    assert main(["check", "--impl", f"cmd:{sys.executable} {program}", "--recordings", str(QWEN2), *granted]) == 1
+    done = checked.check(capsys, "--impl", f"cmd:{sys.executable} {program}", "--recordings", str(QWEN2), *granted)
+    assert done.status == 1
     cases = len(load(QWEN2).cases)
-    summary = check_runs[-1].summary
-    assert [summary.counts[("qwen2", m)][Verdict.ERROR] for m in ("plain", "special", "bos")] == [cases] * 3
+    assert [done.counts("qwen2", m)[2] for m in ("plain", "special", "bos")] == [cases] * 3  # errors
     assert len(starts.read_text().splitlines()) == 5  # the first load and 4 after restarts, not one per case
-    output = capsys.readouterr().out
+    output = done.output
     assert "given up after 5 failures in a row" in output and "log to stderr" in output
 
 
@@ -457,7 +457,6 @@ def test_an_expected_failure_file_listing_everything_cannot_turn_a_broken_port_g
 
 def test_an_expected_failure_entry_never_applies_to_an_unsupported_case_or_an_error(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:  # fmt: skip
     """A glob over the invalid-UTF-8 cases turned declared-unsupported inputs into xfailed (and so
     conforming); an error under an entry stays an error."""
@@ -471,26 +470,25 @@ def test_an_expected_failure_entry_never_applies_to_an_unsupported_case_or_an_er
     xfail.write_text('expected_failures:\n  - case: "*/*/invalid-utf8/*"\n    reason: bytes\n'
                      '  - case: "*/*/edge/hello-world"\n    reason: a bug\n')  # fmt: skip
     cases = ["--case", "invalid-utf8/lone-continuation", "--mode", "plain"]
-    assert main(["check", "--impl", impl, *FEW, *cases, "--xfail", str(xfail)]) == 1
-    counts = dict(+check_runs[-1].summary.counts[("qwen2", "plain")])
-    assert counts == {Verdict.PASSED: 1, Verdict.ERROR: 1, Verdict.UNSUPPORTED: 1}
-    assert "warning: expected-failure entry '*/*/invalid-utf8/*' matched no checked case" in capsys.readouterr().out
+    done = checked.check(capsys, "--impl", impl, *FEW, *cases, "--xfail", str(xfail))
+    assert done.status == 1
+    assert done.unit("qwen2", "plain") == {Verdict.PASSED: 1, Verdict.ERROR: 1, Verdict.UNSUPPORTED: 1}
+    assert "warning: expected-failure entry '*/*/invalid-utf8/*' matched no checked case" in done.output
 
 
 def test_a_bug_in_encode_never_passes_where_llama_cpp_refuses(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:  # fmt: skip
     """llama.cpp refuses (aborts on) a code point above U+10FFFF; a port whose `encode` raises a
     ValueError everywhere used to pass that case. Only `Refused` refuses."""
     qwen2 = ["--recordings", str(QWEN2), "--case", "invalid-utf8/above-max-f4-90", "--mode", "plain"]
     buggy = _contract_port(tmp_path, monkeypatch, "buggy", "raise ValueError('oops')")
-    assert main(["check", "--impl", buggy, *qwen2]) == 1
-    assert dict(+check_runs[-1].summary.counts[("qwen2", "plain")]) == {Verdict.ERROR: 1}
-    assert "encode raised ValueError: oops" in capsys.readouterr().out
+    done = checked.check(capsys, "--impl", buggy, *qwen2)
+    assert done.status == 1 and done.unit("qwen2", "plain") == {Verdict.ERROR: 1}
+    assert "encode raised ValueError: oops" in done.output
     refusing = _contract_port(tmp_path, monkeypatch, "refusing", "raise Refused('above U+10FFFF')")
-    assert main(["check", "--impl", refusing, *qwen2]) == 0
-    assert dict(+check_runs[-1].summary.counts[("qwen2", "plain")]) == {Verdict.PASSED: 1}
+    done = checked.check(capsys, "--impl", refusing, *qwen2)
+    assert done.status == 0 and done.unit("qwen2", "plain") == {Verdict.PASSED: 1}
 
 
 def test_the_reproduce_line_runs_as_printed(
@@ -623,7 +621,6 @@ def test_port_code_that_exits_skips_or_lies_outside_encode_is_an_error_never_a_g
 
 def test_a_decoder_that_consumes_its_ids_cannot_change_the_recording(
     llama_build: Build, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:  # fmt: skip
     """The recorded ids handed to `decode` were the recording's own lists: a port that empties its
     argument changed what the next decoding check compared (a false failure in process only)."""
@@ -631,9 +628,9 @@ def test_a_decoder_that_consumes_its_ids_cannot_change_the_recording(
     extra += "remove_special, unparse_special)\n        ids.clear()\n        return text\n"
     (tmp_path / "consuming.py").write_text(ESCAPING_PORT.format(encode=RIGHT, extra=extra))
     monkeypatch.syspath_prepend(str(tmp_path))
-    assert main(["check", "--impl", "consuming:load", "--recordings", str(QWEN2), "--mode", "decode"]) == 1
-    assert dict(+check_runs[-1].summary.counts[("qwen2", "decode")]) == {Verdict.PASSED: 4}
-    assert "nothing in scope: no vocabulary was checked in any mode" in capsys.readouterr().out
+    done = checked.check(capsys, "--impl", "consuming:load", "--recordings", str(QWEN2), "--mode", "decode")
+    assert done.status == 1 and done.unit("qwen2", "decode") == {Verdict.PASSED: 4}
+    assert "nothing in scope: no vocabulary was checked in any mode" in done.output
 
 
 RECORDINGS = ROOT / "recordings" / "b11192"
@@ -671,7 +668,7 @@ def test_the_worker_exits_on_a_broken_pipe_whatever_its_port_left_running(
 
 
 def test_a_slow_but_in_time_token_to_piece_does_not_time_out(
-    port_module: Callable[[str, str], None], check_runs: list[CheckRun]
+    port_module: Callable[[str, str], None], capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Its pieces take about 0.2 ms each: a request of 4,096 ids is well within the timeout, every id of
     the vocabulary (30,522, twice) is not. The worker computes the ids each request asks, in its time."""
@@ -688,8 +685,7 @@ def test_a_slow_but_in_time_token_to_piece_does_not_time_out(
             return SlowPieces(from_gguf(path).tokenizer)
     """)  # fmt: skip
     bert = ["--recordings", str(RECORDINGS / "bert-bge.yaml"), "--mode", "decode", "--timeout", "3"]
-    main(["check", "--impl", "slow_pieces:load", *bert])  # fails: decoding alone is not conformance
-    results = check_runs[-1].results
-    pieces = {r.case: r.verdict for r in results if r.case.startswith("pieces")}
+    done = checked.check(capsys, "--impl", "slow_pieces:load", *bert)  # fails: decoding alone is not conformance
+    pieces = {c.case: c.verdict for c in done.cases if c.case.startswith("pieces")}
     assert pieces == {"pieces-special": Verdict.PASSED, "pieces-plain": Verdict.PASSED}
-    assert {r.verdict for r in results} == {Verdict.PASSED}
+    assert {c.verdict for c in done.cases} == {Verdict.PASSED}

@@ -12,10 +12,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import checked
 import pytest
 from tokconf.builds.build import Build
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
+from tokconf.checking.contract import Verdict
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.sandbox import SandboxPolicy
 from tokconf.core.supervisor import STDERR_KEPT, Program
@@ -78,14 +78,14 @@ def _session(impl: CommandImplementation) -> CommandSession:
 
 @pytest.mark.parametrize("behaviour", ["hang", "spin"])
 def test_a_hanging_port_behind_a_wrapper_leaves_no_process(
-    behaviour: str, marker: str, llama_build: Build, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    behaviour: str, marker: str, llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The timeout kills the wrapper's whole process group, not only the shell tokconf started."""
     impl = f"cmd:{_wrapped(behaviour, marker)}"
     args = ["--recordings", str(QWEN2), "--case", "edge/hello-world", "--mode", "plain", "--timeout", "1"]
-    assert main(["check", "--impl", impl, *args]) == 1
-    assert [result.verdict.value for result in check_runs[-1].results] == ["error"]
-    assert "no answer within 1 s" in capsys.readouterr().out
+    done = checked.check(capsys, "--impl", impl, *args)
+    assert done.status == 1 and [c.verdict for c in done.cases] == [Verdict.ERROR]
+    assert "no answer within 1 s" in done.output
     assert _survivors(marker) == []
 
 

@@ -21,9 +21,11 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+import checked
 import pytest
 import tokconf
 import zoo_ports
+from checked import Checked
 from tokconf.checking.contract import INTERLEAVE, Verdict
 from tokconf.checking.interleave import FOCUS, SHARED, SPREAD, sample
 from tokconf.checking.run import CheckRun
@@ -67,23 +69,37 @@ def _failed_vocabs(run: CheckRun) -> set[tuple[str, str]]:
     return {(r.vocab, str(r.section)) for r in run.results if r.verdict.is_problem}
 
 
+def _failing_units(done: Checked) -> set[tuple[str, str]]:
+    """The units with a problem, as the command's `--json` verdict says."""
+    assert done.verdict is not None
+    problems = ("failed", "error", "xpassed")
+    return {(u["vocab"], u["mode"]) for u in done.verdict["units"] if any(u["counts"][p] for p in problems)}
+
+
+def _same_counts(done: Checked, run: CheckRun) -> bool:
+    """Whether the command's `--json` counts are the API run's, unit by unit."""
+    assert done.verdict is not None
+    api = {(v, str(s)): {k.value: n[k] for k in Verdict} for (v, s), n in run.summary.counts.items()}
+    return {(u["vocab"], u["mode"]): u["counts"] for u in done.verdict["units"]} == api
+
+
 @pytest.mark.conformance
 @pytest.mark.parametrize("probe", sorted(PROBES))
 def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vocabulary_claim(
-    probe: str, sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    probe: str, sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Through `tokconf check` (its worker), `tokconf.check()` (a factory object, forked) and pytest
     `-n 2`: FAIL, the same counts, each problem in the interleaving row of the vocabularies the probe
     answers wrongly for; every vocabulary passed alone."""
-    assert main(["check", "--impl", f"zoo_ports:{probe}", *CLAIM]) == 1
-    [cli] = check_runs
-    line = cli.decision.line()
+    cli = checked.check(capsys, "--impl", f"zoo_ports:{probe}", *CLAIM)
+    assert cli.status == 1 and cli.verdict is not None
+    line = cli.verdict["verdict_line"]
     want = {(vocab, INTERLEAVE) for vocab in PROBES[probe]}
-    assert _failed_vocabs(cli) == want, line
+    assert _failing_units(cli) == want, line
     api = tokconf.check(getattr(zoo_ports, probe), claims=CLAIMED)
     assert not api.decision.passed
     assert _failed_vocabs(api) == want
-    assert api.summary.counts == cli.summary.counts
+    assert _same_counts(cli, api)
     args = ["-p", "no:cacheprovider", "--tokconf-impl", f"zoo_ports:{probe}", "--tokconf-json", "verdict.json"]
     args += [f"--tokconf-{option[2:]}={value}" for option, value in zip(CLAIM[::2], CLAIM[1::2], strict=True)]
     distributed = sandbox.runpytest_subprocess(*args, "-n", "2", "--dist", "loadgroup")
@@ -95,16 +111,16 @@ def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vo
 
 @pytest.mark.conformance
 def test_a_port_without_state_passes_the_same_check(
-    sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    sandbox: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Every vocabulary's interleaving row holds the same SHARED texts, and a port without state passes
     them, in `tokconf check` and `tokconf.check()` alike."""
-    assert main(["check", "--impl", "zoo_ports:right", *CLAIM]) == 0
-    [cli] = check_runs
-    asked = [{r.data for r in cli.results if r.section == INTERLEAVE and r.vocab == vocab} for vocab in PAIR]
-    assert len(set.intersection(*asked)) >= SHARED
+    cli = checked.check(capsys, "--impl", "zoo_ports:right", *CLAIM)
+    assert cli.status == 0
     api = tokconf.check(zoo_ports.right, claims=CLAIMED)
-    assert api.decision.passed and api.summary.counts == cli.summary.counts
+    asked = [{r.data for r in api.results if r.section == INTERLEAVE and r.vocab == vocab} for vocab in PAIR]
+    assert len(set.intersection(*asked)) >= SHARED
+    assert api.decision.passed and _same_counts(cli, api)
 
 
 Event = tuple[str, str, bytes]  # ("load" or "encode", the vocabulary, the input)
@@ -173,7 +189,6 @@ def test_the_worker_holds_every_vocabulary_at_once_and_asks_them_in_turn(
 def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_inputs(
     sent: list[tuple[Conversation, Op, dict[str, Any]]],
     capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:
     """A protocol 1 program (no handshake flags): in one process, each `load` replacing the last, in
     recording order and the first again, each vocabulary asked its questions after the one before,
@@ -187,8 +202,8 @@ def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_i
     asked = [vocab for event, vocab, _ in events if event == "encode"]
     assert [vocab for n, vocab in enumerate(asked) if n == 0 or asked[n - 1] != vocab] == loaded
     assert len(_asked_in_order(events, *PAIR)) >= SHARED
-    assert main(["check", "--impl", f"{adapter} zoo_ports:text_keyed_cache", *CLAIM]) == 1
-    assert _failed_vocabs(check_runs[-1]) == {("llama-bpe", INTERLEAVE)}
+    cached = checked.check(capsys, "--impl", f"{adapter} zoo_ports:text_keyed_cache", *CLAIM)
+    assert cached.status == 1 and _failing_units(cached) == {("llama-bpe", INTERLEAVE)}
     assert main(["check", "--impl", f"{adapter} zoo_ports:module_global", *CLAIM]) == 0  # the documented limit
 
 
@@ -205,17 +220,18 @@ def edges(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.usefixtures("sandbox")  # the zoo importable by the worker
 def test_a_port_that_cannot_hold_two_vocabularies_fails_saying_so(
-    edges: Path, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    edges: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A factory that fails while another vocabulary's tokenizer is alive passes each vocabulary alone;
     held at once, the second is an error for each of its questions, saying so, and nothing more is
     asked."""
-    assert main(["check", "--impl", "zoo_ports:one_at_a_time", "--recordings", str(edges)]) == 1
-    problems = [r for r in check_runs[-1].results if r.verdict.is_problem]
-    assert {(r.vocab, r.section, r.verdict) for r in problems} == {("llama-bpe", INTERLEAVE, Verdict.ERROR)}
-    assert all(r.reason.startswith("loaded alone, but not beside gpt-2 in one process: ") for r in problems)
+    done = checked.check(capsys, "--impl", "zoo_ports:one_at_a_time", "--recordings", str(edges))
+    assert done.status == 1
+    problems = [c for c in done.cases if c.verdict.is_problem]
+    assert {(c.vocab, c.section, c.verdict) for c in problems} == {("llama-bpe", INTERLEAVE, Verdict.ERROR)}
+    assert all(c.reason.startswith("loaded alone, but not beside gpt-2 in one process: ") for c in problems)
     assert "another vocabulary is loaded" in problems[0].reason
-    assert not [r for r in check_runs[-1].results if r.section == INTERLEAVE and r.vocab == "gpt-2"]
+    assert not [c for c in done.cases if c.section == INTERLEAVE and c.vocab == "gpt-2"]
 
 
 def test_the_worker_answers_each_request_for_the_vocabulary_its_handle_names() -> None:
@@ -296,9 +312,7 @@ for line in sys.stdin:
 """
 
 
-def test_after_a_load_failure_the_interleaving_check_stops(
-    tmp_path: Path, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_after_a_load_failure_the_interleaving_check_stops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Three vocabularies, each fine alone; loading a second into one process hangs. The interleaving
     check waits the load timeout once, for the second vocabulary, and asks nothing more (a third wait,
     and a fourth for the first again, would each cost the whole --load-timeout)."""
@@ -306,11 +320,12 @@ def test_after_a_load_failure_the_interleaving_check_stops(
     port.write_text(INTERLEAVE_PORT)
     names = ["gpt-2", "llama-spm", "qwen2"]
     recordings = [arg for name in names for arg in ("--recordings", str(RECORDINGS / f"{name}.yaml"))]
-    args = ["check", "--impl", f"cmd:{sys.executable} {port}", *recordings, "--case", "edge/hello-world"]
-    assert main([*args, "--load-timeout", "2"]) == 1
-    interleaved = [r for r in check_runs[-1].results if r.section == "interleave"]
-    assert {(r.vocab, r.verdict) for r in interleaved} == {("gpt-2", Verdict.PASSED), ("llama-spm", Verdict.ERROR)}
-    errors = [r.reason for r in interleaved if r.verdict is Verdict.ERROR]
+    args = ["--impl", f"cmd:{sys.executable} {port}", *recordings, "--case", "edge/hello-world"]
+    done = checked.check(capsys, *args, "--load-timeout", "2")
+    assert done.status == 1
+    interleaved = [c for c in done.cases if c.section == "interleave"]
+    assert {(c.vocab, c.verdict) for c in interleaved} == {("gpt-2", Verdict.PASSED), ("llama-spm", Verdict.ERROR)}
+    errors = [c.reason for c in interleaved if c.verdict is Verdict.ERROR]
     assert errors and all("not in a process where gpt-2 was loaded before" in e for e in errors)
     assert "(the --load-timeout option)" in errors[0]
     capsys.readouterr()

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import checked
 import pytest
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.core.outcome import Refusal, RefusalKind
@@ -81,18 +81,13 @@ def _program(tmp_path: Path, declared: list[str], skip: str = "invalid-utf8", **
     return f"cmd:{sys.executable} {path}"
 
 
-def _verdicts(run: CheckRun) -> dict[Verdict, int]:
-    totals = run.summary.totals()
-    return {v: n for v, n in totals.items() if n}
-
-
 def test_declared_unsupported_inputs_are_counted_by_class_and_never_passed(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # two of the three cases are not UTF-8, declined as such: a class verified on the input, granted by default
-    assert main(["check", "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW]) == 0
-    assert _verdicts(check_runs[-1]) == {Verdict.PASSED: 3, Verdict.UNSUPPORTED: 6}
-    out = capsys.readouterr().out
+    done = checked.check(capsys, "--impl", _program(tmp_path, ["invalid-utf8"]), *FEW)
+    assert done.status == 0 and done.verdicts() == {Verdict.PASSED: 3, Verdict.UNSUPPORTED: 6}
+    out = done.output
     assert "unsupported: 6 of qwen2: invalid-utf8" in out and "declined in qwen2: granted invalid-utf8 6" in out
     assert "coverage 3/3 cases in scope (100.00%), 3 vocab x mode; granted declines: invalid-utf8 6" in out
     # the same inputs declined as `other`, unverified: each counts against coverage, unless loosened explicitly
@@ -106,24 +101,25 @@ def test_declared_unsupported_inputs_are_counted_by_class_and_never_passed(
 
 
 def test_an_undeclared_or_ill_fitting_unsupported_answer_fails_the_gate(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["check", "--impl", _program(tmp_path, []), *FEW]) == 1
-    assert _verdicts(check_runs[-1]) == {Verdict.PASSED: 3, Verdict.ERROR: 6}
+    done = checked.check(capsys, "--impl", _program(tmp_path, []), *FEW)
+    assert done.status == 1 and done.verdicts() == {Verdict.PASSED: 3, Verdict.ERROR: 6}
     assert "answered unsupported ('invalid-utf8') without declaring it in the handshake (declared: none)" in (
-        capsys.readouterr().out
+        done.output
     )
     assert main(["check", "--impl", _program(tmp_path, ["nul"], skip="nul"), *FEW]) == 1
     assert "declined the input as nul, which it is not (1 bytes)" in capsys.readouterr().out
 
 
 def test_a_program_that_loaded_another_vocabulary_is_one_error(
-    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     impl = _program(tmp_path, ["invalid-utf8"], n_tokens=32000, special_ids={"bos": 1, "eos": 151645})
-    assert main(["check", "--impl", impl, "--recordings", str(QWEN2), "--mode", "plain"]) == 1
-    output = capsys.readouterr().out
-    assert set(_verdicts(check_runs[-1])) == {Verdict.ERROR}
+    done = checked.check(capsys, "--impl", impl, "--recordings", str(QWEN2), "--mode", "plain")
+    assert done.status == 1
+    output = done.output
+    assert set(done.verdicts()) == {Verdict.ERROR}
     mismatch = "vocabulary mismatch: the program loaded another vocabulary than ggml-vocab-qwen2.gguf: "
     mismatch += "n_tokens 32000 (llama.cpp: 151936), bos 1 (llama.cpp: 151643)"
     assert output.count(mismatch) == 1  # told once, not once per case
@@ -131,22 +127,22 @@ def test_a_program_that_loaded_another_vocabulary_is_one_error(
 
 
 def test_a_special_id_said_in_load_that_differs_is_a_failed_fact_not_another_vocabulary(
-    llama_build: Build, tmp_path: Path, check_runs: list[CheckRun]
+    llama_build: Build, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A binding that says its config's EOS (the tokens are the GGUF's): every case is still checked,
     and the eos fact fails with both ids; the same EOS as llama.cpp's passes it."""
     wrong = _program(tmp_path, ["invalid-utf8"], n_tokens=151936, special_ids={"bos": 151643, "eos": 128009})
     plain = ["--recordings", str(QWEN2), "--mode", "plain"]  # facts are checked with a whole mode
-    assert main(["check", "--impl", wrong, *plain]) == 1
-    run = check_runs[-1]
-    facts = {r.case: r for r in run.results if r.section == "facts"}
+    done = checked.check(capsys, "--impl", wrong, *plain)
+    assert done.status == 1
+    facts = done.section("facts")
     assert facts["eos"].verdict is Verdict.FAILED
     assert facts["eos"].reason == "eos: the implementation says 128009, llama.cpp says 151643"
     assert facts["bos"].verdict is Verdict.PASSED
-    assert {r.verdict for r in run.results if r.section != "facts"} == {Verdict.PASSED, Verdict.UNSUPPORTED}
+    assert {c.verdict for c in done.cases if c.section != "facts"} == {Verdict.PASSED, Verdict.UNSUPPORTED}
     right = _program(tmp_path, ["invalid-utf8"], n_tokens=151936, special_ids={"bos": 151643, "eos": 151643})
-    assert main(["check", "--impl", right, *plain]) == 0
-    assert {r.case: r.verdict for r in check_runs[-1].results if r.section == "facts"}["eos"] is Verdict.PASSED
+    done = checked.check(capsys, "--impl", right, *plain)
+    assert done.status == 0 and done.section("facts")["eos"].verdict is Verdict.PASSED
 
 
 def test_a_hello_declaring_an_unknown_class_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

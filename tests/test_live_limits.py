@@ -15,12 +15,11 @@ import signal
 import time
 from pathlib import Path
 
+import checked
 import pytest
 import tokconf
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict, judge
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
 from tokconf.core.files import recordings_arg as resolve_recordings
 from tokconf.core.outcome import Refusal, RefusalKind
 from tokconf.core.sandbox import INSTALL, SandboxPolicy
@@ -35,32 +34,31 @@ SPM = "bundled/synthetic/variant-spm-no-byte-fallback.yaml"
 
 
 def test_a_load_past_the_load_timeout_is_an_error_naming_the_option(
-    check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
-    args = ["check", "--impl", "llama.cpp@11192", "--vocab", "gpt-2", "--case", "edge/hello-world"]
-    assert main([*args, "--load-timeout", "0.001"]) == 1
-    results = check_runs[-1].results
-    assert results and {r.verdict for r in results} == {Verdict.ERROR}
-    assert all("llama.cpp did not load" in r.reason for r in results), results[0].reason
-    assert all("no answer within 0.001 s (the --load-timeout option)" in r.reason for r in results)
-    assert main(args) == 0  # the same check with the default: every case passes
-    capsys.readouterr()
+    args = ["--impl", "llama.cpp@11192", "--vocab", "gpt-2", "--case", "edge/hello-world"]
+    done = checked.check(capsys, *args, "--load-timeout", "0.001")
+    assert done.status == 1
+    assert done.cases and {c.verdict for c in done.cases} == {Verdict.ERROR}
+    assert all("llama.cpp did not load" in c.reason for c in done.cases), done.cases[0].reason
+    assert all("no answer within 0.001 s (the --load-timeout option)" in c.reason for c in done.cases)
+    assert checked.check(capsys, *args).status == 0  # the same check with the default: every case passes
 
 
 def test_an_answer_past_the_timeout_is_an_error_even_where_llama_cpp_aborts(
-    check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str], llama_build: Build
+    capsys: pytest.CaptureFixture[str], llama_build: Build
 ) -> None:
     """The worker's first request (the facts) past `--timeout`: the vocabulary's cases are errors, the
     run goes on. A tokenization past it is an error too, where the recording holds llama.cpp's abort."""
-    args = ["check", "--impl", "llama.cpp@11192", "--recordings", SPM, "--mode", "plain"]
+    args = ["--impl", "llama.cpp@11192", "--recordings", SPM, "--mode", "plain"]
     args += ["--case", ABORTS_HERE, "--case", IDS_HERE]
-    assert main([*args, "--timeout", "0.000001"]) == 1
-    verdicts = {r.case: r for r in check_runs[-1].results if r.section == "plain"}
+    done = checked.check(capsys, *args, "--timeout", "0.000001")
+    assert done.status == 1
+    verdicts = done.section("plain")
     assert verdicts.keys() == {ABORTS_HERE, IDS_HERE}
-    assert {r.verdict for r in verdicts.values()} == {Verdict.ERROR}  # the recorded abort too
-    assert all("no answer within 1e-06 s (the --timeout option)" in r.reason for r in verdicts.values())
-    assert main(args) == 0  # with time to answer, the abort agrees and the ids pass
-    capsys.readouterr()
+    assert {c.verdict for c in verdicts.values()} == {Verdict.ERROR}  # the recorded abort too
+    assert all("no answer within 1e-06 s (the --timeout option)" in c.reason for c in verdicts.values())
+    assert checked.check(capsys, *args).status == 0  # with time to answer, the abort agrees and the ids pass
     recording = load(resolve_recordings(SPM))
     case = next(c for c in recording.cases if c.id == ABORTS_HERE)
     assert isinstance(case.outcomes["plain"], Refusal)  # llama.cpp's abort, recorded

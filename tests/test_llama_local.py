@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tokconf
 from tokconf.builds import build as build_module
 from tokconf.builds.build import MARKER, Build, collect_garbage, library_folder
 from tokconf.builds.fetch import builds_root, local_root, source_dir
@@ -21,7 +22,6 @@ from tokconf.builds.local import BUILD_INPUTS, _snapshot, local_build, tree_key
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import DECODE, FACTS
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.errors import TokconfError
 from tokconf.core.files import sha256_file
@@ -76,10 +76,10 @@ def _head(tree: Path) -> str:
 
 
 def test_a_patched_tree_fails_on_the_cases_its_patch_changes(
-    patched: LlamaCppImplementation, patched_tree: Path, check_runs: list[CheckRun]
+    patched: LlamaCppImplementation, patched_tree: Path
 ) -> None:
-    assert main(["check", "--impl", f"llama.cpp:{patched_tree}", "--recordings", str(QWEN2)]) == 1
-    (run,) = check_runs
+    run = tokconf.check(f"llama.cpp:{patched_tree}", QWEN2)
+    assert not run.decision.passed and run.decision.exit_status == 1
     failed = {(r.case, r.section): r for r in run.results if r.verdict is Verdict.FAILED}
     for mode in ("plain", "special", "bos"):
         spaces, newlines = failed[("llama.cpp/0005", mode)], failed[("llama.cpp/0009", mode)]
@@ -95,9 +95,9 @@ def test_a_patched_tree_fails_on_the_cases_its_patch_changes(
     assert f"git {_head(patched_tree)} dirty" in run.impl_name
 
 
-def test_the_pinned_library_given_as_a_file_passes(llama_full_build: Build, check_runs: list[CheckRun]) -> None:
-    assert main(["check", "--impl", f"llama.cpp:{llama_full_build.libllama}", "--recordings", str(QWEN2)]) == 0
-    (run,) = check_runs
+def test_the_pinned_library_given_as_a_file_passes(llama_full_build: Build) -> None:
+    run = tokconf.check(f"llama.cpp:{llama_full_build.libllama}", QWEN2)
+    assert run.decision.passed
     assert run.summary.problems == [] and len(run.results) > 12_000
     assert f"libllama sha256 {sha256_file(llama_full_build.libllama)}" in run.impl_name
     assert "llama_version 0.5.0-dev, build info b11192-unknown, built with GNU" in run.impl_name

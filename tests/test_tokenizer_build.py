@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -27,6 +28,7 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
+import tokconf
 from builds import full_answers, tokenizer_build, wheel
 from tokconf.builds import build as build_module
 from tokconf.builds.build import MARKER, Build, LibraryKind, tree_build
@@ -35,7 +37,6 @@ from tokconf.builds.local import local_build
 from tokconf.builds.pins import DEFAULT_BUILD
 from tokconf.builds.tokenizer_only import TOKENIZER_SOURCES, unknown_load_steps
 from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -69,12 +70,11 @@ def _differences(made: Build, expected: dict[str, dict[str, str]]) -> dict[str, 
 
 
 @pytest.mark.long
-def test_b11192_tokenizer_only_passes_every_bundled_recording(check_runs: list[CheckRun]) -> None:
+def test_b11192_tokenizer_only_passes_every_bundled_recording() -> None:
     made = tokenizer_build(DEFAULT_BUILD)
     assert made.libllama.parent == build_module.library_folder(build_root(DEFAULT_BUILD))
-    assert main(["check", "--impl", f"llama.cpp@{DEFAULT_BUILD}", "--jobs", "0"]) == 0
-    (run,) = check_runs
-    assert run.summary.problems == []
+    run = tokconf.check(f"llama.cpp@{DEFAULT_BUILD}", jobs=os.cpu_count() or 1)  # --jobs 0
+    assert run.decision.passed and run.summary.problems == []
     verdicts = {r.verdict for r in run.results}
     assert verdicts == {Verdict.PASSED}, verdicts
     assert len(run.vocabs) == 128 and len(run.results) > 470_000  # 19 shipped and 109 synthetic, every section

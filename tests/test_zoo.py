@@ -22,8 +22,6 @@ import pytest
 # imported inside a test (numpy, if a port's imports bring it) cannot be loaded a second time.
 import tokconf
 import zoo_ports  # noqa: F401
-from tokconf.checking.contract import Verdict
-from tokconf.checking.run import CheckRun
 from tokconf.cli.main import main
 from tokconf.core.files import cache_root
 from tokconf.core.outcome import MODES
@@ -165,7 +163,6 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     recordings: Path,
     pytester: pytest.Pytester,
     capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:
     impl = f"zoo_ports:{port}"
     status, line, verdict = _contract_verdict(capsys, recordings, port)
@@ -181,8 +178,8 @@ def test_every_front_end_gives_a_port_the_same_verdict(
     assert in_process | {"verdict_line": line} == verdict
     if port in PROTOCOL_1:  # the same counts in every mode, and the same exit status
         adapter = f"cmd:{sys.executable} {SUPPORT / 'protocol1_adapter.py'} {impl}"
-        assert _cli(capsys, recordings, adapter)[0] == status
-        assert _modes(check_runs[-1]) == _modes(check_runs[0])
+        status_1, _, verdict_1 = _judged(capsys, recordings, adapter)
+        assert status_1 == status and _modes(verdict_1) == _modes(verdict)
     args = ["--tokconf-impl", impl, "--tokconf-recordings", str(recordings)]
     front_ends["pytest"] = _pytest_judged(pytester, *args)
     if port in XDIST:
@@ -280,8 +277,11 @@ def test_allow_decline_none_grants_nothing_and_only_grantable_classes_are_grante
         assert result.ret == pytest.ExitCode.USAGE_ERROR and said in result.stderr.str()
 
 
-def _modes(run: CheckRun) -> dict[tuple[str, str], dict[Verdict, int]]:
-    return {key: dict(+counts) for key, counts in run.summary.counts.items() if key[1] in MODES}
+def _modes(verdict: dict[str, object]) -> dict[tuple[str, str], dict[str, int]]:
+    """Every mode's counts in a `--json` verdict (facts and decode left out)."""
+    units = verdict["units"]
+    assert isinstance(units, list)
+    return {(u["vocab"], u["mode"]): u["counts"] for u in units if u["mode"] in MODES}
 
 
 @pytest.mark.usefixtures("zoo_path")
@@ -337,13 +337,13 @@ def two_vocabs(tmp_path_factory: pytest.TempPathFactory) -> Path:
 STATEFUL = {"stateful": {"llama-bpe"}, "module_global": {"gpt-2"}, "text_keyed_cache": {"gpt-2", "llama-bpe"}}
 
 
-def _stateful_fails(
-    capsys: pytest.CaptureFixture[str], two_vocabs: Path, port: str, check_runs: list[CheckRun]
-) -> tuple[int, str]:
+def _stateful_fails(capsys: pytest.CaptureFixture[str], two_vocabs: Path, port: str) -> tuple[int, str]:
     """`tokconf check` on a port with state: FAIL, by the interleaving rows of `STATEFUL` alone."""
-    status, line = _cli(capsys, two_vocabs, f"zoo_ports:{port}")
+    status, line, verdict = _judged(capsys, two_vocabs, f"zoo_ports:{port}")
     assert status == 1 and re.match(r"FAIL: \d+ passed, \d+ failed;", line), line
-    failed = {(r.vocab, r.section) for r in check_runs[-1].results if r.verdict is Verdict.FAILED}
+    units = verdict["units"]
+    assert isinstance(units, list)
+    failed = {(u["vocab"], u["mode"]) for u in units if u["counts"]["failed"]}
     assert failed == {(vocab, "interleave") for vocab in STATEFUL[port]}
     return status, line
 
@@ -351,13 +351,13 @@ def _stateful_fails(
 @pytest.mark.usefixtures("zoo_path")
 @pytest.mark.parametrize("port", sorted(STATEFUL))
 def test_a_port_keeping_state_across_vocabularies_fails_by_the_interleaving_check(
-    port: str, two_vocabs: Path, capsys: pytest.CaptureFixture[str], check_runs: list[CheckRun]
+    port: str, two_vocabs: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Each vocabulary in a fresh process of the port, then the interleaving check in one: a port with
     state across vocabularies fails, by that check's row alone. In tokconf's own process (`--in-process`)
     the vocabularies share it from the start, so the port fails there too, with more. The same check
     is passed by a port without state."""
-    _stateful_fails(capsys, two_vocabs, port, check_runs)
+    _stateful_fails(capsys, two_vocabs, port)
     in_process, line_in_process = _cli(capsys, two_vocabs, f"zoo_ports:{port}", "--in-process")
     assert in_process == 1 and NOT_CONTAINED in line_in_process
     assert _cli(capsys, two_vocabs, "zoo_ports:right")[0] == 0
@@ -371,13 +371,12 @@ def test_a_port_keeping_state_across_vocabularies_fails_alike_in_every_front_end
     two_vocabs: Path,
     pytester: pytest.Pytester,
     capsys: pytest.CaptureFixture[str],
-    check_runs: list[CheckRun],
 ) -> None:
     """The same counts and exit status whatever the scheduling. A protocol 1 program holds one
     vocabulary at a time: the first-loaded and the cache fail it too; the module-global cannot
     (docs/threat-model.md)."""
     impl = f"zoo_ports:{port}"
-    status, line = _stateful_fails(capsys, two_vocabs, port, check_runs)
+    status, line = _stateful_fails(capsys, two_vocabs, port)
     worker = f"cmd:{sys.executable} -m tokconf.implementations.command_worker {impl}"
     args = ["-p", "no:cacheprovider", "--tokconf-impl", impl, "--tokconf-recordings", str(two_vocabs)]
     plain = pytester.runpytest_inprocess(*args)
