@@ -174,3 +174,19 @@ def test_a_one_shot_program_gives_its_status_and_output_or_is_ended(name: str) -
     assert not program.running and time.monotonic() - started < 30
     with pytest.raises(ProcessLookupError):
         os.killpg(program.proc.pid, 0)
+
+
+def test_a_length_framed_program_saying_more_than_asked_is_ended_showing_its_bytes() -> None:
+    """The answer and bytes nobody asked for, in one write: the next request finds them and ends the
+    program, showing the bytes (a binary framing has no line to show)."""
+    source = (
+        "import struct, sys\n"
+        "size = struct.unpack('<I', sys.stdin.buffer.read(4))[0]; sys.stdin.buffer.read(size)\n"
+        "sys.stdout.buffer.write(struct.pack('<I', 2) + b'ok' + b'\\x01\\x02\\x03'); sys.stdout.buffer.flush()\n"
+        "sys.stdin.buffer.read()\n"
+    )
+    program = Program([sys.executable, "-c", source], 10, framing=Framing.LENGTH)
+    assert program.exchange(b"hi") == b"ok"
+    with pytest.raises(ProgramFailed, match=r"wrote output nobody asked for: b'\\x01\\x02\\x03'"):
+        program.exchange(b"again")
+    assert not program.running

@@ -410,6 +410,8 @@ class Program:
             if not chunk:
                 raise self._ended()
             self._buffer += chunk
+        if self.framing is not Framing.LINE:  # a binary framing has no lines to show: its first bytes
+            raise ProgramFailed(f"wrote output nobody asked for: {bytes(self._buffer[:40])!r}")
         line = bytes(self._buffer[:200]).split(b"\n", 1)[0]
         raise ProgramFailed(f"wrote a line nobody asked for: {line!r}")
 
