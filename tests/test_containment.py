@@ -101,29 +101,43 @@ def _run(args: list[str], ports: Path, cwd: Path) -> subprocess.CompletedProcess
     return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False)
 
 
+def _holds(attack: str, name: str, run: subprocess.CompletedProcess[str]) -> None:
+    """A `tokconf check` of the attacking port ended as the contract says (`ATTACKS`), its own verdict
+    line never on the terminal."""
+    _, status, said = ATTACKS[attack]
+    assert run.returncode == status, (name, run.stdout[-2000:], run.stderr[-2000:])
+    if status == 2:
+        assert said in run.stderr and "--impl exit_at_import:load (its worker process)" in run.stderr
+        return
+    last = run.stdout.strip().splitlines()[-1]
+    assert last.startswith(said), (name, last)
+    verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS:", "FAIL:"))]
+    assert verdicts == [last], (name, verdicts)  # the port's own "PASS:" never reached the terminal
+
+
+def _check_command(attack: str, slice_folder: Path) -> list[str]:
+    return [sys.executable, "-m", "tokconf", "check", "--impl", f"{attack}:load", "--recordings", str(slice_folder)]
+
+
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_what_a_port_does_to_its_process_cannot_change_the_verdict(
     attack: str, ports: Path, slice_folder: Path, tmp_path: Path
 ) -> None:
+    _holds(attack, "check", _run(_check_command(attack, slice_folder), ports, tmp_path))
+
+
+@pytest.mark.conformance
+@pytest.mark.parametrize("attack", sorted(ATTACKS))
+def test_what_a_port_does_to_its_process_changes_no_front_ends_verdict(
+    attack: str, ports: Path, slice_folder: Path, tmp_path: Path
+) -> None:
+    """The same with `--timeout`, `--jobs 2`, and through the pytest plugin without and with xdist."""
     _, status, said = ATTACKS[attack]
-    impl = f"{attack}:load"
-    check = [sys.executable, "-m", "tokconf", "check", "--impl", impl, "--recordings", str(slice_folder)]
-    runs = {
-        "check": _run(check, ports, tmp_path),
-        "check --timeout": _run([*check, "--timeout", "30"], ports, tmp_path),
-        "check --jobs 2": _run([*check, "--jobs", "2", "--vocab", "gpt-2"], ports, tmp_path),
-    }
-    pytest_args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tokconf-impl", impl]
+    check = _check_command(attack, slice_folder)
+    _holds(attack, "check --timeout", _run([*check, "--timeout", "30"], ports, tmp_path))
+    _holds(attack, "check --jobs 2", _run([*check, "--jobs", "2", "--vocab", "gpt-2"], ports, tmp_path))
+    pytest_args = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--tokconf-impl", f"{attack}:load"]
     pytest_args += ["--tokconf-recordings", str(slice_folder)]
-    for name, run in runs.items():
-        assert run.returncode == status, (name, run.stdout[-2000:], run.stderr[-2000:])
-        if status == 2:
-            assert said in run.stderr and "--impl exit_at_import:load (its worker process)" in run.stderr
-            continue
-        last = run.stdout.strip().splitlines()[-1]
-        assert last.startswith(said), (name, last)
-        verdicts = [line for line in run.stdout.splitlines() if line.startswith(("PASS:", "FAIL:"))]
-        assert verdicts == [last], (name, verdicts)  # the port's own "PASS:" never reached the terminal
     for extra in ([], ["-n", "2"]):
         run = _run([*pytest_args, *extra], ports, tmp_path)
         assert (run.returncode == 0) == (status == 0), (extra, run.stdout[-3000:])
