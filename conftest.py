@@ -45,7 +45,8 @@ def llama_full_build() -> Build:
 
 # Whole files of proofs: the three builds' equality, the docs' commands, the example ports, the installed wheel and
 # one failing port through every front end. Single tests elsewhere are marked `conformance` where they prove the
-# same of every front end (the CLI's case stays in `tox`) or of every bundled recording.
+# same of every front end (the CLI's case stays in `tox`; the plugin under xdist is a front end) or of every
+# bundled recording or shipped vocabulary.
 CONFORMANCE = ("test_tokenizer_build.py", "test_docs_commands.py", "test_examples.py", "test_installed.py",
                "test_front_ends.py")  # fmt: skip
 

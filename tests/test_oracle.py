@@ -94,6 +94,7 @@ def test_the_backends_are_compared_on_every_shipped_vocab(llama_build: Build, ev
 SAMPLE = 60  # recorded cases per vocab re-asked of the live oracle
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("name", SHIPPED)  # one item each, so xdist spreads the vocab loads
 def test_a_sample_re_recorded_live_is_identical_and_both_backends_agree(
     name: str, llama_full_build: Build, tmp_path: Path, evidence: Evidence

@@ -141,6 +141,7 @@ def test_the_reference_passes_a_whole_recording_through_the_plugin(
     assert _verdicts(sandbox, "synthetic") == {**expected, f"{name} facts passed": 6, f"{name} decode passed": 4}
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("engine", ["tokconf", "hypothesis"])
 def test_a_fuzz_campaign_spread_by_xdist_finds_and_shrinks_a_bug(
     sandbox: pytest.Pytester, llama_build: Build, tmp_path: Path, engine: str
@@ -220,6 +221,7 @@ def test_an_expected_failure_entry_matching_nothing_fails_a_strict_run(
     result.assert_outcomes(passed=3 * sum(1 for c in load(QWEN2).cases if "hello-world" in c.id))
 
 
+@pytest.mark.conformance
 def test_explained_causes_reach_the_summary_from_xdist_workers(sandbox: pytest.Pytester) -> None:
     """Each failed item carries its cause (JUnit property `tokconf-cause`: the cause's key, story and
     record, and the item's case id); the summary prints each cause once.

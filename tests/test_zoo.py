@@ -194,6 +194,7 @@ GRANTED = {
 }
 
 
+@pytest.mark.conformance
 @pytest.mark.usefixtures("zoo_path")
 @pytest.mark.parametrize("port", sorted(GRANTED))
 def test_a_probe_passes_only_where_the_command_grants_its_class(
