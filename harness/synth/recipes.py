@@ -246,7 +246,10 @@ def t5_user_space(base: Fields) -> Fields:
     every space to U+2581 after it, so `tokenize` meets the user-defined one-code-point token (scored 0)
     and, having found it, does not try `<unk>` there (`single_codepoint_token_found`), whose score
     (min_score - 10) is above 0 here. Issue 47's mutant deleting `single_codepoint_token_found = true`
-    lets `<unk>` replace it."""
+    lets `<unk>` replace it. The user-defined token also fills the trie `normalize_prefix` searches first,
+    whose `naive_trie::get_longest_prefix` counts the bytes walked, not a whole token: a fragment starting
+    with 0xE2 (U+2581's first byte, e.g. U+2000..U+206F) matches one byte and is passed on unnormalized
+    (the mutants `> 0` made `> 1` there, and `offset + 1` made `offset - 1` in the trie, both differ)."""
     fields = t5(base)
     types = [
         USER_DEFINED if text == "\u2581" else kind
