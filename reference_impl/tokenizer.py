@@ -197,7 +197,9 @@ class Tokenizer:
 
     def __init__(self, fields: dict[str, Any]) -> None:
         model = fields.get("tokenizer.ggml.model")
-        self.tokens: list[str] = fields["tokenizer.ggml.tokens"]
+        # llama_vocab::impl::load names a token of empty text "[EMPTY_<id>]" (warning "empty token at
+        # index"), for every model: its piece, and the text token_to_id finds, is that name.
+        self.tokens: list[str] = [text or f"[EMPTY_{i}]" for i, text in enumerate(fields["tokenizer.ggml.tokens"])]
         self.token_to_id = {text: token for token, text in enumerate(self.tokens)}  # a repeated text: the last id
         types = fields.get("tokenizer.ggml.token_type") or [1] * len(self.tokens)
         self.attrs = [TYPE_TO_ATTR.get(t, ATTR_UNDEFINED) for t in types]

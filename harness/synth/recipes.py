@@ -76,7 +76,13 @@ class Recipe:
         """Whether its pieces and detokenizations are recorded too: not for the `pre` family, whose
         token table is gpt-2's (recorded with it) and whose pre name `llama_token_to_piece` does not
         read; `variant-clean-spaces-off` records the one decoding rule a pre name sets."""
-        return self.family is not Family.PRE
+        return self.family is not Family.PRE or self.name in DECODED_PRE
+
+
+# `pre` names whose only effect on decoding is that `llama_vocab::impl::load` turns clean_spaces off for
+# them, and whose mutants (issue 47: `clean_spaces = false` deleted or made true for that name) nothing but a
+# decoding can show; the other names that turn it off are not recorded with decodings (each is 0.6 MB).
+DECODED_PRE = frozenset({"pre-granite-embed-multi-97m", "pre-joyai-llm", "pre-trillion"})
 
 
 def _bpe(base: Fields, pre: str, model: str = "gpt2") -> Fields:
@@ -192,6 +198,84 @@ def test_model(base: Fields, size: int = 1009) -> Fields:
             "tokenizer.ggml.bos_token_id": 0, "tokenizer.ggml.eos_token_id": 1}  # fmt: skip
 
 
+def test_without_eos(base: Fields) -> Fields:
+    """The `test` model with no `tokenizer.ggml.eos_token_id`: `llama_vocab::impl::load`'s `test` branch
+    sets special_eos_id to LLAMA_TOKEN_NULL and nothing sets it again, so EOS is -1 (issue 47: the mutant
+    deleting that statement keeps the default EOS 2, seen in the eos fact)."""
+    fields = test_model(base)
+    del fields["tokenizer.ggml.eos_token_id"]
+    return fields
+
+
+def rwkv_nul_tails(base: Fields) -> Fields:
+    """model-rwkv plus, for every one-byte and word token T, a token T + NUL (escaped `\\x00`, as the
+    converter writes it). `llm_tokenizer_rwkv_session::tokenize` stops its trie walk at the end of the
+    text (`if (position + 1 >= text.size()) break;`): issue 47's mutant deleting that `break` reads the
+    std::string's terminating NUL and takes T + NUL for a text ending in T. Inputs holding a NUL byte
+    take these tokens in llama.cpp too (greedy longest match)."""
+    fields = rwkv(base)
+    words = sorted(set(_gpt2_pieces(base)) - {b""}, key=lambda p: (len(p), p))
+    tails = [
+        repr(w + b"\x00")[2:-1] for w in [bytes([b]) for b in range(1, 256)] + [w for w in words if len(w) > 1][:2000]
+    ]
+    return fields | {
+        "tokenizer.ggml.tokens": [*fields["tokenizer.ggml.tokens"], *tails],
+        "tokenizer.ggml.token_type": [*fields["tokenizer.ggml.token_type"], *[NORMAL] * len(tails)],
+    }
+
+
+def plamo2_odd_bytes(base: Fields) -> Fields:
+    """model-plamo2 plus 64 BYTE tokens `xyz80>`..`xyzBF>`: text ending in '>' with hex digits at 3-4,
+    but not the 6-character `<0x..>` form. `llm_tokenizer_plamo2::build` maps a BYTE token to its byte
+    only if `length() == 6 && substr(0, 3) == "<0x" && back() == '>'`; BYTE tokens are left out of the
+    suffix table, so llama.cpp never uses these. Issue 47's mutant (`&& back()` made `|| back()`) maps the
+    continuation bytes 0x80..0xBF to them, which changes every byte fallback of a multi-byte character."""
+    fields = plamo2(base)
+    odd = [f"xyz{byte:02X}>" for byte in range(0x80, 0xC0)]
+    return fields | {
+        "tokenizer.ggml.tokens": [*fields["tokenizer.ggml.tokens"], *odd],
+        "tokenizer.ggml.scores": [*fields["tokenizer.ggml.scores"], *[0.0] * len(odd)],
+        "tokenizer.ggml.token_type": [*fields["tokenizer.ggml.token_type"], *[BYTE] * len(odd)],
+    }
+
+
+def t5_user_space(base: Fields) -> Fields:
+    """A Unigram (`t5`) vocabulary whose NORMAL scores are all above 10 (llama-spm's, floored at -100000
+    and raised by 100020: whole numbers a float32 holds exactly) and whose U+2581 token is USER_DEFINED.
+    The special-token partition cuts a raw U+2581, but `llm_tokenizer_ugm_session::normalize` escapes
+    every space to U+2581 after it, so `tokenize` meets the user-defined one-code-point token (scored 0)
+    and, having found it, does not try `<unk>` there (`single_codepoint_token_found`), whose score
+    (min_score - 10) is above 0 here. Issue 47's mutant deleting `single_codepoint_token_found = true`
+    lets `<unk>` replace it. The user-defined token also fills the trie `normalize_prefix` searches first,
+    whose `naive_trie::get_longest_prefix` counts the bytes walked, not a whole token: a fragment starting
+    with 0xE2 (U+2581's first byte, e.g. U+2000..U+206F) matches one byte and is passed on unnormalized
+    (the mutants `> 0` made `> 1` there, and `offset + 1` made `offset - 1` in the trie, both differ)."""
+    fields = t5(base)
+    types = [
+        USER_DEFINED if text == "\u2581" else kind
+        for text, kind in zip(fields["tokenizer.ggml.tokens"], fields["tokenizer.ggml.token_type"], strict=True)
+    ]
+    scores = [max(s, -100000.0) + 100020.0 if kind == NORMAL else s
+              for s, kind in zip(fields["tokenizer.ggml.scores"], types, strict=True)]  # fmt: skip
+    return fields | {"tokenizer.ggml.scores": scores, "tokenizer.ggml.token_type": types}
+
+
+# Issue 47's NFD table mutants: CJK compatibility ideographs that unicode_cpts_normalize_nfd maps to
+# one unified ideograph each (unicode_ranges_nfd), so each is known only by its decomposition.
+NFD_CJK = {"\uf929": "\u6717", "\ufac9": "\u97db", "\U0002f8a9": "\u614c", "\U0002fa07": "\u99fe"}
+
+
+def wpm_cjk_nfd(base: Fields) -> Fields:
+    """bert-bge plus the NFD forms of NFD_CJK as word tokens (`\u2581` + ideograph, the converter's
+    form of a word-initial piece) and the compatibility ideographs themselves as CONTROL tokens. Their
+    texts are cases of their own (tokconf.corpus.vocab_cases); in plain mode (no parse_special) a
+    control text is not cut out, so llm_tokenizer_wpm_session::preprocess sees it, and with
+    strip_accents (bert-bge's default) unicode_cpts_normalize_nfd turns it into the unified ideograph,
+    which is a token. A wrong NFD table entry leaves it as it is: [UNK]."""
+    fields = _wpm(base)
+    return _appended(fields, [("\u2581" + to, NORMAL) for to in NFD_CJK.values()] + [(c, CONTROL) for c in NFD_CJK])
+
+
 # User-defined tokens: raw spaces and texts no gpt-2 token has (a repeated text fails llama.cpp's load).
 OVERLAPPING = ["helloworld", " world!", "ell o", "lo wo", "<tag>", "1 2", "ing ", "\u00e9t\u00e9!", "  "]
 PHI3_SPECIALS = ["<|user|>", "<|end|>", "<|assistant|>", "<s>", "</s>", "<unk>"]
@@ -267,6 +351,26 @@ def _recipes() -> tuple[Recipe, ...]:
                lambda base: _without_bytes(base, 0x80)),
         Recipe("variant-wpm-no-cls-sep", Family.VARIANT, "bert-bge", "WordPiece with add_bos and add_sep false",
                lambda base: _wpm(base, add_bos_token=False, add_sep_token=False)),
+        Recipe("variant-wpm-cased", Family.VARIANT, "bert-bge",
+               "WordPiece with normalizer.lowercase false (so strip_accents false: no NFD before "
+               "is_chinese_char; issue 47's U+F900 and U+2F800 range-edge mutants)",
+               lambda base: _wpm(base, **{"normalizer.lowercase": False})),
+        Recipe("variant-wpm-empty-token", Family.VARIANT, "bert-bge",
+               "WordPiece with a token of empty text, which llama_vocab::impl::load names [EMPTY_<id>] "
+               "(so no token has empty text: the WordPiece prefix loop never finds one)",
+               lambda base: _appended(_wpm(base), [("", NORMAL)])),
+        Recipe("variant-wpm-cjk-nfd", Family.VARIANT, "bert-bge",
+               "WordPiece with CJK compatibility ideographs as control texts and their NFD forms as words",
+               wpm_cjk_nfd),
+        Recipe("variant-test-no-eos", Family.VARIANT, "gpt-2",
+               "llama.cpp's test model without eos_token_id: EOS stays LLAMA_TOKEN_NULL", test_without_eos),
+        Recipe("variant-rwkv-nul-tails", Family.VARIANT, "gpt-2",
+               "RWKV with tokens ending in NUL: the trie walk must stop at the text's end", rwkv_nul_tails),
+        Recipe("variant-plamo2-odd-bytes", Family.VARIANT, "llama-spm",
+               "PLaMo-2 with BYTE tokens not of the <0xXX> form: never byte fallback", plamo2_odd_bytes),
+        Recipe("variant-t5-user-space", Family.VARIANT, "llama-spm",
+               "Unigram with a user-defined U+2581 (what spaces normalize to) and normal scores above 10",
+               t5_user_space),
         Recipe("variant-t5-extra-whitespace", Family.VARIANT, "llama-spm",
                "Unigram removing extra whitespace, no space prefix",
                lambda base: t5(base, add_space_prefix=False, remove_extra_whitespaces=True)),
