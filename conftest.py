@@ -43,6 +43,14 @@ def llama_full_build() -> Build:
         pytest.fail(str(error), pytrace=False)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto` (tox): a worker more than the cores. A share of the tests wait rather than compute (a port
+    hanging past its timeout, a sandbox starting, a child's exit), and the extra worker fills those waits:
+    tox's tests took 419 s with 3 workers on 2 idle cores, 476 s with 2 (docs/benchmarks.md)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + 1
+
+
 # Whole files of proofs: the three builds' equality, the docs' commands, the example ports, the installed wheel and
 # one failing port through every front end. Single tests elsewhere are marked `conformance` where they prove the
 # same of every front end (the CLI's case stays in `tox`; the plugin under xdist is a front end) or of every

@@ -179,6 +179,7 @@ def test_javascript_whitespace_differs_on_both_characters() -> None:
     assert (True, False) in held and (False, True) in held
 
 
+@pytest.mark.conformance
 @pytest.mark.parametrize("name", list(ALL_PORTS))
 def test_the_cli_factory_has_every_bug_on(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     """`--impl real_ports:<name>` fails every case of every bug of the port, and passes edge/sentence
