@@ -19,7 +19,7 @@ from tokconf.corpus.generator import SplitMix64
 from tokconf.oracles.libllama import binding
 from tokconf.oracles.libllama_client import LibllamaOracle
 from tokconf.oracles.llama_tokenize import CliOracle
-from tokconf.recording.crosscheck import Evidence, compare, crosscheck_vocab, load_evidence
+from tokconf.recording.crosscheck import Answer, Evidence, compare, crosscheck_vocab, load_evidence
 from tokconf.recording.crosscheck import sample as crosscheck_sample
 from tokconf.recording.format import load
 from tokconf.recording.recorder import Plan, all_cases
@@ -252,3 +252,12 @@ def test_the_parsed_binding_is_kept_and_reused(
     again = binding(llama_build.llama_h, llama_build.include_dirs)
     assert kept.stat().st_mtime_ns == written and list((tmp_path / "cffi").glob("*.py")) == [kept]
     assert ffi.sizeof("llama_token") == again.sizeof("llama_token") == 4
+
+
+def test_a_hang_or_an_answer_over_the_bound_never_agrees_with_a_refusal() -> None:
+    """The backends' cross-check: two refusals agree whatever their words, but a BROKEN answer
+    (llama-tokenize past its deadline, the worker's answer over the bound) is no answer of llama.cpp's."""
+    refused, hung = Refusal("abort: one"), Refusal("hang: no answer within 1 s", RefusalKind.BROKEN)
+    answers = [Answer("a", "plain", Refusal("abort: two")), Answer("b", "plain", hung), Answer("c", "plain", [1])]
+    disagreements = compare("v", answers, [refused, refused, [1]])
+    assert [d.case for d in disagreements] == ["b"]

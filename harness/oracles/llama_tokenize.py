@@ -45,7 +45,7 @@ class CliOracle:
         try:
             status, output = program.run_once(data)
         except ProgramTimedOut:
-            return Refusal(f"hang: no answer within {self.timeout:g} s")
+            return Refusal(f"hang: no answer within {self.timeout:g} s", RefusalKind.BROKEN)
         except ProgramFailed as error:
             return Refusal(f"llama-tokenize failed: {error}", RefusalKind.BROKEN)
         if status != 0:

@@ -26,7 +26,7 @@ from ..builds.build import Build
 from ..builds.vocabs import vocab_name
 from ..core.errors import TokconfError
 from ..core.files import atomic_write, sha256_file
-from ..core.outcome import MODES, Mode, Outcome, Refusal, outcome_fields, outcome_from_fields
+from ..core.outcome import MODES, Mode, Outcome, Refusal, RefusalKind, outcome_fields, outcome_from_fields
 from ..corpus.files import Case
 from ..corpus.generator import SplitMix64
 from ..oracles.libllama_client import LibllamaOracle
@@ -92,8 +92,11 @@ def sample(cases: list[Case], k: int, seed: int) -> list[Case]:
 
 
 def _same(a: Outcome, b: Outcome) -> bool:
+    """Two backends agree: the same ids, or both refused (their reasons are each process's own words).
+    A BROKEN answer (a hang, an answer over the bound) is no refusal of llama.cpp's: it agrees with nothing."""
     if isinstance(a, Refusal) or isinstance(b, Refusal):
-        return isinstance(a, Refusal) and isinstance(b, Refusal)
+        refused = isinstance(a, Refusal) and isinstance(b, Refusal)
+        return refused and RefusalKind.BROKEN not in (a.kind, b.kind)  # type: ignore[union-attr]
     return a == b
 
 
