@@ -337,3 +337,31 @@ def test_a_table_mutant_is_asked_only_the_cases_holding_a_code_point_it_changes(
     recorded = [c.id for c in holding if tier_of("plain", c.id) is Tier.RECORDED]
     again = [c.id for c in ordered(recording, table(0x3000), Counter({recorded[-1]: 3})).cases]
     assert [c for c in again if c in recorded] == [recorded[-1], *recorded[:-1]]
+
+
+@pytest.mark.long
+def test_coverage_reaches_through_a_linked_tree_and_refuses_a_moved_one(llama_build: object, tmp_path: Path) -> None:
+    """gcov names sources by the resolved path they were compiled at: a campaign folder whose coverage
+    tree is a link to another's (a build shared) still gets each vocabulary's lines, and a tree moved after its
+    build is refused, not written as a vocabulary that reaches nothing (the campaign would ask it nothing)."""
+    from tokconf.builds.fetch import source_dir
+    from tokconf.core.files import BUNDLED_RECORDINGS
+    from tokconf.strength.coverage import coverage_build, read_hits, run_coverage
+
+    pinned = source_dir(11192)
+    built = tmp_path / "built"
+    coverage_build(pinned, built)
+    recording = [BUNDLED_RECORDINGS / "synthetic" / "pre-default.yaml"]
+    linked = tmp_path / "linked"
+    (linked / "coverage").mkdir(parents=True)
+    (linked / "coverage" / "tree").symlink_to(built / "coverage" / "tree")
+    run_coverage(coverage_build(pinned, linked), linked, recording, lambda line: None)
+    hits = read_hits(next((linked / "coverage" / "vocabs").glob("*.json")))
+    assert len(hits.lines[VOCAB]) > 100 and len(hits.lines[UNICODE]) > 50
+
+    moved = tmp_path / "moved"  # the library writes its counters at the path it was compiled at
+    (moved / "coverage").mkdir(parents=True)
+    (built / "coverage" / "tree").rename(moved / "coverage" / "tree")
+    with pytest.raises(TokconfError, match="the library's counters are not where gcov reads them"):
+        run_coverage(coverage_build(pinned, moved), moved, recording, lambda line: None)
+    assert not list(moved.glob("coverage/vocabs/*"))  # nothing written, not even the gcovr file

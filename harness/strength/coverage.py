@@ -80,8 +80,10 @@ def vocab_file(work: Path, name: str) -> Path:
 
 def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Callable[[str], None]) -> None:
     """Each recording's inputs through the coverage library, and its vocabulary's gcovr file written."""
-    tree = build.libllama.parent.parent
-    objects = build.libllama.parent / "obj"
+    # gcov names each source by the path it was compiled at, with links resolved: a tree reached through a
+    # link (a coverage build shared by two campaign folders) would filter out every line unresolved
+    tree = build.libllama.parent.parent.resolve()
+    objects = tree / BUILD_FOLDER / "obj"
     for number, recording in enumerate(recordings, 1):
         name = read_provenance(recording)["vocab"]["name"]
         target = vocab_file(work, name)
@@ -112,8 +114,23 @@ def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Cal
         done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise TokconfError(f"gcovr failed for {name}:\n{done.stderr[-2000:]}", "pip install 'tokconf[strength]'")
+        _holds_covered(report, tree)
         os.replace(report, target)
         progress(f"coverage [{number}/{len(recordings)}] {name}")
+
+
+def _holds_covered(report: Path, tree: Path) -> None:
+    """Refuse a gcovr file in which no line of the covered sources ran: written, it would say that this
+    vocabulary reaches nothing, and the campaign would ask it about no mutant (every vocabulary's loading
+    runs llama-vocab.cpp). It happens when the counters are not where gcov reads them: a tree reached
+    through a link and not resolved, or a library moved after its build (it writes its counters at the
+    path it was compiled at)."""
+    files = json.loads(report.read_text(encoding="utf-8"))["files"]
+    if not any(line["count"] > 0 for entry in files if entry["file"] in COVERED for line in entry["lines"]):
+        report.unlink()
+        raise TokconfError(f"no line of {' or '.join(COVERED)} ran under {tree}: the library's counters are not "
+                           "where gcov reads them (was the tree moved after its build?)",
+                           f"delete {tree} and run the coverage again: it builds the library anew")  # fmt: skip
 
 
 @dataclass(frozen=True)
