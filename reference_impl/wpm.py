@@ -8,7 +8,8 @@ matched greedily, longest token first; a word with an unmatched position becomes
 
 `Cleaning` holds BERT's text cleaning as switches, llama.cpp's values by default; the others are what a
 port may do instead (ollama's WordPiece: no accent stripping, controls kept, ASCII symbols inside words,
-a multi-byte punctuation mark cut off by its first byte), replayed by `tokconf check --explain`.
+a multi-byte punctuation mark cut off by its first byte, CJK Extension E's ideographs split off from
+the Unicode block's start), replayed by `tokconf check --explain`.
 """
 
 from __future__ import annotations
@@ -33,12 +34,13 @@ def nfd_base(cpt: int) -> int:
     return cpt
 
 
-def is_chinese_char(cpt: int) -> bool:
-    """llm_tokenizer_wpm_session::is_chinese_char (with its 0x2B920 bound, as in HF's Rust code)."""
+def is_chinese_char(cpt: int, hf_bound: bool = True) -> bool:
+    """llm_tokenizer_wpm_session::is_chinese_char, with its 0x2B920 bound for CJK Extension E ("this should
+    be 0x2B820 but in hf rust code it is 0x2B920"); `hf_bound` off: the Unicode block's 0x2B820."""
     return (
         0x4E00 <= cpt <= 0x9FFF or 0x3400 <= cpt <= 0x4DBF or 0x20000 <= cpt <= 0x2A6DF or 0x2A700 <= cpt <= 0x2B73F
-        or 0x2B740 <= cpt <= 0x2B81F or 0x2B920 <= cpt <= 0x2CEAF or 0xF900 <= cpt <= 0xFAFF
-        or 0x2F800 <= cpt <= 0x2FA1F
+        or 0x2B740 <= cpt <= 0x2B81F or (0x2B920 if hf_bound else 0x2B820) <= cpt <= 0x2CEAF
+        or 0xF900 <= cpt <= 0xFAFF or 0x2F800 <= cpt <= 0x2FA1F
     )  # fmt: skip
 
 
@@ -47,13 +49,16 @@ class Cleaning:
     """BERT's text cleaning in llm_tokenizer_wpm_session::preprocess, one switch per step a port
     may leave out: accents stripped (NFD base, marks dropped; llama.cpp: when lowercasing), NUL,
     U+FFFD and controls dropped, ASCII symbols (`$+<=>^`|~`) words of their own as punctuation is,
-    and a punctuation mark cut out whole (off: cut by bytes, its first byte a word and the rest
-    starting the next: Go's `strings.IndexFunc(w, unicode.IsPunct)` with a one-byte step)."""
+    a punctuation mark cut out whole (off: cut by bytes, its first byte a word and the rest
+    starting the next: Go's `strings.IndexFunc(w, unicode.IsPunct)` with a one-byte step), and the
+    ideographs split off as words with llama.cpp's (HF's) bound for CJK Extension E, U+2B920 (off:
+    the Unicode block's U+2B820, as ollama's wordpiece.go has it, so U+2B820-U+2B91F stand alone)."""
 
     strip_accents: bool | None = None  # None: as llama.cpp, when lowercasing
     drop_controls: bool = True
     ascii_symbols: bool = True
     whole_punctuation: bool = True
+    hf_cjk_bound: bool = True
 
 
 LLAMA_CLEANING = Cleaning()
@@ -91,7 +96,8 @@ class _WordMap(dict[int, str]):
         char = chr(data.LOWERCASE.get(cpt, cpt) if self.lowercase else cpt)
         if cat & PUNCTUATION and cpt > 0x7F and not clean.whole_punctuation:
             return f" {BYTE_WORD} {BYTES_ON}"  # the first byte alone, the rest opening the next word
-        if cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL and clean.ascii_symbols) or is_chinese_char(cpt):
+        alone = cat & PUNCTUATION or (cpt < 0x7F and cat & SYMBOL and clean.ascii_symbols)
+        if alone or is_chinese_char(cpt, clean.hf_cjk_bound):
             return f" {char} "
         return char
 

@@ -121,6 +121,7 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "punctuation-bytes": (
         "bert-bge", ("plain",), _switched(_cleaning(whole_punctuation=False)), Kind.WORDPIECE_CLEANING
     ),
+    "cjk-block-bound": ("bert-bge", ("plain",), _switched(_cleaning(hf_cjk_bound=False)), Kind.WORDPIECE_CLEANING),
     "wordpiece-on-unigram": ("nomic-bert-moe", ("plain",), _switched(_wordpiece_on_unigram), Kind.TOKENIZER_MODEL),
     "no-strip": ("phi-3", ("special",), _switched(_no_strip), Kind.SPECIAL_STRIP),
     "invalid-per-byte": ("gpt-2", ("plain",), _per_byte, Kind.INVALID_UTF8_REPLACED),
@@ -171,7 +172,7 @@ def test_the_merge_order_named_is_the_ports() -> None:
 @pytest.mark.parametrize(
     ("name", "step"),
     [("accents-kept", "strip_accents"), ("controls-kept", "drop_controls"), ("symbols-in-words", "ascii_symbols"),
-     ("punctuation-bytes", "whole_punctuation")],
+     ("punctuation-bytes", "whole_punctuation"), ("cjk-block-bound", "hf_cjk_bound")],
 )  # fmt: skip
 def test_each_cleaning_step_is_named_alone(name: str, step: str) -> None:
     """A port leaving out one step of BERT's cleaning is not blamed for the others."""

@@ -907,7 +907,7 @@ class Explainer:
                 yield MergeOrder(Kind.MERGE_ORDER, Stage.TOKENIZER, tie_break=tie_break)
         wordpiece = reference.kind == "wpm" or any(c.kind is Kind.TOKENIZER_MODEL for c in self.causes)
         if wordpiece:
-            for step in ("strip_accents", "drop_controls", "ascii_symbols", "whole_punctuation"):
+            for step in ("strip_accents", "drop_controls", "ascii_symbols", "whole_punctuation", "hf_cjk_bound"):
                 yield WordPieceCleaning(Kind.WORDPIECE_CLEANING, Stage.TOKENIZER, off={step})
         if reference.kind == "ugm":
             yield TokenizerModel(Kind.TOKENIZER_MODEL, Stage.TOKENIZER, model="wpm", vocab_model="ugm")

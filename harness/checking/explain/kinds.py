@@ -621,6 +621,8 @@ class WordPieceCleaning(Mechanism):
             "strip_accents": "strip accents", "drop_controls": "drop controls and U+FFFD",
             "ascii_symbols": "split ASCII symbols off as punctuation",
             "whole_punctuation": "cut multi-byte punctuation out whole (it cuts it by bytes)",
+            "hf_cjk_bound": "keep U+2B820-U+2B91F inside words (llama.cpp's CJK Extension E starts at U+2B920, as "
+            "HF's; it splits them off as ideographs, as the Unicode block says)",
         }  # fmt: skip
         steps = " or ".join(said[name] for name in sorted(self.off))
         return f"does not {steps} in WordPiece's text cleaning; llama.cpp does"
