@@ -26,6 +26,7 @@ from tokconf_reference.unicode import ACCENT_MARK, CATEGORY, LETTER, NUMBER, PUN
 
 # unicode_regex_split: k_ucat_cpt and k_ucat_map.
 _CLASS_BYTE = {NUMBER: "\xd1", LETTER: "\xd2", PUNCTUATION: "\xd3", ACCENT_MARK: "\xd4", SYMBOL: "\xd5"}
+LETTER_BYTE, OTHER_BYTE = _CLASS_BYTE[LETTER], "\xd0"  # a letter, and a code point of no class, to the regexes
 _CLASS_OF = {
     "\\p{N}": (NUMBER, "0-9"),
     "\\p{L}": (LETTER, "A-Za-z"),
@@ -88,7 +89,7 @@ def reclassified(whitespace: Mapping[int, bool]) -> Classes:
         if cpt < 0x80:  # an ASCII space character the port does not count: some other control
             collapse[cpt] = plain[cpt] = "\x01"
         else:
-            collapse[cpt] = _CLASS_BYTE.get(CATEGORY[cpt], "\xd0")
+            collapse[cpt] = _CLASS_BYTE.get(CATEGORY[cpt], OTHER_BYTE)
     return Classes(collapse, plain, ascii_as_is=all(cpt >= 0x80 for cpt in whitespace))
 
 

@@ -106,6 +106,19 @@ def _regex_of(pre_type: str) -> Any:
     return change
 
 
+def _letters_beyond_ascii(t: Tokenizer) -> None:
+    """memvanta's scanner (`u_letter`): every non-ASCII code point but whitespace a letter."""
+    from tokconf_reference.pretokenize import LETTER_BYTE, LLAMA_CLASSES, Classes
+    from tokconf_reference.unicode import WHITESPACE
+
+    collapse = [
+        c if point < 0x80 or point in WHITESPACE else LETTER_BYTE for point, c in enumerate(LLAMA_CLASSES.collapse)
+    ]
+    t.encoder = copy.copy(t.encoder)
+    t.encoder.cache = {}
+    t.encoder.classes = Classes(collapse, LLAMA_CLASSES.plain)  # type: ignore[union-attr]
+
+
 def _maximal_subpart(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode(data.decode("utf-8", errors="replace").encode(), *flags))
 
@@ -129,6 +142,7 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "contraction-ends-run": ("gpt-2", ("plain",), _switched(_contraction_ends_run), Kind.PRETOKENIZER_SPLIT),
     "llama3-regex": ("deepseek-coder", ("plain",), _switched(_regex_of("llama3")), Kind.PRETOKENIZER_SPLIT),
     "qwen2-regex": ("qwen35", ("plain",), _switched(_regex_of("qwen2")), Kind.PRETOKENIZER_SPLIT),
+    "letters-beyond-ascii": ("gpt-2", ("plain",), _switched(_letters_beyond_ascii), Kind.LETTER_CLASS),
     "invalid-maximal-subpart": ("gpt-2", ("plain",), _maximal_subpart, Kind.INVALID_UTF8_REPLACED),
 }  # fmt: skip
 

@@ -38,6 +38,7 @@ from .kinds import (
     Character,
     ContextRule,
     Kind,
+    LetterClass,
     Mechanism,
     MergeOrder,
     MergesIgnored,
@@ -180,6 +181,7 @@ class Explainer:
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
             if not self._place(result):
                 unexplained.append(result)
+        self._widen_letters()
         self._retire_characters()
         unexplained = self._placed_again(unexplained)
         self._consolidate()
@@ -199,6 +201,26 @@ class Explainer:
             if not found:
                 left.append(result)
         return left
+
+    def _widen_letters(self) -> None:
+        """A port reading code points of several categories as letters is likely to follow a rule, not a
+        table (memvanta's `u_letter`: every non-ASCII code point but whitespace): the rule is taken where
+        it still reproduces the cause's cases and leaves the passed cases as they are. Its other
+        characters (a digit no case was shrunk to) then need no cause of their own."""
+        for cause in self.causes:
+            narrow = cause.mechanism
+            if not isinstance(narrow, LetterClass) or not narrow.letter or narrow.beyond_ascii:
+                continue
+            if len({unicodedata.category(chr(p)) for p in narrow.points}) < 2:
+                continue
+            wide = replace(narrow, points=set(narrow.points), beyond_ascii=True)
+            known = [c.mechanism for c in self.causes if c is not cause and not isinstance(c.mechanism, Character)]
+            if not self._sound(wide, cause.minimal, known):
+                continue
+            cause.mechanism = wide
+            others = [c for c in self.causes if c is not cause]
+            if not all(self._reproducing([cause, *others], r) for r in cause.cases):
+                cause.mechanism = narrow
 
     def _retire_characters(self) -> None:
         """`character` is the last resort: once every switch cause is known, a case under a
@@ -873,6 +895,7 @@ class Explainer:
             for point in sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)}):
                 if _is_number(point):
                     yield NumberClass(Kind.NUMBER_CLASS, Stage.TOKENIZER, {point})
+                yield LetterClass(Kind.LETTER_CLASS, Stage.TOKENIZER, {point}, letter=not _is_letter(point))
         for kind in NORMAL_FORMS:
             yield Normalized(kind, Stage.INPUT)
         yield ByteMapped(Kind.BYTE_MAPPING, Stage.INPUT)
@@ -958,6 +981,13 @@ def _is_number(point: int) -> bool:
     from tokconf_reference.unicode import NUMBER, flags
 
     return bool(flags(point) & NUMBER)
+
+
+def _is_letter(point: int) -> bool:
+    """Whether llama.cpp counts a code point as a letter (`\\p{L}`: unicode_cpt_flags' is_letter)."""
+    from tokconf_reference.unicode import LETTER, flags
+
+    return bool(flags(point) & LETTER)
 
 
 def _whitespace() -> frozenset[int]:

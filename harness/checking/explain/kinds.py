@@ -24,6 +24,7 @@ Labels depend on the mechanism alone, so a cause reads the same in every mode.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 import unicodedata
 from collections.abc import Callable, Hashable
@@ -64,6 +65,7 @@ class Kind(enum.Enum):
     WHITESPACE_CLASS = "whitespace-class"
     WHITESPACE_CONTEXT = "whitespace-context"
     NUMBER_CLASS = "number-class"
+    LETTER_CLASS = "letter-class"
     PRETOKENIZER_SPLIT = "pretokenizer-split"
     IGNORE_MERGES = "ignore-merges"
     MERGE_ORDER = "merge-order"
@@ -706,10 +708,68 @@ class NumberClass(Widening):
     letters nor numbers."""
 
     def table(self) -> dict[int, str]:
-        return dict.fromkeys(self.points, "\xd0")
+        from tokconf_reference.pretokenize import OTHER_BYTE
+
+        return dict.fromkeys(self.points, OTHER_BYTE)
 
     def label(self) -> str:
         return f"does not read {self._names()} as numbers (\\p{{N}}) in its pre-tokenizer; llama.cpp does"
+
+
+@dataclass
+class LetterClass(Widening):
+    """Code points the port's pre-tokenizer reads as letters (`\\p{L}`) where llama.cpp's tables do not
+    (`letter`: memvanta's scanner calls every non-ASCII code point but whitespace a letter, so `י׳` is
+    one word), or does not read as letters where llama.cpp does (a runtime's older Unicode tables:
+    Java 17's `Character` misses Unicode 14's letters). Replayed with the letters' class byte, or as
+    neither letter nor number."""
+
+    letter: bool = True
+    beyond_ascii: bool = False  # every non-ASCII code point but whitespace a letter: a rule, not a table
+
+    def key(self) -> Hashable:
+        return (self.kind, self.letter)
+
+    def absorb(self, other: Mechanism) -> None:
+        assert isinstance(other, LetterClass)
+        super().absorb(other)
+        self.beyond_ascii = self.beyond_ascii or other.beyond_ascii
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        if not self.beyond_ascii:
+            return super().applies(data, mode)
+        return not data.isascii()
+
+    def table(self) -> dict[int, str]:
+        from tokconf_reference.pretokenize import LETTER_BYTE, OTHER_BYTE
+
+        if self.beyond_ascii:
+            return _beyond_ascii_letters()
+        return dict.fromkeys(self.points, LETTER_BYTE if self.letter else OTHER_BYTE)
+
+    def label(self) -> str:
+        if self.beyond_ascii:
+            shown = _some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)
+            return (f"reads every non-ASCII code point but whitespace as a letter (\\p{{L}}) in its pre-tokenizer "
+                    f"(as {shown}); llama.cpp reads each by its category")  # fmt: skip
+        categories = sorted({unicodedata.category(chr(c)) for c in self.points})
+        names = self._names() if len(categories) == 1 else (
+            f"{_some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)} ({len(self.points)} code points "
+            f"of categories {', '.join(categories)})"
+        )  # fmt: skip
+        if self.letter:
+            return f"reads {names} as letters (\\p{{L}}) in its pre-tokenizer; llama.cpp does not"
+        return f"does not read {names} as letters (\\p{{L}}) in its pre-tokenizer; llama.cpp does"
+
+
+@functools.cache
+def _beyond_ascii_letters() -> dict[int, str]:
+    """Every non-ASCII code point llama.cpp reads as neither letter nor whitespace, as a letter."""
+    from tokconf_reference.pretokenize import LETTER_BYTE, LLAMA_CLASSES
+
+    return {
+        p: LETTER_BYTE for p, c in enumerate(LLAMA_CLASSES.collapse) if p >= 0x80 and c not in (LETTER_BYTE, "\x0b")
+    }
 
 
 # Where a whitespace code point's replay stands in the regexes' subject (re.ASCII: the ASCII ones).
