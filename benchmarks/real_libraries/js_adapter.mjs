@@ -6,6 +6,7 @@
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs llama3-tokenizer-js            (its baked-in Llama 3 vocabulary)
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs gpt-3-encoder                  (its baked-in GPT-2 vocabulary)
 //   cmd:node benchmarks/real_libraries/js_adapter.mjs llama-tokenizer-js             (its baked-in LLaMA vocabulary)
+//   cmd:node benchmarks/real_libraries/js_adapter.mjs gpt3-tokenizer                 (its baked-in GPT-2 vocabulary)
 //
 // Strings in, so inputs that are not UTF-8 are declined (`invalid-utf8`), decoded strictly and
 // keeping a leading U+FEFF. @huggingface/tokenizers: parse_special off is `split_special_tokens`
@@ -14,7 +15,8 @@
 // llama3-tokenizer-js: add_special is its default `{bos: true, eos: true}` (off: both false); parse_special
 // off passes a `specialTokenRegex` that matches nowhere. gpt-3-encoder: `encode(text)`, which adds nothing and
 // parses no special token, whatever is asked. llama-tokenizer-js: `encode(text, add_bos_token, true)`
-// (add_special is its BOS; it always adds the preceding space) and parses no special token.
+// (add_special is its BOS; it always adds the preceding space) and parses no special token. gpt3-tokenizer:
+// `new GPT3Tokenizer({type: "gpt3"}).encode(text).bpe`, which adds nothing and parses no special token.
 import { createRequire } from "node:module";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -57,6 +59,10 @@ if (library === "hf-tokenizers") {
 } else if (library === "gpt-3-encoder") {
   const api = await load("gpt-3-encoder");
   encode = (text) => api.encode(text);
+} else if (library === "gpt3-tokenizer") {
+  const module = await load("gpt3-tokenizer");
+  const tokenizer = new (module.default ?? module)({ type: "gpt3" });
+  encode = (text) => tokenizer.encode(text).bpe;
 } else {
   throw new Error(`unknown library ${library}`);
 }
