@@ -211,9 +211,15 @@ class BytePairEncoder:
         self.cache: dict[str, tuple[int, ...]] = {}
         self.classes = LLAMA_CLASSES  # what the regexes see of each code point (`pretokenize.reclassified`)
         self.tie_break = "left"  # llm_bigram_bpe::comparator: the leftmost of equal ranks; "right" is a port's
+        # A port's order, not llama.cpp's: the bytes mapped to their stand-ins before the split (llama3.java's
+        # Tokenizer.encode), so the regexes see `Ġ` for a space and a character's bytes as stand-ins apart
+        self.map_before_split = False
 
     def encode(self, text: str) -> list[int]:
         """Token ids of one raw-text fragment, decoded to code points as llama.cpp decodes it."""
+        if self.map_before_split and self.byte_encode:
+            mapped = byte_level(text.encode("utf-8", "surrogatepass"))
+            return encode_words(self.cache, split(mapped, self.regexes, self.classes), self.merge_word)
         return encode_words(self.cache, split(text, self.regexes, self.classes), self.encode_word)
 
     def encode_word(self, raw_word: str) -> tuple[int, ...]:
@@ -221,6 +227,10 @@ class BytePairEncoder:
         # unicode_byte_encoding_process: the word's UTF-8 (surrogates as llama.cpp encodes them), each
         # byte mapped to its printable stand-in.
         word = byte_level(raw_word.encode("utf-8", "surrogatepass")) if self.byte_encode else raw_word
+        return self.merge_word(word)
+
+    def merge_word(self, word: str) -> tuple[int, ...]:
+        """The ids of one word as the merges see it (byte-encoded, unless the vocabulary is raw UTF-8)."""
         if self.newline_runs and not word.strip("\n") and word in self.token_to_id:
             return (self.token_to_id[word],)
         if self.ignore_merges and word in self.token_to_id:

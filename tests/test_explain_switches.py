@@ -119,6 +119,12 @@ def _letters_beyond_ascii(t: Tokenizer) -> None:
     t.encoder.classes = Classes(collapse, LLAMA_CLASSES.plain)  # type: ignore[union-attr]
 
 
+def _mapped_first(t: Tokenizer) -> None:
+    t.encoder = copy.copy(t.encoder)
+    t.encoder.cache = {}
+    t.encoder.map_before_split = True  # type: ignore[union-attr]
+
+
 def _maximal_subpart(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode(data.decode("utf-8", errors="replace").encode(), *flags))
 
@@ -143,6 +149,7 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "llama3-regex": ("deepseek-coder", ("plain",), _switched(_regex_of("llama3")), Kind.PRETOKENIZER_SPLIT),
     "qwen2-regex": ("qwen35", ("plain",), _switched(_regex_of("qwen2")), Kind.PRETOKENIZER_SPLIT),
     "letters-beyond-ascii": ("gpt-2", ("plain",), _switched(_letters_beyond_ascii), Kind.LETTER_CLASS),
+    "mapped-before-split": ("llama-bpe", ("plain",), _switched(_mapped_first), Kind.BYTE_MAPPED_SPLIT),
     "invalid-maximal-subpart": ("gpt-2", ("plain",), _maximal_subpart, Kind.INVALID_UTF8_REPLACED),
 }  # fmt: skip
 

@@ -39,6 +39,7 @@ from .kinds import (
     ContextRule,
     Kind,
     LetterClass,
+    MappedBeforeSplit,
     Mechanism,
     MergeOrder,
     MergesIgnored,
@@ -928,6 +929,8 @@ class Explainer:
         if self.model.mutants.is_bpe:
             for tie_break in ("heap", "right"):
                 yield MergeOrder(Kind.MERGE_ORDER, Stage.TOKENIZER, tie_break=tie_break)
+            if reference.encoder.byte_encode:
+                yield MappedBeforeSplit(Kind.BYTE_MAPPED_SPLIT, Stage.TOKENIZER)
         wordpiece = reference.kind == "wpm" or any(c.kind is Kind.TOKENIZER_MODEL for c in self.causes)
         if wordpiece:
             for step in ("strip_accents", "drop_controls", "ascii_symbols", "whole_punctuation", "hf_cjk_bound"):

@@ -74,6 +74,7 @@ class Kind(enum.Enum):
     TOKENIZER_MODEL = "tokenizer-model"
     NUL_TRUNCATED = "nul-truncated"
     BYTE_MAPPING = "byte-mapping"
+    BYTE_MAPPED_SPLIT = "byte-mapped-split"
     VOCAB_MISMATCH = "vocab-mismatch"
     LOAD_REFUSED = "load-refused"
     CHARACTER = "character"
@@ -328,6 +329,18 @@ class ByteMapped(Mechanism):
 
     def label(self) -> str:
         return "applies GPT-2's byte-to-unicode mapping to the input; this vocabulary has none"
+
+
+@dataclass
+class MappedBeforeSplit(Mechanism):
+    """GPT-2's byte mapping applied before the pre-tokenizer splits the text, where llama.cpp maps
+    each word after (unicode_regex_split, then unicode_byte_encoding_process): a space is `Ġ`, a
+    letter to the regexes, and a character's bytes are stand-ins of their own classes, split apart
+    (llama3.java's Tokenizer.encode). Replayed by the reference's BPE with `map_before_split`."""
+
+    def label(self) -> str:
+        return ("maps the input's bytes to GPT-2's stand-ins before its pre-tokenizer splits it (a space is `Ġ`, "
+                "a letter to the regexes); llama.cpp splits the text, then maps each word")  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from ...core.facts import VocabFacts
 from ...core.outcome import MODES, Mode, Outcome, Refusal, Request
 from .kinds import (
     Kind,
+    MappedBeforeSplit,
     Mechanism,
     MergeOrder,
     MergesIgnored,
@@ -193,6 +194,8 @@ class Mutants:
                 bound = mechanism.over
             elif isinstance(mechanism, MergeOrder):
                 encoder_changes["tie_break"] = mechanism.tie_break
+            elif isinstance(mechanism, MappedBeforeSplit):
+                encoder_changes["map_before_split"] = True
         if flips or table:
             base = reclassified(flips) if flips else LLAMA_CLASSES
             collapse, plain = list(base.collapse), dict(base.plain)
