@@ -227,13 +227,17 @@ def test_the_invalid_utf8_policy_named_is_the_ports() -> None:
     [("space-prefix", Kind.INVALID_UTF8_REPLACED), ("accents-kept", Kind.BYTE_MAPPING),
      ("controls-kept", Kind.BYTE_MAPPING), ("wordpiece-on-unigram", Kind.SPACE_PREFIX),
      ("no-strip", Kind.SPECIAL_NOT_PARSED), ("spm-cut-valid", Kind.INVALID_UTF8_REPLACED),
-     ("invalid-per-byte", Kind.INVALID_UTF8_BYTES), ("contraction-ends-run", Kind.WHITESPACE_CONTEXT)],
+     ("invalid-per-byte", Kind.INVALID_UTF8_BYTES), ("contraction-ends-run", Kind.WHITESPACE_CONTEXT),
+     ("mapped-before-split", Kind.BYTE_MAPPING), ("letters-beyond-ascii", Kind.NUMBER_CLASS),
+     ("tie-break-heap", Kind.LETTER_CLASS), ("llama3-regex", Kind.BYTE_MAPPED_SPLIT)],
 )  # fmt: skip
 def test_a_switch_is_refuted_on_a_port_without_its_fault(name: str, absent: Kind) -> None:
     """A switch that fits some minimal inputs of another fault is not named: GPT-2's byte mapping
     makes a non-ASCII word `[UNK]` as keeping its accents does (agreement on the unknown token is
     no evidence), a missing space prefix is no invalid-UTF-8 policy, a Unigram vocabulary run
-    through WordPiece no space prefix."""
+    through WordPiece no space prefix, a byte mapping before the split no byte mapping of a
+    vocabulary that has none, a heap's merge order no letter table, another model's regex no
+    mapping before the split."""
     assert absent not in {c.kind for c in _explained(name)[1].causes}
 
 
