@@ -146,30 +146,27 @@ func (g gguf) flag(k string, def bool) bool {
 	}
 	return def
 }
-func (g gguf) strs(k string) []string {
+
+// list reads an array value, each element converted by conv (a missing key: an empty list).
+func list[T any](g gguf, k string, conv func(any) T) []T {
 	arr, _ := g[k].([]any)
-	out := make([]string, len(arr))
+	out := make([]T, len(arr))
 	for i, v := range arr {
-		out[i], _ = v.(string)
+		out[i] = conv(v)
 	}
 	return out
 }
-func (g gguf) ints(k string) []int32 {
-	arr, _ := g[k].([]any)
-	out := make([]int32, len(arr))
-	for i, v := range arr {
-		n, _ := v.(int64)
-		out[i] = int32(n)
-	}
-	return out
+func asString(v any) string {
+	s, _ := v.(string)
+	return s
 }
-func (g gguf) floats(k string) []float32 {
-	arr, _ := g[k].([]any)
-	out := make([]float32, len(arr))
-	for i, v := range arr {
-		out[i], _ = v.(float32)
-	}
-	return out
+func asInt32(v any) int32 {
+	n, _ := v.(int64)
+	return int32(n)
+}
+func asFloat32(v any) float32 {
+	f, _ := v.(float32)
+	return f
 }
 
 const llamaStyle = "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+"
@@ -189,12 +186,12 @@ func controlTexts(vocab *tokenizer.Vocabulary) []string {
 
 // load builds the tokenizer as ollama's model package for this tokenizer model does.
 func load(g gguf) (tokenizer.Tokenizer, []string, error) {
-	eos := append([]int32{int32(g.uint("tokenizer.ggml.eos_token_id"))}, g.ints("tokenizer.ggml.eos_token_ids")...)
+	eos := append([]int32{int32(g.uint("tokenizer.ggml.eos_token_id"))}, list(g, "tokenizer.ggml.eos_token_ids", asInt32)...)
 	vocab := &tokenizer.Vocabulary{
-		Values: g.strs("tokenizer.ggml.tokens"),
-		Scores: g.floats("tokenizer.ggml.scores"),
-		Types:  g.ints("tokenizer.ggml.token_type"),
-		Merges: g.strs("tokenizer.ggml.merges"),
+		Values: list(g, "tokenizer.ggml.tokens", asString),
+		Scores: list(g, "tokenizer.ggml.scores", asFloat32),
+		Types:  list(g, "tokenizer.ggml.token_type", asInt32),
+		Merges: list(g, "tokenizer.ggml.merges", asString),
 		AddBOS: g.flag("tokenizer.ggml.add_bos_token", true),
 		BOS:    []int32{int32(g.uint("tokenizer.ggml.bos_token_id"))},
 		AddEOS: g.flag("tokenizer.ggml.add_eos_token", false),
