@@ -11,7 +11,7 @@ from pathlib import Path
 
 import checked
 import pytest
-from builds import EXAMPLES, ROOT, build_go, build_java, build_rust, once, tool
+from builds import EXAMPLES, ROOT, build_go, build_java, build_rust, cargo, once, tool
 from checked import Checked
 from tokconf.builds.build import Build
 from tokconf.checking.contract import Verdict
@@ -141,3 +141,10 @@ def test_the_rust_unicode_tables_are_generated_from_llama_cpps_data() -> None:
     script = EXAMPLES / "rust" / "gen_tables.py"
     checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert checked.returncode == 0, f"{checked.stdout}{checked.stderr}: run `python {script.relative_to(ROOT)}`"
+
+
+def test_the_rust_adapters_own_tests_pass(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """examples/rust's unit tests (its JSON reader, base64, the vocabulary), in the adapter's build folder."""
+    tested = cargo(once(tmp_path_factory, "rust", build_rust), "test")
+    assert tested.returncode == 0, f"cargo test failed:\n{tested.stdout}{tested.stderr}"
+    assert "test result: ok" in tested.stdout

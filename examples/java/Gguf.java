@@ -58,20 +58,20 @@ final class Gguf {
         return fields;
     }
 
-    private void need(long n) throws IOException {
+    /** The buffer, once it holds `n` more bytes: a truncated file fails here, not in a read. */
+    private ByteBuffer need(long n) throws IOException {
         if (n < 0 || n > buf.remaining()) {
             throw new IOException("truncated GGUF at byte " + buf.position());
         }
+        return buf;
     }
 
     private int u32() throws IOException {
-        need(4);
-        return buf.getInt();
+        return need(4).getInt();
     }
 
     private long u64() throws IOException {
-        need(8);
-        return buf.getLong();
+        return need(8).getLong();
     }
 
     private String str() throws IOException {
@@ -85,35 +85,28 @@ final class Gguf {
     private Object scalar(int kind) throws IOException {
         switch (kind) {
             case 0: // uint8
-                need(1);
-                return (long) Byte.toUnsignedInt(buf.get());
+                return (long) Byte.toUnsignedInt(need(1).get());
             case 1: // int8
-                need(1);
-                return (long) buf.get();
+                return (long) need(1).get();
             case 2: // uint16
-                need(2);
-                return (long) Short.toUnsignedInt(buf.getShort());
+                return (long) Short.toUnsignedInt(need(2).getShort());
             case 3: // int16
-                need(2);
-                return (long) buf.getShort();
+                return (long) need(2).getShort();
             case 4: // uint32
                 return Integer.toUnsignedLong(u32());
             case 5: // int32
                 return (long) u32();
             case 6: // float32
-                need(4);
-                return (double) buf.getFloat();
+                return (double) need(4).getFloat();
             case 7: // bool
-                need(1);
-                return buf.get() != 0;
+                return need(1).get() != 0;
             case 8: // string
                 return str();
             case 10: // uint64 (as a Java long: only ids and counts are read, all far below 2^63)
             case 11: // int64
                 return u64();
             case 12: // float64
-                need(8);
-                return buf.getDouble();
+                return need(8).getDouble();
             default:
                 throw new IOException("unknown GGUF value type " + kind);
         }

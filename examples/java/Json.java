@@ -34,36 +34,28 @@ final class Json {
         char c = peek();
         if (c == '{') {
             Map<String, Object> object = new LinkedHashMap<>();
-            pos++;
-            skipBlanks();
-            if (peek() == '}') {
-                pos++;
-                return object;
+            if (!opensEmpty('}')) {
+                do {
+                    skipBlanks();
+                    String key = string();
+                    skipBlanks();
+                    expect(':');
+                    object.put(key, value());
+                    skipBlanks();
+                } while (accept(','));
+                expect('}');
             }
-            do {
-                skipBlanks();
-                String key = string();
-                skipBlanks();
-                expect(':');
-                object.put(key, value());
-                skipBlanks();
-            } while (accept(','));
-            expect('}');
             return object;
         }
         if (c == '[') {
             List<Object> array = new ArrayList<>();
-            pos++;
-            skipBlanks();
-            if (peek() == ']') {
-                pos++;
-                return array;
+            if (!opensEmpty(']')) {
+                do {
+                    array.add(value());
+                    skipBlanks();
+                } while (accept(','));
+                expect(']');
             }
-            do {
-                array.add(value());
-                skipBlanks();
-            } while (accept(','));
-            expect(']');
             return array;
         }
         if (c == '"') {
@@ -142,6 +134,13 @@ final class Json {
         char c = peek();
         pos++;
         return c;
+    }
+
+    /** Past a container's opening bracket: whether it closes at once (`{}`, `[]`), the close taken. */
+    private boolean opensEmpty(char close) {
+        pos++;
+        skipBlanks();
+        return accept(close);
     }
 
     private boolean accept(char c) {

@@ -97,13 +97,18 @@ def build_java(folder: Path) -> None:
 def build_rust(folder: Path) -> None:
     """`cargo build --release`, offline (no dependencies), into `folder/target`, so the source tree
     stays clean; with Debian's cargo and the rustc beside it, not rustup's on PATH."""
-    cargo = str(DEBIAN_CARGO) if DEBIAN_CARGO.exists() else tool("cargo", "cargo")
-    env = dict(os.environ, CARGO_TARGET_DIR=str(folder / "target"))
-    if Path(cargo).with_name("rustc").exists():
-        env["RUSTC"] = str(Path(cargo).with_name("rustc"))
-    built = subprocess.run([cargo, "build", "--release", "--offline"], cwd=EXAMPLES / "rust", env=env,
-                           capture_output=True, text=True)  # fmt: skip
+    built = cargo(folder, "build")
     assert built.returncode == 0, f"cargo build failed:\n{built.stderr}"
+
+
+def cargo(folder: Path, command: str) -> subprocess.CompletedProcess[str]:
+    """`cargo COMMAND --release --offline` in examples/rust, its target in `folder/target`."""
+    program = str(DEBIAN_CARGO) if DEBIAN_CARGO.exists() else tool("cargo", "cargo")
+    env = dict(os.environ, CARGO_TARGET_DIR=str(folder / "target"))
+    if Path(program).with_name("rustc").exists():
+        env["RUSTC"] = str(Path(program).with_name("rustc"))
+    return subprocess.run([program, command, "--release", "--offline"], cwd=EXAMPLES / "rust", env=env,
+                          capture_output=True, text=True)  # fmt: skip
 
 
 def full_answers() -> dict[str, Any]:

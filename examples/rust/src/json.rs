@@ -181,6 +181,31 @@ impl Parser<'_> {
         }
     }
 
+    /// Past a container's opening bracket: whether it closes at once (`{}`, `[]`), the close taken.
+    fn opens_empty(&mut self, close: u8) -> bool {
+        self.pos += 1;
+        let empty = self.peek() == Some(close);
+        if empty {
+            self.pos += 1;
+        }
+        empty
+    }
+
+    /// After a container's item: a comma (false, more to come) or its close (true), taken.
+    fn closes(&mut self, close: u8) -> Result<bool, String> {
+        match self.peek() {
+            Some(b',') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(byte) if byte == close => {
+                self.pos += 1;
+                Ok(true)
+            }
+            _ => Err(format!("expected ',' or {:?} at byte {}", close as char, self.pos)),
+        }
+    }
+
     fn literal(&mut self, word: &str, value: Json) -> Result<Json, String> {
         if self.s[self.pos..].starts_with(word.as_bytes()) {
             self.pos += word.len();
@@ -197,47 +222,27 @@ impl Parser<'_> {
         match self.peek() {
             None => Err("unexpected end of input".to_string()),
             Some(b'{') => {
-                self.pos += 1;
                 let mut fields = Vec::new();
-                if self.peek() == Some(b'}') {
-                    self.pos += 1;
-                    return Ok(Json::Object(fields));
-                }
-                loop {
+                let mut done = self.opens_empty(b'}');
+                while !done {
                     if self.peek() != Some(b'"') {
                         return Err(format!("expected a key at byte {}", self.pos));
                     }
                     let key = self.string()?;
                     self.expect(b':')?;
                     fields.push((key, self.value(depth + 1)?));
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b'}') => {
-                            self.pos += 1;
-                            return Ok(Json::Object(fields));
-                        }
-                        _ => return Err(format!("expected ',' or '}}' at byte {}", self.pos)),
-                    }
+                    done = self.closes(b'}')?;
                 }
+                Ok(Json::Object(fields))
             }
             Some(b'[') => {
-                self.pos += 1;
                 let mut items = Vec::new();
-                if self.peek() == Some(b']') {
-                    self.pos += 1;
-                    return Ok(Json::Array(items));
-                }
-                loop {
+                let mut done = self.opens_empty(b']');
+                while !done {
                     items.push(self.value(depth + 1)?);
-                    match self.peek() {
-                        Some(b',') => self.pos += 1,
-                        Some(b']') => {
-                            self.pos += 1;
-                            return Ok(Json::Array(items));
-                        }
-                        _ => return Err(format!("expected ',' or ']' at byte {}", self.pos)),
-                    }
+                    done = self.closes(b']')?;
                 }
+                Ok(Json::Array(items))
             }
             Some(b'"') => Ok(Json::Str(self.string()?)),
             Some(b't') => self.literal("true", Json::Bool(true)),
@@ -395,5 +400,11 @@ mod tests {
         let answer = Json::object([("error", "a \"quoted\"\nline".into()), ("id", Json::Int(7))]);
         assert_eq!(answer.to_line(), r#"{"error": "a \"quoted\"\nline", "id": 7}"#);
         assert!(parse("{\"id\": 1} trailing").is_err());
+        let empty = parse(r#"{"a": [], "b": {}, "c": [[1], {"d": 2}]}"#).unwrap();
+        assert_eq!(empty.get("a"), Some(&Json::Array(vec![])));
+        assert_eq!(empty.get("b"), Some(&Json::Object(vec![])));
+        for bad in [r#"{"a": [1 2]}"#, r#"{"a": 1,}"#, "[1,]", r#"{"a": 1"#, r#"{"a" 1}"#] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
     }
 }
