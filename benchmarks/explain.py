@@ -193,18 +193,14 @@ def real_libraries(
             found.append((f"@huggingface/tokenizers (npm), {what}", impl, vocab))
     else:
         print(f"skipped: @huggingface/tokenizers: not in {modules}")
-    if (modules / "gpt-tokenizer").is_dir():
-        found.append(("gpt-tokenizer (npm), r50k_base", f"cmd:node {adapter} gpt-tokenizer r50k_base", "gpt-2"))
-    else:
-        print(f"skipped: gpt-tokenizer: not in {modules}")
-    if (modules / "gpt3-tokenizer").is_dir():
-        found.append(("gpt3-tokenizer (npm)", f"cmd:node {adapter} gpt3-tokenizer", "gpt-2"))
-    else:
-        print(f"skipped: gpt3-tokenizer: not in {modules}")
-    if (modules / "llama3-tokenizer-js").is_dir():
-        found.append(("llama3-tokenizer-js (npm)", f"cmd:node {adapter} llama3-tokenizer-js", "llama-bpe"))
-    else:
-        print(f"skipped: llama3-tokenizer-js: not in {modules}")
+    packages = (("gpt-tokenizer", "gpt-tokenizer (npm), r50k_base", "gpt-tokenizer r50k_base", "gpt-2"),
+                ("gpt3-tokenizer", "gpt3-tokenizer (npm)", "gpt3-tokenizer", "gpt-2"),
+                ("llama3-tokenizer-js", "llama3-tokenizer-js (npm)", "llama3-tokenizer-js", "llama-bpe"))  # fmt: skip
+    for package, name, arguments, vocab in packages:
+        if (modules / package).is_dir():
+            found.append((name, f"cmd:node {adapter} {arguments}", vocab))
+        else:
+            print(f"skipped: {package}: not in {modules}")
     return found
 
 

@@ -59,28 +59,17 @@ func readGGUF(path string) (gguf, error) {
 	value = func(t uint32) (any, error) {
 		switch t {
 		case 0, 1:
-			var v uint8
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return int64(v), err
+			return widened[uint8](r)
 		case 2, 3:
-			var v uint16
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return int64(v), err
+			return widened[uint16](r)
 		case 4:
-			var v uint32
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return int64(v), err
+			return widened[uint32](r)
 		case 5:
-			var v int32
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return int64(v), err
+			return widened[int32](r)
 		case 6:
-			var v float32
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return v, err
+			return read[float32](r)
 		case 7:
-			var v uint8
-			err := binary.Read(r, binary.LittleEndian, &v)
+			v, err := read[uint8](r)
 			return v != 0, err
 		case 8:
 			return str()
@@ -101,12 +90,9 @@ func readGGUF(path string) (gguf, error) {
 			}
 			return out, nil
 		case 10, 11:
-			var v int64
-			err := binary.Read(r, binary.LittleEndian, &v)
-			return v, err
+			return read[int64](r)
 		case 12:
-			var v float64
-			err := binary.Read(r, binary.LittleEndian, &v)
+			v, err := read[float64](r)
 			return float32(v), err
 		}
 		return nil, fmt.Errorf("unknown GGUF type %d", t)
@@ -145,6 +131,19 @@ func (g gguf) flag(k string, def bool) bool {
 		return v
 	}
 	return def
+}
+
+// read reads one little-endian value of type T.
+func read[T any](r io.Reader) (T, error) {
+	var v T
+	err := binary.Read(r, binary.LittleEndian, &v)
+	return v, err
+}
+
+// widened reads an integer of type T as the int64 the vocabulary's fields are read as.
+func widened[T uint8 | uint16 | uint32 | int32](r io.Reader) (any, error) {
+	v, err := read[T](r)
+	return int64(v), err
 }
 
 // list reads an array value, each element converted by conv (a missing key: an empty list).
