@@ -155,6 +155,7 @@ th { background: #f6f8fa; } td.c { text-align: right; min-width: 4.5em; font-var
 .low { background: #ffb3a7; } .none { background: #eaeef2; color: #57606a; }
 code { font-size: 12px; } .muted { color: #57606a; } svg text { font: 11px system-ui, sans-serif; }
 """
+_STYLE = " ".join(_CSS.split())  # one line in the page: the generated report does not repeat its source
 
 
 def _shade(cell: Cell) -> str:
@@ -237,7 +238,7 @@ def page(matrix: Matrix) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta http-equiv='Content-Security-Policy' content=\"default-src 'none'; style-src 'unsafe-inline'\">"
-        f"<title>tokconf: the ecosystem's conformance matrix</title><style>{_CSS}</style></head><body>"
+        f"<title>tokconf: the ecosystem's conformance matrix</title><style>{_STYLE}</style></head><body>"
         "<h1>The ecosystem's conformance matrix</h1>"
         f"<p class='muted'>Peers against every bundled b{matrix.build} recording; made by "
         f"<code>{html.escape(matrix.command)}</code> on {html.escape(matrix.date)} with {versions}.</p>"
