@@ -64,6 +64,14 @@ _QWEN2 = Pre("qwen2", **_NO_CLEAN)
 _GPT4O = Pre("gpt4o", **_NO_CLEAN)
 _DEEPSEEK3 = Pre("deepseek3-llm", **_NO_CLEAN)
 _BAILING = Pre("bailingmoe", **_NO_CLEAN)
+# Names whose pre-tokenizer leaves spaces uncleaned (clean_spaces false) and has no other option: name -> regex.
+_NOT_CLEANED = {
+    "deepseek-llm": "deepseek-llm", "deepseek-coder": "deepseek-coder", "spark2_5": "spark2_5",
+    "command-r": "starcoder", "qwen35": "qwen35", "poro-chat": "poro", "viking": "viking", "smollm": "starcoder",
+    "trillion": "gpt2", "granite-docling": "gpt2", "seed-coder": "seed-coder", "ufakzeka": "ufakzeka",
+    "laguna": "laguna", "afmoe": "afmoe", "superbpe": "superbpe", "kimi-k2": "kimi-k2", "tiny_aya": "tiny_aya",
+    "cohere2moe": "tiny_aya",
+}  # fmt: skip
 # Every name llama.cpp b11192 recognises for `gpt2` vocabularies (all 90; a test reads them from its
 # source), and None (no key: "default", with llama.cpp's warning).
 PRE_NAMES: dict[str | None, Pre] = {
@@ -71,10 +79,7 @@ PRE_NAMES: dict[str | None, Pre] = {
     "minicpm5": Pre("minicpm5", ignore_merges=True),
     **dict.fromkeys(("llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
                      "jina-v5-nano"), _LLAMA3),
-    "deepseek-llm": Pre("deepseek-llm", **_NO_CLEAN),
-    "deepseek-coder": Pre("deepseek-coder", **_NO_CLEAN),
     "deepseek-v3": _DEEPSEEK3,
-    "spark2_5": Pre("spark2_5", **_NO_CLEAN),
     "youtu": Pre("youtu", clean_spaces=False, ignore_merges=True),
     "falcon": Pre("falcon"),
     "mpt": Pre("gpt2"),
@@ -84,35 +89,24 @@ PRE_NAMES: dict[str | None, Pre] = {
                     Pre("gpt2")),
     "jais-2": Pre("jais2"),
     "refact": Pre("starcoder"),
-    "command-r": Pre("starcoder", **_NO_CLEAN),
     **dict.fromkeys(("qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "hunyuan", "solar-open"), _QWEN2),
-    "qwen35": Pre("qwen35", **_NO_CLEAN),
     "stablelm2": Pre("qwen2"), "megrez": Pre("qwen2"),
     "dbrx": Pre("llama3"), "smaug-bpe": Pre("llama3"),
-    "poro-chat": Pre("poro", **_NO_CLEAN), "bloom": Pre("poro"), "gpt3-finnish": Pre("poro"),
+    "bloom": Pre("poro"), "gpt3-finnish": Pre("poro"),
     **dict.fromkeys(("glm4", "chatglm-bpe"), Pre("llama3", bos_id=None)),
-    "viking": Pre("viking", **_NO_CLEAN),
     "tekken": Pre("tekken", clean_spaces=False, ignore_merges=True, add_bos=True),
-    "smollm": Pre("starcoder", **_NO_CLEAN),
     **dict.fromkeys(("codeshell", "exaone", "minerva-7b", "mellum2"), Pre("starcoder")),
     "exaone-moe": Pre("exaone-moe"),
     "chameleon": Pre("chameleon", clean_spaces=False, add_bos=True),
     **dict.fromkeys(("gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"), _GPT4O),
     "granite-embed-multi-97m": Pre("granite-emb-multi", clean_spaces=False, ignore_merges=True),
-    "trillion": Pre("gpt2", **_NO_CLEAN), "granite-docling": Pre("gpt2", **_NO_CLEAN),
     **dict.fromkeys(("bailingmoe", "bailingmoe2", "llada-moe"), _BAILING),
-    "seed-coder": Pre("seed-coder", **_NO_CLEAN),
     **dict.fromkeys(("hunyuan-dense", "hy_v4", "joyai-llm"), _DEEPSEEK3),
-    "ufakzeka": Pre("ufakzeka", **_NO_CLEAN),
     "grok-2": _QWEN2,
-    "laguna": Pre("laguna", **_NO_CLEAN),
     **dict.fromkeys(("gemma4", "granite-embed-multi-311m"), Pre("gemma4", escape_whitespaces=True)),
     "sarvam-moe": Pre("sarvam-moe", clean_spaces=False, escape_whitespaces=True),
     "whitespace": Pre("whitespace"),
-    "afmoe": Pre("afmoe", **_NO_CLEAN),
-    **dict.fromkeys(("tiny_aya", "cohere2moe"), Pre("tiny_aya", **_NO_CLEAN)),
-    "superbpe": Pre("superbpe", **_NO_CLEAN),
-    "kimi-k2": Pre("kimi-k2", **_NO_CLEAN),
+    **{name: Pre(regex, **_NO_CLEAN) for name, regex in _NOT_CLEANED.items()},
 }  # fmt: skip
 
 # Texts llama.cpp marks end-of-generation, and so CONTROL (llama_vocab::impl::load, b11192).
