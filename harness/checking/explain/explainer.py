@@ -674,7 +674,11 @@ class Explainer:
         moving: list[Mechanism] = []
         others: list[Mechanism] = []
         for mechanism in self._candidates(minimal, mode, want, got):
-            if isinstance(mechanism, (Boundary, Character)) or mechanism.stage is Stage.VERDICT:
+            # a switch of the whole pipeline (the byte mapping's place) changes nearly every answer, and a
+            # class per code point is one more table each: paired, they would crowd out the switches
+            if isinstance(mechanism, (Boundary, Character, MappedBeforeSplit, LetterClass)):
+                continue
+            if mechanism.stage is Stage.VERDICT:
                 continue
             changes = not same(self.model.predict([*context, mechanism], minimal, mode), want, [mechanism])
             (moving if changes and len(moving) < PAIRED else others).append(mechanism)
@@ -892,11 +896,11 @@ class Explainer:
             if bpe_char:
                 yield Reclassed(Kind.WHITESPACE_CLASS, Stage.TOKENIZER, flips={ord(text): ord(text) not in whitespace})
         yield from self._switches(mode)
+        points = sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)})  # non-ASCII
         if self.model.mutants.is_bpe:
-            for point in sorted({ord(u.decode()) for u in units(minimal) if len(u) > 1 and is_utf8(u)}):
+            for point in points:
                 if _is_number(point):
                     yield NumberClass(Kind.NUMBER_CLASS, Stage.TOKENIZER, {point})
-                yield LetterClass(Kind.LETTER_CLASS, Stage.TOKENIZER, {point}, letter=not _is_letter(point))
         for kind in NORMAL_FORMS:
             yield Normalized(kind, Stage.INPUT)
         yield ByteMapped(Kind.BYTE_MAPPING, Stage.INPUT)
@@ -911,6 +915,10 @@ class Explainer:
             if not ignore:  # the lookup bounded by a buffer's size: the longest bound that holds up
                 for over in sorted((b for b in LOOKUP_BOUNDS if b < len(minimal)), reverse=True):
                     yield MergesIgnored(Kind.IGNORE_MERGES, Stage.TOKENIZER, ignore=False, over=over)
+            # last: one candidate per code point of the minimal input, each a table of its own to replay;
+            # whitespace read otherwise is the whitespace class's (RE2's `\s` leaves U+00A0 out)
+            for point in (p for p in points if p not in whitespace):
+                yield LetterClass(Kind.LETTER_CLASS, Stage.TOKENIZER, {point}, letter=not _is_letter(point))
 
     def _switches(self, mode: Mode) -> Iterator[Mechanism]:
         """The reference tokenizer's switches for this vocabulary's model, each flipped alone:
