@@ -137,7 +137,8 @@ def test_a_planted_decoding_bug_fails_only_detokenize(
 
 
 def test_the_rust_unicode_tables_are_generated_from_llama_cpps_data() -> None:
-    """src/unicode_tables.rs is what gen_tables.py makes of the reference's copy of unicode-data.cpp."""
+    """unicode_ranges.txt (the data build.rs makes the crate's unicode tables of) is what gen_tables.py
+    makes of the reference's copy of unicode-data.cpp."""
     script = EXAMPLES / "rust" / "gen_tables.py"
     checked = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
     assert checked.returncode == 0, f"{checked.stdout}{checked.stderr}: run `python {script.relative_to(ROOT)}`"
