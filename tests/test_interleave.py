@@ -69,13 +69,6 @@ def _failed_vocabs(run: CheckRun) -> set[tuple[str, str]]:
     return {(r.vocab, str(r.section)) for r in run.results if r.verdict.is_problem}
 
 
-def _failing_units(done: Checked) -> set[tuple[str, str]]:
-    """The units with a problem, as the command's `--json` verdict says."""
-    assert done.verdict is not None
-    problems = ("failed", "error", "xpassed")
-    return {(u["vocab"], u["mode"]) for u in done.verdict["units"] if any(u["counts"][p] for p in problems)}
-
-
 def _same_counts(done: Checked, run: CheckRun) -> bool:
     """Whether the command's `--json` counts are the API run's, unit by unit."""
     assert done.verdict is not None
@@ -95,7 +88,7 @@ def test_a_module_global_and_a_text_keyed_cache_fail_every_front_end_on_a_two_vo
     assert cli.status == 1 and cli.verdict is not None
     line = cli.verdict["verdict_line"]
     want = {(vocab, INTERLEAVE) for vocab in PROBES[probe]}
-    assert _failing_units(cli) == want, line
+    assert cli.failing_units() == want, line
     api = tokconf.check(getattr(zoo_ports, probe), claims=CLAIMED)
     assert not api.decision.passed
     assert _failed_vocabs(api) == want
@@ -203,7 +196,7 @@ def test_a_program_without_handles_gets_them_one_after_another_with_the_shared_i
     assert [vocab for n, vocab in enumerate(asked) if n == 0 or asked[n - 1] != vocab] == loaded
     assert len(_asked_in_order(events, *PAIR)) >= SHARED
     cached = checked.check(capsys, "--impl", f"{adapter} zoo_ports:text_keyed_cache", *CLAIM)
-    assert cached.status == 1 and _failing_units(cached) == {("llama-bpe", INTERLEAVE)}
+    assert cached.status == 1 and cached.failing_units() == {("llama-bpe", INTERLEAVE)}
     assert main(["check", "--impl", f"{adapter} zoo_ports:module_global", *CLAIM]) == 0  # the documented limit
 
 

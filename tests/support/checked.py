@@ -58,6 +58,12 @@ class Checked:
         """The cases of one section (a mode, `facts`, `decode`, `interleave`) by case id."""
         return {c.case: c for c in self.cases if c.section == section and vocab in (None, c.vocab)}
 
+    def failing_units(self) -> set[tuple[str, str]]:
+        """The (vocab, mode) units with a problem (failed, error or xpassed), as the `--json` verdict says."""
+        assert self.verdict is not None, self.output[-2000:]
+        problems = (Verdict.FAILED, Verdict.ERROR, Verdict.XPASSED)
+        return {(u["vocab"], u["mode"]) for u in self.verdict["units"] if any(u["counts"][p.value] for p in problems)}
+
     def verdicts(self) -> dict[Verdict, int]:
         """Every verdict's count over the whole run, zeros left out."""
         assert self.verdict is not None, self.output[-2000:]
