@@ -197,3 +197,5 @@ def test_no_pretokenizer_is_a_split_not_a_letter_rule() -> None:
     assert Counter(c.kind for c in explanation.causes) == {Kind.PRETOKENIZER_SPLIT: 1}, [
         (c.kind, c.label) for c in explanation.causes
     ]
+    (cause,) = explanation.causes
+    assert "splits no words" in cause.label and sorted(map(id, cause.cases)) == sorted(map(id, failed))
