@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from functools import cache
 
 WHOLE = 400  # a category of at most this many members is tried whole (letter numbers, Nl: 236)
+# ... or, for a table of letters or numbers (`class_of(..., whole=True)`), of at most this many: lowercase
+# letters (Ll: 2,227), uppercase (Lu: 1,831), decimal digits (Nd: 660); a port's table leaves a script out
+# (every Greek letter), which a sample of 48 meets in one or two members
+WHOLE_TABLE = 2300
 SAMPLE = 48  # members of a larger one tried, spread over it (other letters, Lo, hold 100,000s)
 
 _BYTE_RANGES = (
@@ -62,9 +66,10 @@ def _category_members(category: str) -> tuple[int, ...]:
     return tuple(c for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == category)
 
 
-def class_of(unit: bytes) -> CharClass | None:
+def class_of(unit: bytes, whole: bool = False) -> CharClass | None:
     """The class of one character or invalid byte (a `units` element); None for an ASCII letter or
-    digit, whose class is too wide to say anything (a fault on `a` is not a fault on letters)."""
+    digit, whose class is too wide to say anything (a fault on `a` is not a fault on letters). With
+    `whole`, a category of up to `WHOLE_TABLE` members is all of it, not a sample."""
     text = unit.decode("utf-8", errors="surrogateescape")
     if len(text) != 1:
         return None
@@ -82,7 +87,7 @@ def class_of(unit: bytes) -> CharClass | None:
     if category in ("Cs", "Cn", "Co"):
         return None
     members = _category_members(category)
-    step = 1 if len(members) <= WHOLE else len(members) // SAMPLE
+    step = 1 if len(members) <= (WHOLE_TABLE if whole else WHOLE) else len(members) // SAMPLE
     sample = {members[i] for i in range(0, len(members), step)} | {point}
     name = f"{_CATEGORY_NAMES.get(category, category)} ({category})"
     return CharClass(name, tuple(chr(c).encode() for c in sorted(sample)))

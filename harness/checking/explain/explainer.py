@@ -29,7 +29,7 @@ from ...core.shrink import ddmin, holds, units
 from ...implementations.base import Session
 from ..contract import Verdict
 from ..engine import CaseResult
-from .classes import class_of
+from .classes import SAMPLE, class_of
 from .kinds import (
     NORMAL_FORMS,
     SPLIT_RULES,
@@ -39,6 +39,7 @@ from .kinds import (
     ContextRule,
     Kind,
     LetterClass,
+    LetterRule,
     MappedBeforeSplit,
     Mechanism,
     MergeOrder,
@@ -182,10 +183,13 @@ class Explainer:
         for result in sorted(failures, key=lambda r: (len(r.data), r.case, r.section)):
             if not self._place(result):
                 unexplained.append(result)
-        self._widen_letters()
+        for cause in list(self.causes):
+            self._letter_rule(cause)
         self._retire_characters()
-        unexplained = self._placed_again(unexplained)
+        # causes folded first: a case offered again to a cause about to be folded would be split
+        # between the two, or left unexplained where only the larger holds it with another cause
         self._consolidate()
+        unexplained = self._placed_again(unexplained)
         self._unmask()
         causes = sorted(self.causes, key=lambda c: (-len(c.cases), len(c.minimal), c.minimal))
         return Explanation([c for c in causes if c.cases], unexplained, self.shrinks)
@@ -203,25 +207,27 @@ class Explainer:
                 left.append(result)
         return left
 
-    def _widen_letters(self) -> None:
-        """A port reading code points of several categories as letters is likely to follow a rule, not a
-        table (memvanta's `u_letter`: every non-ASCII code point but whitespace): the rule is taken where
-        it still reproduces the cause's cases and leaves the passed cases as they are. Its other
-        characters (a digit no case was shrunk to) then need no cause of their own."""
-        for cause in self.causes:
-            narrow = cause.mechanism
-            if not isinstance(narrow, LetterClass) or not narrow.letter or narrow.beyond_ascii:
-                continue
-            if len({unicodedata.category(chr(p)) for p in narrow.points}) < 2:
-                continue
-            wide = replace(narrow, points=set(narrow.points), beyond_ascii=True)
-            known = [c.mechanism for c in self.causes if c is not cause and not isinstance(c.mechanism, Character)]
-            if not self._sound(wide, cause.minimal, known):
-                continue
-            cause.mechanism = wide
-            others = [c for c in self.causes if c is not cause]
-            if not all(self._reproducing([cause, *others], r) for r in cause.cases):
-                cause.mechanism = narrow
+    def _letter_rule(self, cause: Cause) -> None:
+        """A port reading code points of several categories otherwise than llama.cpp is likely to follow
+        a rule, not a table: every non-ASCII code point but whitespace a letter (memvanta's `u_letter`),
+        or none a letter (a scanner's `[A-Za-z]`). Tried as soon as a letter-class cause spans two
+        categories (the cases after are then placed by replay, not shrunk each), and taken where it
+        reproduces the cause's cases and holds on the code points not met yet (`_rule_holds`). Its
+        other characters (a digit no case was shrunk to) then need no cause of their own."""
+        narrow = cause.mechanism
+        if not isinstance(narrow, LetterClass) or narrow.rule is not LetterRule.TABLE:
+            return
+        if len({unicodedata.category(chr(p)) for p in narrow.points}) < 2:
+            return
+        rule = LetterRule.BEYOND_ASCII if narrow.letter else LetterRule.ASCII_ONLY
+        wide = replace(narrow, points=set(narrow.points), rule=rule)
+        known = [c.mechanism for c in self.causes if c is not cause and not isinstance(c.mechanism, Character)]
+        if not self._rule_holds(wide, narrow, cause.mode, known):
+            return
+        cause.mechanism = wide
+        others = [c for c in self.causes if c is not cause]
+        if not all(self._reproducing([cause, *others], r) for r in cause.cases):
+            cause.mechanism = narrow
 
     def _retire_characters(self) -> None:
         """`character` is the last resort: once every switch cause is known, a case under a
@@ -501,10 +507,12 @@ class Explainer:
                 existing.variants.add(minimal)
                 if len(minimal) < len(existing.minimal):  # the shortest example shows it best
                     self._show(existing, minimal, mode, got)
+            self._letter_rule(existing)
             return existing
         cause = Cause(self.vocab, mechanism, minimal, mode, want, got, shrunk=complete, cases=moved, variants={minimal})
         self._show(cause, minimal, mode, got)
         self.causes.append(cause)
+        self._letter_rule(cause)
         return cause
 
     def _reexamined(
@@ -542,20 +550,44 @@ class Explainer:
                 for r in self.passing
                 if mechanism.applies(r.data, mode_of(r)) and (not odd or any(holds(r.data, u) for u in odd))
             ][:PASSED_CHECKED]
-            verdict = True
-            for mode in MODES:
-                of_mode = [r for r in sample if r.section == mode]
-                predicted = self.model.predict_many([*under, mechanism], [r.data for r in of_mode], mode)
-                known = self.model.predict_many(under, [r.data for r in of_mode], mode) if under else None
-                for i, (p, r) in enumerate(zip(predicted, of_mode, strict=True)):
-                    # a passed case the known switches alone mispredict passes by two faults cancelling
-                    # (a tie-break and a split that happen to agree): no evidence either way
-                    if not same(p, r.expected, [mechanism]) and (known is None or same(known[i], r.expected, under)):
-                        verdict = False
-                        break
-                if not verdict:
-                    break
-            self.sound[key] = verdict
+            self.sound[key] = self._passed_alike(mechanism, under, sample)
+        return self.sound[key]
+
+    def _passed_alike(self, mechanism: Mechanism, under: list[Mechanism], sample: list[CaseResult]) -> bool:
+        """Whether the mechanism, replayed with the known switches, gives llama.cpp's answer on these
+        passed cases, wherever the known switches alone do."""
+        for mode in MODES:
+            of_mode = [r for r in sample if r.section == mode]
+            predicted = self.model.predict_many([*under, mechanism], [r.data for r in of_mode], mode)
+            known = self.model.predict_many(under, [r.data for r in of_mode], mode) if under else None
+            for i, (p, r) in enumerate(zip(predicted, of_mode, strict=True)):
+                # a passed case the known switches alone mispredict passes by two faults cancelling
+                # (a tie-break and a split that happen to agree): no evidence either way
+                if not same(p, r.expected, [mechanism]) and (known is None or same(known[i], r.expected, under)):
+                    return False
+        return True
+
+    def _rule_holds(self, rule: LetterClass, table: LetterClass, mode: Mode, context: list[Mechanism]) -> bool:
+        """Whether a letter rule holds beyond the code points found so far (`table`): on the passed
+        cases holding the most code points it reads otherwise (up to `PASSED_CHECKED`), and on
+        probes asking the port about `SAMPLE` of those code points spread over them, each between two
+        ASCII letters (`a一a` is one word to a letter, three pieces to no letter). The shortest passed
+        cases with non-ASCII text are mostly one character, which a rule reads alike; and where the
+        port fails on every text mixing scripts, no passed case tells ASCII letters only from CJK
+        ideographs as the only non-ASCII letters: the port is asked."""
+        under = [m for m in context if m.stage is not Stage.VERDICT]
+        key = repr((rule.rule, rule.letter, under, mode))
+        if key not in self.sound:
+            moved = set(rule.table()) - table.points
+            held = {id(r): sum(ord(c) in moved for c in set(r.data.decode("utf-8", "replace"))) for r in self.passing}
+            sample = sorted((r for r in self.passing if held[id(r)]), key=lambda r: -held[id(r)])[:PASSED_CHECKED]
+            spread = sorted(moved)[:: max(1, len(moved) // SAMPLE)]
+            asked = [b"a" + chr(p).encode() + b"a" for p in spread]
+            trial = [*under, rule]
+            predicted = self.model.predict_many(trial, asked, mode)
+            answers = self._port(asked, mode)
+            probed = all(same(p, a, trial) for p, a in zip(predicted, answers, strict=True) if _answered(a))
+            self.sound[key] = probed and self._passed_alike(rule, under, sample)
         return self.sound[key]
 
     def _contradicted(self, context: list[Mechanism], candidates: list[Mechanism], minimal: bytes, mode: Mode) -> bool:
@@ -723,13 +755,17 @@ class Explainer:
     def _widen(self, mechanism: Widening, minimal: bytes, mode: Mode, context: list[Mechanism]) -> None:
         """Widen a mechanism over one code point to the members of its class (`classes.class_of`)
         that, put in its place in the minimal input, fail too and are predicted by the widened
-        mechanism: one contraction fault after `\\n` is one after every whitespace but U+0020."""
+        mechanism: one contraction fault after `\\n` is one after every whitespace but U+0020. A table
+        of letters or numbers is tried over all of a category up to `classes.WHOLE_TABLE` members (one
+        script left out is all of its letters, which a sample meets in one or two)."""
         (point,) = mechanism.points
         culprit = chr(point).encode()
-        family = class_of(culprit)
+        family = class_of(culprit, whole=isinstance(mechanism, (LetterClass, NumberClass)))
         if family is None:
             return
         parts = units(minimal)
+        if isinstance(mechanism, LetterClass):
+            parts = self._judged_alone(parts, culprit, mode, context)
         others = [m for m in family.members if m != culprit and len(m.decode("utf-8", "surrogateescape")) == 1]
         tried = [b"".join(m if p == culprit else p for p in parts) for m in others]
         failing = [i for i, fails in enumerate(self._fails(mode, context)(tried)) if fails]
@@ -743,6 +779,15 @@ class Explainer:
         for i, want, got in zip(failing, predicted, actual, strict=True):
             if same(want, got, trial):
                 mechanism.points.add(ord(others[i].decode()))
+
+    def _judged_alone(self, parts: list[bytes], culprit: bytes, mode: Mode, context: list[Mechanism]) -> list[bytes]:
+        """The minimal input's units with its other non-ASCII characters made ASCII letters, where it
+        still fails so: each member of the culprit's class is then judged alone in its place (`٣٤`
+        with `0` for `٣` fails by `٤`, a digit the port reads as a letter too, not by `0`)."""
+        mine = [p if p == culprit or p.isascii() else b"a" for p in parts]
+        if mine == parts or not self._fails(mode, context)([b"".join(mine)])[0]:
+            return parts
+        return mine
 
     def _generalized(self, minimal: bytes, mode: Mode, context: list[Mechanism], culprit: bytes) -> Character:
         """A `character` cause for a culprit, with every member of its class (`classes.class_of`)

@@ -729,16 +729,24 @@ class NumberClass(Widening):
         return f"does not read {self._names()} as numbers (\\p{{N}}) in its pre-tokenizer; llama.cpp does"
 
 
+class LetterRule(enum.Enum):
+    """How a port's letters (`\\p{L}`) are drawn: a table of code points, or a rule over all of them."""
+
+    TABLE = "table"  # the code points of `LetterClass.points`, as far as found
+    BEYOND_ASCII = "beyond-ascii"  # every non-ASCII code point but whitespace a letter (memvanta's `u_letter`)
+    ASCII_ONLY = "ascii-only"  # no non-ASCII code point a letter (a scanner's `[A-Za-z]`)
+
+
 @dataclass
 class LetterClass(Widening):
     """Code points the port's pre-tokenizer reads as letters (`\\p{L}`) where llama.cpp's tables do not
     (`letter`: memvanta's scanner calls every non-ASCII code point but whitespace a letter, so `י׳` is
     one word), or does not read as letters where llama.cpp does (a runtime's older Unicode tables:
-    Java 17's `Character` misses Unicode 14's letters). Replayed with the letters' class byte, or as
-    neither letter nor number."""
+    Java 17's `Character` misses Unicode 14's letters; a scanner with ASCII letters only). Replayed
+    with the letters' class byte, or as neither letter nor number."""
 
     letter: bool = True
-    beyond_ascii: bool = False  # every non-ASCII code point but whitespace a letter: a rule, not a table
+    rule: LetterRule = LetterRule.TABLE
 
     def key(self) -> Hashable:
         return (self.kind, self.letter)
@@ -746,29 +754,34 @@ class LetterClass(Widening):
     def absorb(self, other: Mechanism) -> None:
         assert isinstance(other, LetterClass)
         super().absorb(other)
-        self.beyond_ascii = self.beyond_ascii or other.beyond_ascii
+        if self.rule is LetterRule.TABLE:
+            self.rule = other.rule
 
     def applies(self, data: bytes, mode: Mode) -> bool:
-        if not self.beyond_ascii:
+        if self.rule is LetterRule.TABLE:
             return super().applies(data, mode)
         return not data.isascii()
 
     def table(self) -> dict[int, str]:
         from tokconf_reference.pretokenize import LETTER_BYTE, OTHER_BYTE
 
-        if self.beyond_ascii:
+        if self.rule is LetterRule.BEYOND_ASCII:
             return _beyond_ascii_letters()
+        if self.rule is LetterRule.ASCII_ONLY:
+            return _no_letters_beyond_ascii()
         return dict.fromkeys(self.points, LETTER_BYTE if self.letter else OTHER_BYTE)
 
     def label(self) -> str:
-        if self.beyond_ascii:
-            shown = _some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)
+        shown = _some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)
+        if self.rule is LetterRule.BEYOND_ASCII:
             return (f"reads every non-ASCII code point but whitespace as a letter (\\p{{L}}) in its pre-tokenizer "
                     f"(as {shown}); llama.cpp reads each by its category")  # fmt: skip
+        if self.rule is LetterRule.ASCII_ONLY:
+            return (f"reads no non-ASCII code point as a letter (\\p{{L}}) in its pre-tokenizer, its letters are "
+                    f"A-Z and a-z (as {shown}); llama.cpp reads each by its category")  # fmt: skip
         categories = sorted({unicodedata.category(chr(c)) for c in self.points})
         names = self._names() if len(categories) == 1 else (
-            f"{_some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)} ({len(self.points)} code points "
-            f"of categories {', '.join(categories)})"
+            f"{shown} ({len(self.points)} code points of categories {', '.join(categories)})"
         )  # fmt: skip
         if self.letter:
             return f"reads {names} as letters (\\p{{L}}) in its pre-tokenizer; llama.cpp does not"
@@ -783,6 +796,14 @@ def _beyond_ascii_letters() -> dict[int, str]:
     return {
         p: LETTER_BYTE for p, c in enumerate(LLAMA_CLASSES.collapse) if p >= 0x80 and c not in (LETTER_BYTE, "\x0b")
     }
+
+
+@functools.cache
+def _no_letters_beyond_ascii() -> dict[int, str]:
+    """Every non-ASCII code point llama.cpp reads as a letter, in no class."""
+    from tokconf_reference.pretokenize import LETTER_BYTE, LLAMA_CLASSES, OTHER_BYTE
+
+    return {p: OTHER_BYTE for p, c in enumerate(LLAMA_CLASSES.collapse) if p >= 0x80 and c == LETTER_BYTE}
 
 
 # Where a whitespace code point's replay stands in the regexes' subject (re.ASCII: the ASCII ones).
@@ -850,11 +871,14 @@ class SplitRule:
     replace: str = ""
     pre_type: str = ""  # or: the whole regex list of another pre-tokenizer type
     across: bool = False  # `find` may span `[...]` classes (it is matched on the whole source)
+    none: bool = False  # or: no regex at all, the text one word
 
     def regexes(self, current: list[str]) -> list[str] | None:
         """The port's regexes, or None where the rule changes nothing for this vocabulary."""
         from tokconf_reference.bpe import PRE_REGEXES
 
+        if self.none:
+            return [] if current else None
         if self.pre_type:
             other = PRE_REGEXES[self.pre_type]
             return None if other == current else list(other)
@@ -893,6 +917,7 @@ SPLIT_RULES = (
     SplitRule("gpt2", "splits words with GPT-2's regex", pre_type="gpt2"),
     SplitRule("llama3", "splits words with Llama 3's regex", pre_type="llama3"),
     SplitRule("qwen2", "splits words with Qwen2's regex", pre_type="qwen2"),
+    SplitRule("no-split", "splits no words (no pre-tokenizer: BPE over the whole text)", none=True),
 )
 
 
