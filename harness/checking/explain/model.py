@@ -188,7 +188,9 @@ class Mutants:
                 regexes = encoder_changes.get("regexes", self.reference.encoder.regexes)
                 encoder_changes["regexes"] = mechanism.regexes(regexes)
             elif isinstance(mechanism, Resplit):
-                encoder_changes["regexes"] = mechanism.rule.regexes(self.reference.encoder.regexes)
+                # on the regexes another switch left (memvanta's scanner breaks two of gpt-2's rules)
+                current = encoder_changes.get("regexes", self.reference.encoder.regexes)
+                encoder_changes["regexes"] = mechanism.rule.regexes(current) or current
             elif isinstance(mechanism, MergesIgnored):
                 encoder_changes["ignore_merges"] = mechanism.ignore
                 bound = mechanism.over
