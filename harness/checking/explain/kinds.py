@@ -909,9 +909,9 @@ SPLIT_RULES = (
     ),
     SplitRule(
         "contraction-ends-run",
-        "ends a run of symbols before a contraction (`>'d` is `>`, `'d`)",
-        re.escape("[^\\s\\p{L}\\p{N}]+"),
-        "[^\\s\\p{L}\\p{N}](?:(?!'(?:s|t|re|ve|m|ll|d))[^\\s\\p{L}\\p{N}])*",
+        "ends a run of symbols before a contraction unless a space leads it (`>'d` is `>`, `'d`; ` >'d` one run)",
+        re.escape(" ?[^\\s\\p{L}\\p{N}]+"),
+        " [^\\s\\p{L}\\p{N}]+|[^\\s\\p{L}\\p{N}](?:(?!'(?:s|t|re|ve|m|ll|d))[^\\s\\p{L}\\p{N}])*",
         across=True,
     ),
     SplitRule("gpt2", "splits words with GPT-2's regex", pre_type="gpt2"),

@@ -190,7 +190,8 @@ class Mutants:
             elif isinstance(mechanism, Resplit):
                 # on the regexes another switch left (memvanta's scanner breaks two of gpt-2's rules)
                 current = encoder_changes.get("regexes", self.reference.encoder.regexes)
-                encoder_changes["regexes"] = mechanism.rule.regexes(current) or current
+                changed = mechanism.rule.regexes(current)  # None: nothing to change; [] is no-split's
+                encoder_changes["regexes"] = current if changed is None else changed
             elif isinstance(mechanism, MergesIgnored):
                 encoder_changes["ignore_merges"] = mechanism.ignore
                 bound = mechanism.over
