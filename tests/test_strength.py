@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from tokconf.core.errors import TokconfError
@@ -337,6 +338,88 @@ def test_a_table_mutant_is_asked_only_the_cases_holding_a_code_point_it_changes(
     recorded = [c.id for c in holding if tier_of("plain", c.id) is Tier.RECORDED]
     again = [c.id for c in ordered(recording, table(0x3000), Counter({recorded[-1]: 3})).cases]
     assert [c for c in again if c in recorded] == [recorded[-1], *recorded[:-1]]
+
+
+class _Scripted(Campaign):
+    """A campaign whose checks are scripted (no llama.cpp): `answers` are what each vocabulary's check
+    yields, `silent` makes the mutant's own process say which vocabulary it checks and then nothing."""
+
+    answers: ClassVar[list[object]] = []
+    asked = 0
+    silent = False
+
+    def _implementation(self) -> object:  # type: ignore[override]
+        return None
+
+    def _check(self, impl: object, name: str, recording: object) -> object:  # type: ignore[override]
+        for answer in self.answers:
+            type(self).asked += 1
+            yield answer
+
+    def run_mutant(self, number: int, mutant: object, report: object) -> object:  # type: ignore[override]
+        if self.silent:
+            report({"vocab": "quick"})  # type: ignore[operator]
+            import time
+
+            time.sleep(600)
+        return super().run_mutant(number, mutant, report)  # type: ignore[arg-type]
+
+
+def _scripted(tmp_path: Path) -> tuple[_Scripted, object]:
+    from tokconf.core.files import recordings_arg
+    from tokconf.recording.format import load
+    from tokconf.strength.mutants import Mutant, Shape
+
+    pinned = tmp_path / "tree"
+    (pinned / "src").mkdir(parents=True)
+    readers = "".join(f"static void {n}(int c) {{\n    use(c);\n}}\n" for n in ("unicode_cpt_flags_array",
+                      "unicode_tolower", "unicode_cpts_normalize_nfd"))  # fmt: skip
+    (pinned / UNICODE).write_text(readers)
+    recording = load(recordings_arg("bundled/gpt-2.yaml"))
+    names = ("quick", "slow")
+    recordings = Recordings(dict.fromkeys(names, recording), dict.fromkeys(names), dict.fromkeys(names, Path("x")))
+    line = frozenset({12})
+    hits = dict.fromkeys(names, LineHits({VOCAB: line}, {VOCAB: line}, {}, {}))
+    campaign = _Scripted(tmp_path, None, recordings, pinned, hits)  # type: ignore[arg-type]
+    campaign.baseline = {"quick": 0.0, "slow": 30.0}
+    return campaign, Mutant("c", VOCAB, 12, 5, Operator.CONSTANT, "f", 0, 1, Shape.EXPRESSION, "0")
+
+
+def test_a_batch_that_never_answers_settles_the_mutant_as_a_hang_at_once(tmp_path: Path) -> None:
+    """A hang costs the worker's time limit on every batch: asking on for THIN problems cost a limit each.
+    One hang settles it, killed and counted apart, in the tier of the input that hung."""
+    from tokconf.checking.contract import Verdict
+    from tokconf.checking.engine import CaseResult
+    from tokconf.core.outcome import Refusal, RefusalKind
+
+    campaign, mutant = _scripted(tmp_path)
+    failed = CaseResult("quick", "plain", "whitespace/u3000", Verdict.FAILED, actual=[1])
+    hang = CaseResult("quick", "plain", "fuzz/0001", Verdict.ERROR,
+                      actual=Refusal("hang: no answer within 10 s", RefusalKind.BROKEN))  # fmt: skip
+    _Scripted.answers, _Scripted.asked = [failed, hang, failed, failed], 0
+    outcome = campaign.run_mutant(1, mutant, lambda line: None)  # type: ignore[arg-type]
+    assert (outcome.status, outcome.hung_in, outcome.kills, outcome.how) == (Status.TIMEOUT, "quick", 2, "failed")
+    assert outcome.killed_by == [Tier.RECORDED]  # the failure before the hang places it
+    assert _Scripted.asked == 2  # nothing asked after the hang, of this vocabulary or the next
+    _Scripted.answers, _Scripted.asked = [failed] * 12, 0
+    killed = campaign.run_mutant(1, mutant, lambda line: None)  # type: ignore[arg-type]
+    assert (killed.status, killed.kills, killed.hung_in) == (Status.KILLED, THIN, "")  # failures alone go on to THIN
+
+
+def test_a_silent_mutant_is_stopped_by_the_stall_of_the_vocabulary_it_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the mutant says which vocabulary it checks, the stall limit is that one's (llama.cpp's time on
+    it, times STALL_FACTOR, plus the slack), not the slowest reaching vocabulary's."""
+    from tokconf.strength import campaign as module
+
+    monkeypatch.setattr(module, "STALL_SLACK", 1.0)
+    campaign, mutant = _scripted(tmp_path)
+    campaign.silent = True
+    assert campaign.stall(["quick", "slow"]) == 61.0 and campaign.stall(["quick"]) == 1.0
+    outcome = campaign._forked(7, mutant)  # type: ignore[arg-type]
+    assert (outcome.status, outcome.hung_in, outcome.kills) == (Status.TIMEOUT, "quick", 0)
+    assert outcome.seconds < campaign.stall(["slow"])  # not the slowest vocabulary's 61 s
 
 
 @pytest.mark.long

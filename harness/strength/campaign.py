@@ -17,8 +17,11 @@ per vocabulary, crash-isolated), judged by the check engine (`check_recording`),
   problems were found (so a thin kill, under THIN, is told apart); usually a few cases.
 - **a time limit** per mutant, from llama.cpp's own time on the same vocabularies (the campaign's
   first step runs mutant 0, the library unchanged, over every vocabulary, which must pass them all),
-  and a stall limit (no answer for a while): a mutant past either is killed, as a hang (`timeout`),
-  and counted apart. Each mutant runs in a forked process of its own, killed with its workers then.
+  and a stall limit (no answer for a while, from llama.cpp's time on the vocabulary being checked): a
+  mutant past either is killed, as a hang (`timeout`), and counted apart. Each mutant runs in a forked
+  process of its own, killed with its workers then. A batch of answers that never comes (the worker's
+  own time limit) settles it the same way at once: a hang's thinness is not measured, and asking on
+  would cost a time limit per problem.
 
 The outcome of each mutant is appended to a journal, one JSON line, so a killed campaign resumes
 where it stopped; `--shard i/n` runs every n-th mutant from the i-th, each shard with its own journal,
@@ -113,6 +116,7 @@ class Outcome:
     killers: list[str] = field(default_factory=list)  # vocab/section/case of the problems found
     vocabs: list[str] = field(default_factory=list)  # the vocabularies reaching it
     seconds: float = 0.0
+    hung_in: str = ""  # a `timeout`'s: the vocabulary it was being checked on when its time ran out
 
     def to_json(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -287,7 +291,7 @@ class Campaign:
 
         order = sorted(vocabs, key=first)
         for name in order:
-            if not needed(Tier.LLAMA_CPP):
+            if not needed(Tier.LLAMA_CPP) or outcome.status is Status.TIMEOUT:
                 break
             if not needed(Tier.RECORDED) and name not in self.with_llama_cases:
                 continue
@@ -302,20 +306,24 @@ class Campaign:
                         break
                     if not result.verdict.is_problem:
                         continue
-                    where = f"{name}/{result.section}/{result.case}"
+                    where, how = f"{name}/{result.section}/{result.case}", _how(result)
                     outcome.kills += max(1, result.differing)
                     if len(outcome.killers) < THIN:
                         outcome.killers.append(where)
                     if first_kill is None or tier < first_kill:
                         first_kill = tier
                     if not outcome.first:
-                        outcome.first, outcome.how = where, _how(result)
-                    report({"kill": where, "tier": int(tier), "how": _how(result)})
+                        outcome.first, outcome.how = where, how
+                    report({"kill": where, "tier": int(tier), "how": how})
+                    if how == "hang":  # settled (the module's docstring): a hang, in this vocabulary
+                        outcome.status, outcome.hung_in = Status.TIMEOUT, name
+                        break
             finally:
                 with contextlib.suppress(Exception):
                     results.close()  # type: ignore[attr-defined]
         if first_kill is not None:
-            outcome.status = Status.KILLED
+            if outcome.status is not Status.TIMEOUT:
+                outcome.status = Status.KILLED
             outcome.killed_by = [int(first_kill)]
             outcome.kills = min(outcome.kills, THIN)
         outcome.seconds = round(time.monotonic() - started, 3)
@@ -325,6 +333,9 @@ class Campaign:
         return LIMIT_FACTOR * sum(self.baseline.get(v, 10.0) for v in vocabs) + LIMIT_SLACK
 
     def stall(self, vocabs: list[str]) -> float:
+        """How long a mutant may go unheard while checking any of `vocabs`: before it names the vocabulary it
+        checks, the slowest of those reaching it; after, that one's (a hang in a quick vocabulary is then
+        told in seconds, not in the time the slowest would take: 43 hangs cost 3,228 s of one campaign)."""
         return STALL_FACTOR * max((self.baseline.get(v, 10.0) for v in vocabs), default=0.0) + STALL_SLACK
 
     # -- the campaign
@@ -350,6 +361,7 @@ class Campaign:
                 handle.write(json.dumps(outcome.to_json()) + "\n")
             done[mutant.key] = outcome
             progress(f"[{index}/{len(chosen)}] {mutant.key}: {outcome.status.value}"
+                     f"{f' in {outcome.hung_in}' if outcome.hung_in else ''}"
                      f"{f' ({outcome.kills} problems, first {outcome.first})' if outcome.kills else ''}"
                      f" {outcome.seconds:.1f} s")  # fmt: skip
         return [done[m.key] for _, m in chosen]
@@ -389,6 +401,7 @@ class Campaign:
         os.close(write)
         lines: list[dict[str, Any]] = []
         buffer = b""
+        checking = ""  # the vocabulary the child said it checks
         with os.fdopen(read, "rb") as pipe:
             heard = started
             while True:
@@ -405,7 +418,12 @@ class Campaign:
                 heard = time.monotonic()
                 buffer += chunk
                 *complete, buffer = buffer.split(b"\n")
-                lines += [json.loads(line) for line in complete if line]
+                heard_now = [json.loads(line) for line in complete if line]
+                lines += heard_now
+                for line in heard_now:
+                    if "vocab" in line:
+                        checking = line["vocab"]
+                        stall = self.stall([checking])
         os.waitpid(child, 0)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child, signal.SIGKILL)  # workers the child left behind
@@ -419,7 +437,7 @@ class Campaign:
             mutant.key, number, Status.TIMEOUT, kills=min(len(kills), THIN),
             killed_by=[min(k["tier"] for k in kills)] if kills else [], first=kills[0]["kill"] if kills else "",
             how="hang", killers=[k["kill"] for k in kills[:THIN]], vocabs=vocabs,
-            seconds=round(time.monotonic() - started, 3),
+            seconds=round(time.monotonic() - started, 3), hung_in=checking,
         )  # fmt: skip
 
 
