@@ -22,7 +22,7 @@ from tokconf.checking.contract import Verdict
 from tokconf.checking.engine import Selection, check_file
 from tokconf.checking.explain import Explanation, Kind, explain_file
 from tokconf.checking.explain.explainer import SHRINKS
-from tokconf.checking.explain.kinds import LetterClass, LetterRule
+from tokconf.checking.explain.kinds import LetterClass, LetterRule, Stage
 from tokconf.checking.xfail import ExpectedFailures
 from tokconf.implementations.python import PythonImplementation
 from tokconf_reference import Tokenizer
@@ -163,6 +163,19 @@ def test_an_older_unicodes_letters_are_a_table_not_a_rule() -> None:
     mechanism = _one_letter_class("unicode-3.2")
     assert not mechanism.letter and mechanism.rule is LetterRule.TABLE
     assert all(not unicodedata.ucd_3_2_0.category(chr(p)).startswith("L") for p in mechanism.points)
+
+
+def test_a_rules_label_shows_only_code_points_the_rule_reads_otherwise() -> None:
+    """The points a rule cause met hold its minimal inputs' other characters too (memvanta's `u_letter`
+    cause listed U+0020): its label's examples are the code points the rule reads otherwise than llama.cpp."""
+    met = {0x20, 0x41, 0x5D9, 0x5F3, 0xA0, 0x2603}
+    beyond = LetterClass(Kind.LETTER_CLASS, Stage.TOKENIZER, set(met), rule=LetterRule.BEYOND_ASCII).label()
+    assert "U+05F3" in beyond and "U+2603" in beyond, beyond
+    assert not any(f"U+{p:04X}" in beyond for p in (0x20, 0x41, 0xA0, 0x5D9)), beyond  # read alike, or whitespace
+    ascii_only = LetterClass(
+        Kind.LETTER_CLASS, Stage.TOKENIZER, set(met), letter=False, rule=LetterRule.ASCII_ONLY
+    ).label()
+    assert "U+05D9" in ascii_only and not any(f"U+{p:04X}" in ascii_only for p in (0x20, 0x41, 0x5F3)), ascii_only
 
 
 @pytest.mark.xfail(

@@ -772,7 +772,10 @@ class LetterClass(Widening):
         return dict.fromkeys(self.points, LETTER_BYTE if self.letter else OTHER_BYTE)
 
     def label(self) -> str:
-        shown = _some([char_name(chr(c).encode()) for c in sorted(self.points)], 3)
+        # A rule's examples are code points it reads otherwise than llama.cpp: the points met may hold other
+        # characters of a minimal input (memvanta's label showed U+0020).
+        drawn = None if self.rule is LetterRule.TABLE else self.table()
+        shown = _some([char_name(chr(c).encode()) for c in sorted(self.points) if drawn is None or c in drawn], 3)
         if self.rule is LetterRule.BEYOND_ASCII:
             return (f"reads every non-ASCII code point but whitespace as a letter (\\p{{L}}) in its pre-tokenizer "
                     f"(as {shown}); llama.cpp reads each by its category")  # fmt: skip
