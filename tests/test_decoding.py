@@ -55,6 +55,18 @@ def test_every_bundled_recording_has_its_decoding() -> None:
         assert provenance["vocab"] == read_recording_provenance(recording)["vocab"]
 
 
+def test_every_decoding_in_the_repository_decodes_its_recording_as_it_is() -> None:
+    """A recording recorded again leaves the decoding beside it stale unless that is recorded again too, and a
+    stale decoding refuses the check of its whole vocabulary (b11434's variant-glm4-unmerged was, for four stops:
+    its recording grew corpora/strength.yaml's cases and its decoding did not)."""
+    decodings = sorted((ROOT / "recordings").rglob("*.decoding.yaml"))
+    assert len(decodings) > 40
+    decoded = {path: path.with_name(path.name.replace(".decoding", "")) for path in decodings}
+    sha = {d: read_provenance(d)["recording"]["sha256"] for d in decodings}
+    stale = [str(d.relative_to(ROOT)) for d, recording in decoded.items() if sha[d] != sha256_file(recording)]
+    assert stale == []
+
+
 def test_the_provenance_read_alone_is_the_whole_files() -> None:
     assert read_provenance(path_for(BUNDLED / "gpt-2.yaml")) == load(path_for(BUNDLED / "gpt-2.yaml")).provenance
     assert read_recording_provenance(BUNDLED / "gpt-2.yaml") == load_recording(BUNDLED / "gpt-2.yaml").provenance
