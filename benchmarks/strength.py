@@ -17,7 +17,7 @@ Each step's time is printed with the load average before it: on a shared machine
 as good as that. With `--explain` (issue 48), every killed mutant is then checked again on the
 vocabulary that killed it with `tokconf check --explain`, and the share of them given exactly one
 cause, and the share given a cause of kind `character` (the fallback), are printed; `--explain-only N`
-does that alone, on the first N killed mutants in the campaign's order.
+does that alone, on the first N killed mutants in the campaign's order (`--jobs` of them at once).
 """
 
 from __future__ import annotations
@@ -61,38 +61,53 @@ def campaign(work: Path, jobs: int) -> float:
     return seconds
 
 
-def explain(work: Path, most: int | None) -> None:
-    """Issue 48: `--explain` on every killed mutant (at most `most`, in the campaign's order), on the
-    vocabulary whose check killed it first."""
+def explained(item: tuple[str, str, int, str]) -> tuple[str, str, list[tuple[str, str]]] | None:
+    """`--explain` on one killed mutant (the schemata library, its key, number and the vocabulary that killed
+    it first), in a process of the pool (the mutant is chosen by the environment, so one at a time in a
+    process): its causes' kinds and labels, or None when the check passes (a hang or crash it does not
+    repeat)."""
     import tokconf
+    from tokconf.strength.schemata import ENVIRONMENT
+
+    library, key, number, vocab = item
+    os.environ[ENVIRONMENT] = str(number)
+    run = tokconf.check(f"llama.cpp:{library}", vocabs=[vocab], explain=True, timeout=20)
+    if run.passed:
+        return None
+    return key, vocab, [(c.kind.value, c.label) for c in run.causes]
+
+
+def explain(work: Path, most: int | None, jobs: int) -> None:
+    """Issue 48: `--explain` on every killed mutant (at most `most`, in the campaign's order), on the
+    vocabulary whose check killed it first, `jobs` mutants at once."""
+    import multiprocessing
+
     from tokconf.strength.campaign import run_order
     from tokconf.strength.report import merged
-    from tokconf.strength.schemata import ENVIRONMENT, load_schemata
+    from tokconf.strength.schemata import load_schemata
 
     schemata = load_schemata(work)
     numbers = {m.key: n for n, m in schemata.mutants.items()}
     order = {key: index for index, (_, mutant) in enumerate(run_order(schemata.mutants)) for key in [mutant.key]}
     outcomes = sorted((o for o in merged((work / "campaign").glob("journal-*.jsonl")).values() if o.first),
                       key=lambda o: order.get(o.key, 0))[:most]  # fmt: skip
+    items = [(str(schemata.library), o.key, numbers[o.key], o.first.split("/", 1)[0]) for o in outcomes]
     kinds: Counter[str] = Counter()
-    single = with_character = explained = 0
+    single = with_character = count = 0
     started = time.monotonic()
-    for outcome in outcomes:
-        vocab = outcome.first.split("/", 1)[0]
-        os.environ[ENVIRONMENT] = str(numbers[outcome.key])
-        run = tokconf.check(f"llama.cpp:{schemata.library}", vocabs=[vocab], explain=True, timeout=20)
-        if run.passed:  # a kill by a hang or a crash the check does not repeat: nothing to explain
-            continue
-        explained += 1
-        causes = run.causes
-        single += len(causes) == 1
-        with_character += any(c.kind.value == "character" for c in causes)
-        kinds.update(c.kind.value for c in causes)
-        print(f"{outcome.key} on {vocab}: {len(causes)} causes ({', '.join(c.label for c in causes[:4])})", flush=True)
-    os.environ.pop(ENVIRONMENT, None)
-    print(f"explain: {explained} killed mutants explained in {time.monotonic() - started:.0f} s; exactly one cause: "
-          f"{single} ({100 * single / max(1, explained):.1f}%); a `character` cause: {with_character} "
-          f"({100 * with_character / max(1, explained):.1f}%); causes by kind: {json.dumps(dict(kinds))}")  # fmt: skip
+    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=20) as pool:
+        for found in pool.imap(explained, items):
+            if found is None:
+                continue
+            key, vocab, causes = found
+            count += 1
+            single += len(causes) == 1
+            with_character += any(kind == "character" for kind, _ in causes)
+            kinds.update(kind for kind, _ in causes)
+            print(f"{key} on {vocab}: {len(causes)} causes ({', '.join(label for _, label in causes[:4])})", flush=True)
+    print(f"explain: {count} killed mutants explained in {time.monotonic() - started:.0f} s ({jobs} at once); "
+          f"exactly one cause: {single} ({100 * single / max(1, count):.1f}%); a `character` cause: {with_character} "
+          f"({100 * with_character / max(1, count):.1f}%); causes by kind: {json.dumps(dict(kinds))}")  # fmt: skip
 
 
 def main() -> None:
@@ -106,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     work = args.work.absolute()
     if args.explain_only:
-        explain(work, args.explain_only)
+        explain(work, args.explain_only, args.jobs)
         return
     total = 0.0
     if not (work / "schemata.json").is_file():
@@ -117,7 +132,7 @@ def main() -> None:
     total += timed("report", tokconf(*report, *(["--markdown", str(args.markdown)] if args.markdown else [])))
     print(f"campaign: {total:.0f} s in this run (steps already done before it not counted)")
     if args.explain:
-        explain(work, None)
+        explain(work, None, args.jobs)
 
 
 if __name__ == "__main__":
