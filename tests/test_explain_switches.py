@@ -129,6 +129,23 @@ def _maximal_subpart(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
     return list(ref.encode(data.decode("utf-8", errors="replace").encode(), *flags))
 
 
+def _latin1_bytes(ref: Tokenizer, data: bytes, *flags: bool) -> list[int]:
+    """memvanta's decoding (plain mode): a byte that is not valid UTF-8 is the code point of its value to
+    the pre-tokenizer (a letter; 0x85 and 0xA0 whitespace) and merged as the raw byte."""
+    from tokconf_reference.bpe import byte_level
+    from tokconf_reference.pretokenize import split
+
+    text = data.decode("utf-8", errors="surrogateescape")
+    seen = "".join(chr(ord(c) - 0xDC00) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text)
+    if seen == text:
+        return list(ref.encode(data, *flags))
+    encoder, ids, at = ref.encoder, [], 0
+    for word in split(seen, encoder.regexes, encoder.classes):  # type: ignore[union-attr]
+        ids += encoder.merge_word(byte_level(text[at : at + len(word)].encode("utf-8", "surrogateescape")))  # type: ignore[union-attr]
+        at += len(word)
+    return ids
+
+
 # name: (vocab, modes, deviation, the kind named)
 PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "space-prefix": ("llama-spm", ("plain",), _switched(_no_prefix), Kind.SPACE_PREFIX),
@@ -151,6 +168,7 @@ PLANTED: dict[str, tuple[str, tuple[str, ...], Any, Kind]] = {
     "letters-beyond-ascii": ("gpt-2", ("plain",), _switched(_letters_beyond_ascii), Kind.LETTER_CLASS),
     "mapped-before-split": ("llama-bpe", ("plain",), _switched(_mapped_first), Kind.BYTE_MAPPED_SPLIT),
     "invalid-maximal-subpart": ("gpt-2", ("plain",), _maximal_subpart, Kind.INVALID_UTF8_REPLACED),
+    "invalid-latin-1": ("gpt-2", ("plain",), _latin1_bytes, Kind.INVALID_UTF8_BYTES),
 }  # fmt: skip
 
 
@@ -220,6 +238,8 @@ def test_the_invalid_utf8_policy_named_is_the_ports() -> None:
     assert isinstance(per_byte.mechanism, Replaced) and per_byte.mechanism.per_byte is True
     assert isinstance(subpart.mechanism, Replaced) and subpart.mechanism.per_byte is False
     assert "per byte (Go's decoding)" in per_byte.label and "maximal subpart" in subpart.label
+    (latin1,) = _explained("invalid-latin-1")[1].causes  # memvanta's: was two causes naming other libraries'
+    assert "the code point of its value (Latin-1" in latin1.label, latin1.label
 
 
 @pytest.mark.parametrize(

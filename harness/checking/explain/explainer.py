@@ -38,6 +38,7 @@ from .kinds import (
     Character,
     ContextRule,
     Kind,
+    Latin1Bytes,
     LetterClass,
     LetterRule,
     MappedBeforeSplit,
@@ -916,6 +917,7 @@ class Explainer:
         if not is_utf8(minimal):
             yield RawBytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield RawTail(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
+            yield Latin1Bytes(Kind.INVALID_UTF8_BYTES, Stage.INPUT)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT, per_byte=True)
             yield Replaced(Kind.INVALID_UTF8_REPLACED, Stage.INPUT)
             reference = self.model.mutants.reference

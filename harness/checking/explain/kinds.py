@@ -546,6 +546,44 @@ class RawTail(Segmenting):
         )
 
 
+@dataclass
+class Latin1Bytes(Segmenting):
+    """Each byte that is not valid UTF-8 read as the code point of its value (Latin-1) by the
+    pre-tokenizer, so it joins a word as a letter (0x85 and 0xA0 as whitespace), and merged by the
+    byte-level BPE as the raw byte it is: memvanta's scanner (its decoder falls back to the byte's value
+    for the character classes and keeps the byte for the merges). llama.cpp reads each such byte as
+    U+FFFD (unicode_cpts_from_utf8), neither letter nor whitespace."""
+
+    def key(self) -> Hashable:
+        return (self.kind, "latin-1")
+
+    def applies(self, data: bytes, mode: Mode) -> bool:
+        return not is_utf8(data)
+
+    def segments(self, data: bytes, mode: Mode, words: Words = lambda _: None) -> list[Piece] | None:
+        if is_utf8(data):
+            return None
+        text = data.decode("utf-8", errors="surrogateescape")  # an invalid byte b is the surrogate U+DC00+b
+        split = words("".join(chr(ord(c) - 0xDC00) if 0xDC80 <= ord(c) <= 0xDCFF else c for c in text).encode())
+        if split is None:
+            return None
+        out: list[Piece] = []
+        at = 0
+        for word in split:
+            size = len(word.decode("utf-8"))
+            raw = text[at : at + size].encode("utf-8", errors="surrogateescape")
+            out.append(raw if is_utf8(raw) else RawRun(raw))
+            at += size
+        return out if at == len(text) else None
+
+    def label(self) -> str:
+        return (
+            "reads each byte that is not valid UTF-8 as the code point of its value (Latin-1: a letter, 0x85 "
+            "and 0xA0 whitespace) in its pre-tokenizer and merges the raw byte; llama.cpp reads each such byte "
+            "as U+FFFD (unicode_cpts_from_utf8)"
+        )
+
+
 _INVALID_RUN = re.compile("([\udc80-\udcff]+)")
 
 
