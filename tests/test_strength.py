@@ -423,10 +423,13 @@ def test_a_silent_mutant_is_stopped_by_the_stall_of_the_vocabulary_it_checks(
 
 
 @pytest.mark.long
-def test_coverage_reaches_through_a_linked_tree_and_refuses_a_moved_one(llama_build: object, tmp_path: Path) -> None:
+def test_coverage_reaches_through_a_linked_tree_runs_two_at_once_and_follows_a_moved_one(
+    llama_build: object, tmp_path: Path
+) -> None:
     """gcov names sources by the resolved path they were compiled at: a campaign folder whose coverage
-    tree is a link to another's (a build shared) still gets each vocabulary's lines, and a tree moved after its
-    build is refused, not written as a vocabulary that reaches nothing (the campaign would ask it nothing)."""
+    tree is a link to another's (a build shared) still gets each vocabulary's lines; two vocabularies at
+    once (each process's counters in a folder of its own) get the files each gets alone; and a tree moved
+    after its build still does (its counters go where GCOV_PREFIX says, not where it was compiled)."""
     from tokconf.builds.fetch import source_dir
     from tokconf.core.files import BUNDLED_RECORDINGS
     from tokconf.strength.coverage import coverage_build, read_hits, run_coverage
@@ -438,13 +441,37 @@ def test_coverage_reaches_through_a_linked_tree_and_refuses_a_moved_one(llama_bu
     linked = tmp_path / "linked"
     (linked / "coverage").mkdir(parents=True)
     (linked / "coverage" / "tree").symlink_to(built / "coverage" / "tree")
-    run_coverage(coverage_build(pinned, linked), linked, recording, lambda line: None)
-    hits = read_hits(next((linked / "coverage" / "vocabs").glob("*.json")))
+    run_coverage(coverage_build(pinned, linked), linked, recording, lambda line: None, jobs=1)
+    alone = linked / "coverage" / "vocabs" / "pre-default.json"
+    hits = read_hits(alone)
     assert len(hits.lines[VOCAB]) > 100 and len(hits.lines[UNICODE]) > 50
 
-    moved = tmp_path / "moved"  # the library writes its counters at the path it was compiled at
+    # two at once, each process's counters apart: the same file for pre-default as when run alone
+    both = [*recording, BUNDLED_RECORDINGS / "synthetic" / "model-test.yaml"]
+    said: list[str] = []
+    run_coverage(coverage_build(pinned, built), built, both, said.append, jobs=2)
+    assert sorted(said) == ["coverage [1/2] pre-default", "coverage [2/2] model-test"]
+    assert (built / "coverage" / "vocabs" / "pre-default.json").read_bytes() == alone.read_bytes()
+    assert read_hits(built / "coverage" / "vocabs" / "model-test.json").lines[VOCAB] != hits.lines[VOCAB]
+
+    moved = tmp_path / "moved"
     (moved / "coverage").mkdir(parents=True)
     (built / "coverage" / "tree").rename(moved / "coverage" / "tree")
+    run_coverage(coverage_build(pinned, moved), moved, recording, lambda line: None)
+    assert (moved / "coverage" / "vocabs" / "pre-default.json").read_bytes() == alone.read_bytes()
+
+
+def test_a_coverage_file_where_no_line_ran_is_refused_not_written(tmp_path: Path) -> None:
+    """Written, it would say that the vocabulary reaches nothing, and the campaign would ask it about no
+    mutant (every vocabulary's loading runs llama-vocab.cpp)."""
+    from tokconf.strength.coverage import _holds_covered
+
+    report = tmp_path / "v.tmp"
+    lines = [{"line_number": 3, "count": 0}]
+    report.write_text(json.dumps({"files": [{"file": VOCAB, "lines": lines}, {"file": "other.cpp", "lines": []}]}))
     with pytest.raises(TokconfError, match="the library's counters are not where gcov reads them"):
-        run_coverage(coverage_build(pinned, moved), moved, recording, lambda line: None)
-    assert not list(moved.glob("coverage/vocabs/*"))  # nothing written, not even the gcovr file
+        _holds_covered(report, tmp_path)
+    assert not report.exists()
+    lines[0]["count"] = 1
+    report.write_text(json.dumps({"files": [{"file": VOCAB, "lines": lines}]}))
+    _holds_covered(report, tmp_path)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ def add_parser(commands: Any) -> None:
     build.add_argument("--tree", type=Path, default=None, help="a llama.cpp tree (default: the pinned build's)")
     build.set_defaults(run=run_build)
     cover = steps.add_parser("coverage", help="line and branch coverage of every bundled vocabulary")
+    cover.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="vocabularies at once (default: cores)")
     cover.set_defaults(run=run_coverage)
     campaign = steps.add_parser("run", help="check each mutant against the bundled recordings (resumable)")
     campaign.add_argument("--shard", type=_shard, default=(1, 1), help="i/n: run shard i of n (journals merge)")
@@ -103,7 +105,7 @@ def run_coverage(args: argparse.Namespace) -> int:
 
     work = args.work.absolute()
     build = coverage_build(_tree_of(work), work)
-    run_coverage(build, work, recording_files([BUNDLED_RECORDINGS]), _say)
+    run_coverage(build, work, recording_files([BUNDLED_RECORDINGS]), _say, args.jobs)
     print(f"coverage of every bundled vocabulary in {work / 'coverage' / 'vocabs'}")
     return 0
 

@@ -2,9 +2,10 @@
 
 A tokenizer-only libllama of the pinned tree is compiled with `--coverage -O0` (tokconf.builds.
 tokenizer_only, in the campaign's work folder) and each recording's inputs are run through it in a
-process of their own (tokconf.strength.exercise), one vocabulary at a time; gcovr then reads that
-vocabulary's counters into `coverage/vocabs/<vocab>.json` (gcovr's JSON: every line's count and
-branches), and the counters are cleared for the next. So the campaign knows, for every line, which
+process of their own (tokconf.strength.exercise), a vocabulary per core at once, each writing its
+counters to a folder of its own; gcovr then reads that vocabulary's counters into
+`coverage/vocabs/<vocab>.json` (gcovr's JSON: every line's count and branches), and the folder is
+cleared for the next. So the campaign knows, for every line, which
 vocabularies reach it (only those are asked about a mutant there), the report has line and branch
 coverage per tokenizer model, and gcovr merges the files into the whole run's. Resumable: a
 vocabulary whose file exists is not run again.
@@ -12,8 +13,10 @@ vocabulary whose file exists is not run again.
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 import os
+import queue
 import re
 import shutil
 import subprocess
@@ -78,58 +81,98 @@ def vocab_file(work: Path, name: str) -> Path:
     return work / "coverage" / "vocabs" / f"{name}.json"
 
 
-def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Callable[[str], None]) -> None:
-    """Each recording's inputs through the coverage library, and its vocabulary's gcovr file written."""
+def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Callable[[str], None],
+                 jobs: int = 2) -> None:  # fmt: skip
+    """Each recording's inputs through the coverage library, and its vocabulary's gcovr file written;
+    `jobs` vocabularies at once, each process writing its counters to a folder of its own (gcov's
+    GCOV_PREFIX) inside the build folder, where gcovr still finds the sources from the counters up."""
     # gcov names each source by the path it was compiled at, with links resolved: a tree reached through a
     # link (a coverage build shared by two campaign folders) would filter out every line unresolved
     tree = build.libllama.parent.parent.resolve()
     objects = tree / BUILD_FOLDER / "obj"
-    for number, recording in enumerate(recordings, 1):
-        name = read_provenance(recording)["vocab"]["name"]
-        target = vocab_file(work, name)
-        if target.is_file():
-            continue
-        for stale in objects.glob("*.gcda"):
-            stale.unlink()
-        provenance = read_provenance(recording)
-        vocab = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], None)
-        command = [sys.executable, "-m", "tokconf.strength.exercise", "--lib", str(build.libllama),
-                   "--header", str(build.llama_h), "--vocab", str(vocab), "--recording", str(recording)]  # fmt: skip
-        for folder in build.include_dirs:
-            command += ["--include", str(folder)]
-        env = {**os.environ, "GGML_NO_BACKTRACE": "1"}
-        ran = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
-        if ran.returncode != 0:
-            raise TokconfError(f"running {recording.name} through the coverage library failed:\n{ran.stderr[-2000:]}",
-                               "see the error; the coverage run resumes where it stopped")  # fmt: skip
-        wanted = {f"{Path(file).stem}_cpp.gcda" for file in COVERED}  # tokconf.builds.tokenizer_only's object names
-        for other in objects.glob("*.gcda"):  # ggml's and the loader's: gcov would read them for nothing
-            if other.name not in wanted:
-                other.unlink()
-        target.parent.mkdir(parents=True, exist_ok=True)
-        report = target.with_suffix(".tmp")
-        filters = [arg for file in COVERED for arg in ("--filter", re.escape(str(tree / file)))]  # absolute: gcovr
-        # reads a relative one against its working folder, which must be where the objects were compiled
-        gcovr = [sys.executable, "-m", "gcovr", "--root", str(tree), *filters, "--json", str(report), str(objects)]
-        done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
-        if done.returncode != 0:
-            raise TokconfError(f"gcovr failed for {name}:\n{done.stderr[-2000:]}", "pip install 'tokconf[strength]'")
-        _holds_covered(report, tree)
-        os.replace(report, target)
-        progress(f"coverage [{number}/{len(recordings)}] {name}")
+    todo = [(number, recording) for number, recording in enumerate(recordings, 1)
+            if not vocab_file(work, read_provenance(recording)["vocab"]["name"]).is_file()]  # fmt: skip
+    slots: queue.SimpleQueue[Path] = queue.SimpleQueue()
+    for index in range(1, max(1, jobs) + 1):
+        slots.put(_counters(objects, index))
+
+    def cover(number: int, recording: Path) -> str:
+        slot = slots.get()
+        try:
+            _cover(build, tree, objects, slot, work, recording)
+        finally:
+            slots.put(slot)
+        return f"coverage [{number}/{len(recordings)}] {read_provenance(recording)['vocab']['name']}"
+
+    with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
+        futures = [pool.submit(cover, number, recording) for number, recording in todo]
+        try:
+            for future in concurrent.futures.as_completed(futures):
+                progress(future.result())
+        except BaseException:
+            for future in futures:  # a failure stops the run: what is done stays done (resumable)
+                future.cancel()
+            raise
+
+
+def _counters(objects: Path, index: int) -> Path:
+    """A folder for one process's counters, beside the objects, holding the notes gcov reads with them."""
+    folder = objects.parent / "counters" / str(index)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    for notes in objects.glob("*.gcno"):
+        if notes.stem in _WANTED:
+            shutil.copyfile(notes, folder / notes.name)
+    return folder
+
+
+_WANTED = frozenset(f"{Path(file).stem}_cpp" for file in COVERED)  # tokconf.builds.tokenizer_only's object names
+
+
+def _cover(build: Build, tree: Path, objects: Path, slot: Path, work: Path, recording: Path) -> None:
+    """One recording through the library, its counters in `slot`, read by gcovr into its vocabulary's file."""
+    for stale in slot.glob("*.gcda"):
+        stale.unlink()
+    provenance = read_provenance(recording)
+    name = provenance["vocab"]["name"]
+    vocab = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], None)
+    command = [sys.executable, "-m", "tokconf.strength.exercise", "--lib", str(build.libllama),
+               "--header", str(build.llama_h), "--vocab", str(vocab), "--recording", str(recording)]  # fmt: skip
+    for folder in build.include_dirs:
+        command += ["--include", str(folder)]
+    # the counters land at GCOV_PREFIX plus the path they were compiled at, less its first STRIP parts: in `slot`
+    env = {**os.environ, "GGML_NO_BACKTRACE": "1", "GCOV_PREFIX": str(slot),
+           "GCOV_PREFIX_STRIP": str(len(objects.parts) - 1)}  # fmt: skip
+    ran = subprocess.run(command, env=env, capture_output=True, text=True, check=False)
+    if ran.returncode != 0:
+        raise TokconfError(f"running {recording.name} through the coverage library failed:\n{ran.stderr[-2000:]}",
+                           "see the error; the coverage run resumes where it stopped")  # fmt: skip
+    for other in slot.glob("*.gcda"):  # ggml's and the loader's: gcov would read them for nothing
+        if other.stem not in _WANTED:
+            other.unlink()
+    target = vocab_file(work, name)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    report = target.with_suffix(".tmp")
+    filters = [arg for file in COVERED for arg in ("--filter", re.escape(str(tree / file)))]  # absolute: gcovr
+    # reads a relative one against its working folder, which must be where the objects were compiled
+    gcovr = [sys.executable, "-m", "gcovr", "--root", str(tree), *filters, "--json", str(report), str(slot)]
+    done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise TokconfError(f"gcovr failed for {name}:\n{done.stderr[-2000:]}", "pip install 'tokconf[strength]'")
+    _holds_covered(report, tree)
+    os.replace(report, target)
 
 
 def _holds_covered(report: Path, tree: Path) -> None:
     """Refuse a gcovr file in which no line of the covered sources ran: written, it would say that this
     vocabulary reaches nothing, and the campaign would ask it about no mutant (every vocabulary's loading
-    runs llama-vocab.cpp). It happens when the counters are not where gcov reads them: a tree reached
-    through a link and not resolved, or a library moved after its build (it writes its counters at the
-    path it was compiled at)."""
+    runs llama-vocab.cpp). It happens when the sources gcov names are not the tree's (a tree reached
+    through a link and not resolved) or no counters were written where gcov reads them."""
     files = json.loads(report.read_text(encoding="utf-8"))["files"]
     if not any(line["count"] > 0 for entry in files if entry["file"] in COVERED for line in entry["lines"]):
         report.unlink()
         raise TokconfError(f"no line of {' or '.join(COVERED)} ran under {tree}: the library's counters are not "
-                           "where gcov reads them (was the tree moved after its build?)",
+                           "where gcov reads them, or name other sources",
                            f"delete {tree} and run the coverage again: it builds the library anew")  # fmt: skip
 
 
