@@ -21,6 +21,7 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
@@ -85,7 +86,8 @@ def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Cal
                  jobs: int = 2) -> None:  # fmt: skip
     """Each recording's inputs through the coverage library, and its vocabulary's gcovr file written;
     `jobs` vocabularies at once, each process writing its counters to a folder of its own (gcov's
-    GCOV_PREFIX) inside the build folder, where gcovr still finds the sources from the counters up."""
+    GCOV_PREFIX) inside the build folder, where gcovr still finds the sources from the counters up
+    (gcovr itself one at a time)."""
     # gcov names each source by the path it was compiled at, with links resolved: a tree reached through a
     # link (a coverage build shared by two campaign folders) would filter out every line unresolved
     tree = build.libllama.parent.parent.resolve()
@@ -126,6 +128,7 @@ def _counters(objects: Path, index: int) -> Path:
     return folder
 
 
+_GCOV = threading.Lock()
 _WANTED = frozenset(f"{Path(file).stem}_cpp" for file in COVERED)  # tokconf.builds.tokenizer_only's object names
 
 
@@ -156,7 +159,8 @@ def _cover(build: Build, tree: Path, objects: Path, slot: Path, work: Path, reco
     filters = [arg for file in COVERED for arg in ("--filter", re.escape(str(tree / file)))]  # absolute: gcovr
     # reads a relative one against its working folder, which must be where the objects were compiled
     gcovr = [sys.executable, "-m", "gcovr", "--root", str(tree), *filters, "--json", str(report), str(slot)]
-    done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
+    with _GCOV:  # gcov writes its .gcov files where the objects were compiled: two at once delete each other's
+        done = subprocess.run(gcovr, cwd=objects.parent, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise TokconfError(f"gcovr failed for {name}:\n{done.stderr[-2000:]}", "pip install 'tokconf[strength]'")
     _holds_covered(report, tree)
