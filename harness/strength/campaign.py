@@ -128,8 +128,10 @@ class Outcome:
         return cls(**{**data, "status": Status(data["status"])})
 
     def killed_in(self, tier: Tier) -> bool:
-        """Whether the checks of `tier` and the ones before kill it. A hang is not placed in a tier (the input
-        that hung is not known, only the chunk of answers that never came): it counts in the last alone."""
+        """Whether the checks of `tier` and the ones before kill it. A hang the stall limit stopped is placed by
+        the problems found before it, and with none counts in the last tier alone (which input hung is not
+        known); one a batch's time limit found is placed by the case it was reported on (the cases are asked
+        tier by tier)."""
         if self.killed_by and self.killed_by[0] <= tier:
             return True
         return self.status is Status.TIMEOUT and tier is Tier.FUZZ
