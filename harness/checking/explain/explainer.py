@@ -546,10 +546,11 @@ class Explainer:
         under = [m for m in context if m.stage is not Stage.VERDICT and not isinstance(m, Character)]
         key = repr((mechanism, under, sorted(odd)))
         if key not in self.sound:
-            applies = [r for r in self.passing if mechanism.applies(r.data, mode_of(r))]
-            sample = [r for r in applies if not odd or any(holds(r.data, u) for u in odd)][:PASSED_CHECKED]
-            if not sample:  # no passed case holds them: a mechanism that applies to other inputs is judged on
-                sample = applies[:PASSED_CHECKED]  # those (no split at all fits `〶殰` as a letter rule does)
+            sample = [
+                r
+                for r in self.passing
+                if mechanism.applies(r.data, mode_of(r)) and (not odd or any(holds(r.data, u) for u in odd))
+            ][:PASSED_CHECKED]
             self.sound[key] = self._passed_alike(mechanism, under, sample)
         return self.sound[key]
 
