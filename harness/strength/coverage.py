@@ -31,6 +31,7 @@ from ..builds.build import Build, LibraryKind
 from ..builds.fetch import Source
 from ..builds.tokenizer_only import LIBRARY, ShimFailed, compile_library
 from ..core.errors import TokconfError
+from ..core.facts import Provenance
 from ..recording.format import read_provenance
 from ..synth.files import recorded_vocab
 from .mutants import UNICODE, VOCAB
@@ -92,22 +93,22 @@ def run_coverage(build: Build, work: Path, recordings: list[Path], progress: Cal
     # link (a coverage build shared by two campaign folders) would filter out every line unresolved
     tree = build.libllama.parent.parent.resolve()
     objects = tree / BUILD_FOLDER / "obj"
-    todo = [(number, recording) for number, recording in enumerate(recordings, 1)
-            if not vocab_file(work, read_provenance(recording)["vocab"]["name"]).is_file()]  # fmt: skip
+    provenances = [(number, recording, read_provenance(recording)) for number, recording in enumerate(recordings, 1)]
+    todo = [item for item in provenances if not vocab_file(work, item[2]["vocab"]["name"]).is_file()]
     slots: queue.SimpleQueue[Path] = queue.SimpleQueue()
     for index in range(1, max(1, jobs) + 1):
         slots.put(_counters(objects, index))
 
-    def cover(number: int, recording: Path) -> str:
+    def cover(number: int, recording: Path, provenance: Provenance) -> str:
         slot = slots.get()
         try:
-            _cover(build, tree, objects, slot, work, recording)
+            _cover(build, tree, objects, slot, work, recording, provenance)
         finally:
             slots.put(slot)
-        return f"coverage [{number}/{len(recordings)}] {read_provenance(recording)['vocab']['name']}"
+        return f"coverage [{number}/{len(recordings)}] {provenance['vocab']['name']}"
 
     with concurrent.futures.ThreadPoolExecutor(max(1, jobs)) as pool:
-        futures = [pool.submit(cover, number, recording) for number, recording in todo]
+        futures = [pool.submit(cover, *item) for item in todo]
         try:
             for future in concurrent.futures.as_completed(futures):
                 progress(future.result())
@@ -132,11 +133,11 @@ _GCOV = threading.Lock()
 _WANTED = frozenset(f"{Path(file).stem}_cpp" for file in COVERED)  # tokconf.builds.tokenizer_only's object names
 
 
-def _cover(build: Build, tree: Path, objects: Path, slot: Path, work: Path, recording: Path) -> None:
+def _cover(build: Build, tree: Path, objects: Path, slot: Path, work: Path, recording: Path,
+           provenance: Provenance) -> None:  # fmt: skip
     """One recording through the library, its counters in `slot`, read by gcovr into its vocabulary's file."""
     for stale in slot.glob("*.gcda"):
         stale.unlink()
-    provenance = read_provenance(recording)
     name = provenance["vocab"]["name"]
     vocab = recorded_vocab(provenance["vocab"], provenance["llama_cpp"]["build"], None)
     command = [sys.executable, "-m", "tokconf.strength.exercise", "--lib", str(build.libllama),
